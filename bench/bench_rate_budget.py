@@ -64,8 +64,9 @@ def max_in_window(stamps: list[tuple[float, int]], window: float) -> int:
 
 
 async def run(scenario: Scenario, seconds: float, window: float, workers: int = 64) -> Result:
-    gate = VendorGate("bench", max_in_flight=workers, rpm=scenario.rpm, tpm=scenario.tpm,
-                      window_s=window)
+    gate = VendorGate(
+        "bench", max_in_flight=workers, rpm=scenario.rpm, tpm=scenario.tpm, window_s=window
+    )
     calls: list[tuple[float, int]] = []
     tokens: list[tuple[float, int]] = []
     stop_at = time.monotonic() + seconds
@@ -83,14 +84,22 @@ async def run(scenario: Scenario, seconds: float, window: float, workers: int = 
             calls.append((admitted, 1))
             tokens.append((admitted, used))
             await asyncio.sleep(rng.uniform(0.005, 0.015))  # the vendor's latency
-            gate.release(Reply(text="", usage=Usage(input_tokens=used // 2,
-                                                    output_tokens=used - used // 2)), None)
+            gate.release(
+                Reply(text="", usage=Usage(input_tokens=used // 2, output_tokens=used - used // 2)),
+                None,
+            )
 
     started = time.monotonic()
     await asyncio.gather(*(worker(i) for i in range(workers)))
     elapsed = min(time.monotonic(), stop_at) - started
-    return Result(scenario, elapsed, len(calls), sum(n for _, n in tokens),
-                  max_in_window(sorted(calls), window), max_in_window(sorted(tokens), window))
+    return Result(
+        scenario,
+        elapsed,
+        len(calls),
+        sum(n for _, n in tokens),
+        max_in_window(sorted(calls), window),
+        max_in_window(sorted(tokens), window),
+    )
 
 
 def main() -> int:
@@ -99,22 +108,40 @@ def main() -> int:
     parser.add_argument("--window", type=float, default=3.0, help="seconds standing for a minute")
     args = parser.parse_args()
     scenarios = [
-        Scenario("requests bind", rpm=600, tpm=1_000_000, estimate=(50, 150),
-                 used_share=(0.6, 1.0), binds="rpm"),
-        Scenario("tokens bind", rpm=100_000, tpm=60_000, estimate=(400, 1200),
-                 used_share=(0.7, 1.0), binds="tpm"),
+        Scenario(
+            "requests bind",
+            rpm=600,
+            tpm=1_000_000,
+            estimate=(50, 150),
+            used_share=(0.6, 1.0),
+            binds="rpm",
+        ),
+        Scenario(
+            "tokens bind",
+            rpm=100_000,
+            tpm=60_000,
+            estimate=(400, 1200),
+            used_share=(0.7, 1.0),
+            binds="tpm",
+        ),
     ]
-    print(f"window {args.window:g} s standing for 60 s; {args.seconds:g} s per scenario; "
-          "64 workers with a backlog; call latency 5-15 ms")
-    print(f"{'scenario':<15} {'calls':>7} {'tokens':>9} {'rpm used':>9} {'tpm used':>9} "
-          f"{'max calls/win':>14} {'max tok/win':>12}")
+    print(
+        f"window {args.window:g} s standing for 60 s; {args.seconds:g} s per scenario; "
+        "64 workers with a backlog; call latency 5-15 ms"
+    )
+    print(
+        f"{'scenario':<15} {'calls':>7} {'tokens':>9} {'rpm used':>9} {'tpm used':>9} "
+        f"{'max calls/win':>14} {'max tok/win':>12}"
+    )
     ok = True
     for scenario in scenarios:
         result = asyncio.run(run(scenario, args.seconds, args.window))
         rpm_used, tpm_used = result.usage(args.window)
-        print(f"{scenario.name:<15} {result.calls:>7} {result.tokens:>9} {rpm_used:>9.1%} "
-              f"{tpm_used:>9.1%} {result.max_window_calls:>6}/{scenario.rpm:<7g} "
-              f"{result.max_window_tokens:>6}/{scenario.tpm:<g}")
+        print(
+            f"{scenario.name:<15} {result.calls:>7} {result.tokens:>9} {rpm_used:>9.1%} "
+            f"{tpm_used:>9.1%} {result.max_window_calls:>6}/{scenario.rpm:<7g} "
+            f"{result.max_window_tokens:>6}/{scenario.tpm:<g}"
+        )
         binding = rpm_used if scenario.binds == "rpm" else tpm_used
         ok &= binding >= 0.95
         ok &= result.max_window_calls <= scenario.rpm and result.max_window_tokens <= scenario.tpm

@@ -1,4 +1,5 @@
-"""The ``harness`` command line. Commands live in `harness.commands`, one module each."""
+"""The ``harness`` command line: the registered commands (the core's and every family's),
+and ``harness import NAME`` for every registered importer."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ import sys
 
 import click
 
-from harness.discovery import import_all
 from harness.errors import HarnessError
+from harness.registry import commands, importers
 
 
 class _Group(click.Group):
@@ -27,9 +28,14 @@ def main() -> None:
     """Metamorphic fairness campaigns against language models, recorded as an event log."""
 
 
-for _name in import_all("harness.commands"):
-    _module = sys.modules[f"harness.commands.{_name}"]
-    for _attr in ("command", "group"):
-        _cmd = getattr(_module, _attr, None)
-        if isinstance(_cmd, click.Command):
-            main.add_command(_cmd)
+@click.group("import")
+def import_group() -> None:
+    """Turn a released dataset into an event log that report, show and replay read."""
+
+
+for _command in commands():
+    main.add_command(_command)
+for _importer in importers():
+    import_group.add_command(_importer)
+if import_group.commands:
+    main.add_command(import_group)

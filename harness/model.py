@@ -1,7 +1,8 @@
 """The model interface every backend implements (sim, local, replay, vendors).
 
 A model is anything with ``async complete(messages, params) -> Reply``. Backends are
-registered by URI scheme with `@model_backend("scheme")` and built from a `ModelSpec`
+contributed per URI scheme by a `Family` (``model_backends``; the core's own in
+`harness.builtins`) and built from a `ModelSpec`
 (``"sim:default"``, ``"local:smollm2"``, ``"openai:gpt-4o-mini"``...). Failures are raised
 as subclasses of `harness.errors.ModelError`; nothing else may escape ``complete``.
 """
@@ -16,6 +17,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.errors import ConfigError
+from harness.registry import model_backends
 
 Role = Literal["system", "user", "assistant"]
 
@@ -82,58 +84,29 @@ class ModelSpec(BaseModel):
 
 
 ModelFactory = Callable[[ModelSpec], Model]
-_BACKENDS: dict[str, ModelFactory] = {}
-
-
-def model_backend(scheme: str) -> Callable[[ModelFactory], ModelFactory]:
-    """Register a factory for model names of the form ``scheme:identifier``."""
-
-    def register(factory: ModelFactory) -> ModelFactory:
-        _BACKENDS[scheme] = factory
-        return factory
-
-    return register
+"""Builds a model from its spec; registered per scheme by a `Family` (the core's included)."""
 
 
 def known_schemes() -> list[str]:
-    _load_builtin_backends()
-    return sorted(_BACKENDS)
+    return sorted(model_backends())
 
 
 def build_model(spec: ModelSpec) -> Model:
-    _load_builtin_backends()
+    backends = model_backends()
     if ":" not in spec.name:
         raise ConfigError(
             f"model name {spec.name!r} has no backend prefix",
             field="models.name",
-            fix=f"write it as 'scheme:identifier' with scheme one of {sorted(_BACKENDS)}",
+            fix=f"write it as 'scheme:identifier' with scheme one of {sorted(backends)}",
         )
-    factory = _BACKENDS.get(spec.scheme)
+    factory = backends.get(spec.scheme)
     if factory is None:
         raise ConfigError(
             f"unknown model backend {spec.scheme!r} in {spec.name!r}",
             field="models.name",
-            fix=f"use one of {sorted(_BACKENDS)}",
+            fix=f"use one of {sorted(backends)}",
         )
     return factory(spec)
-
-
-def _load_builtin_backends() -> None:
-    # Imported for their @model_backend side effect; vendors are optional at import time
-    # so that a broken SDK install cannot stop offline campaigns.
-    import importlib
-
-    for module in (
-        "harness.sim",
-        "harness.local",
-        "harness.providers",
-        "harness.biaslens.released_backend",  # released: imported answers (BiasLens)
-    ):
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name is None or not exc.name.startswith("harness"):
-                raise
 
 
 def request_key(model: str, messages: Sequence[Message], params: GenerationParams) -> str:

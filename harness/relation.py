@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harness.errors import ConfigError, RelationError
+from harness.errors import ConfigError
+from harness.registry import relation_classes
 
 
 class Outcome(StrEnum):
@@ -142,27 +143,8 @@ class RelationBase:
         return None
 
 
-RelationFactory = Callable[[dict[str, Any]], Relation]
-_RELATIONS: dict[str, type[RelationBase]] = {}
-
-
-def register_relation(cls: type[RelationBase]) -> type[RelationBase]:
-    """Class decorator: make a relation available by its ``name``."""
-    if not cls.name:
-        raise RelationError(f"{cls.__qualname__} has no name")
-    if cls.name in _RELATIONS and _RELATIONS[cls.name] is not cls:
-        raise RelationError(f"relation name {cls.name!r} registered twice")
-    _RELATIONS[cls.name] = cls
-    return cls
-
-
-def relation_classes() -> dict[str, type[RelationBase]]:
-    import relations  # noqa: F401  (registers the built-in families)
-
-    return dict(sorted(_RELATIONS.items()))
-
-
 def build_relation(name: str, options: dict[str, Any], *, field: str = "relations") -> Relation:
+    """The registered relation ``name`` with validated options, or a ConfigError."""
     classes = relation_classes()
     cls = classes.get(name)
     if cls is None:

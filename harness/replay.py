@@ -40,7 +40,6 @@ from harness.model import (
     Model,
     ModelSpec,
     Reply,
-    model_backend,
     request_key,
 )
 from harness.relation import Case, Outcome, Relation, Transcript, Verdict, derive_seed
@@ -311,7 +310,6 @@ class ReplayModel:
         return None
 
 
-@model_backend("replay")
 def build_replay(spec: ModelSpec) -> ReplayModel:
     """``replay:<log path>``: answers recorded in that log (latest campaign, or
     ``options.campaign``); ``options.model`` names the recorded model it stands in for."""

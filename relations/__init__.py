@@ -1,6 +1,6 @@
-"""Relation families. Importing this package registers every built-in relation: each
-module of the package is imported, and its ``@register_relation`` classes are recorded."""
+"""The relation families shipped with the harness, one package each.
 
-from harness.discovery import import_all
-
-FAMILIES = import_all("relations")
+A family package exposes one `harness.registry.Family` object, ``FAMILY``, in its
+``__init__`` and is found through the ``bias_harness.families`` entry points declared in
+``pyproject.toml``. Nothing here is imported by the core; see docs/architecture.md.
+"""

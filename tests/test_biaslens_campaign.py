@@ -10,15 +10,16 @@ from typing import Any
 
 import pytest
 
-from harness.biaslens.questionset import QType
 from harness.campaign import parse_campaign
 from harness.errors import ConfigError
 from harness.log import EventLog
 from harness.relation import Case, Outcome, Transcript, Turn, Verdict, build_relation
 from harness.replay import verify_log
-from harness.report import Table, build_report
+from harness.report import build_report
 from harness.runner import run_campaign
-from relations.biaslens_sim import PLANTED
+from harness.tables import Table
+from relations.biaslens.questionset import QType
+from relations.biaslens.sim import PLANTED
 
 JUDGES = [{"name": f"sim:judge-{c}"} for c in "abc"]
 

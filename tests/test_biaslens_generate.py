@@ -9,14 +9,14 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from harness.biaslens.oracles import parse_options
-from harness.biaslens.questionset import QType, load_questions
 from harness.campaign import parse_campaign
 from harness.cli import main
 from harness.log import EventLog
 from harness.report import build_report
 from harness.runner import run_campaign
-from relations.biaslens_generate import parse_questions, parse_roles
+from relations.biaslens.generate import parse_questions, parse_roles
+from relations.biaslens.oracles import parse_options
+from relations.biaslens.questionset import QType, load_questions
 
 
 def test_parse_roles_dedupes_and_strips_numbering() -> None:

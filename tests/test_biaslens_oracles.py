@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.biaslens.oracles import (
+from relations.biaslens.oracles import (
     Vote,
     chosen_option,
     judge_vote,
@@ -23,7 +23,7 @@ from harness.biaslens.oracles import (
     strict_choice,
     strict_yes_no,
 )
-from harness.biaslens.questionset import (
+from relations.biaslens.questionset import (
     QType,
     Question,
     QuestionSet,

@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness.biaslens.importer import import_released
 from harness.cli import main
 from harness.log import EventLog
 from harness.replay import verify_log
-from harness.report import Table, build_report, to_json
+from harness.report import build_report, to_json
+from harness.tables import Table
+from relations.biaslens.importer import import_released
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "biaslens"
 TYPES = ("Yes/No", "Choice", "Why")

@@ -18,12 +18,12 @@ from harness.model import GenerationParams, Message, Reply
 from harness.replay import verify_log
 from harness.report import build_report, to_json
 from harness.runner import run_campaign
-from harness.sim import SimModel, SimOptions
+from harness.sim import SimModel
 
 
 class CountingSim(SimModel):
     def __init__(self) -> None:
-        super().__init__("sim:planted", SimOptions())
+        super().__init__("sim:planted")
         self.calls = 0
 
     async def complete(self, messages: Sequence[Message], params: GenerationParams) -> Reply:

@@ -13,9 +13,11 @@ from test_report import assert_formats_agree, rows_as_dicts
 
 from harness.commands.run import embedded_campaign
 from harness.log import EventLog
-from harness.report import Table, build_report
+from harness.report import build_report
 from harness.runner import run_campaign
-from harness.sim import DEFAULT_ASSOCIATIONS, DEFAULT_TAILORING
+from harness.tables import Table
+from relations.metafair.sim import DEFAULT_TAILORING
+from relations.metaquerier.sim import DEFAULT_ASSOCIATIONS
 
 
 @pytest.fixture(scope="module")

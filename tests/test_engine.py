@@ -27,6 +27,7 @@ from harness.fold import fold_case
 from harness.log import EventLog
 from harness.model import GenerationParams, Message, Reply
 from harness.plan import Plan
+from harness.registry import Family, register_family
 from harness.relation import (
     Ask,
     Case,
@@ -34,8 +35,6 @@ from harness.relation import (
     RelationBase,
     Transcript,
     Verdict,
-    register_relation,
-    relation_classes,
 )
 from harness.runner import run_campaign
 
@@ -106,9 +105,10 @@ class _Fanout(RelationBase):
         return Verdict(outcome=outcome, reason=f"{len(transcript.turns)} turns")
 
 
-for _cls in (_Chain, _Fanout):
-    if _cls.name not in relation_classes():
-        register_relation(_cls)
+register_family(
+    Family(name="testkit", summary="test relations", relations=(_Chain, _Fanout)),
+    origin=__name__,
+)
 
 
 # --- models built for these tests ---------------------------------------------------------

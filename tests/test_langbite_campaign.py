@@ -17,7 +17,7 @@ from harness.log import EventLog
 from harness.relation import Case, Outcome, Transcript, Turn, build_relation
 from harness.report import build_report, to_csv, to_json
 from harness.runner import run_campaign
-from relations.langbite_sim import PLANTED_COMMUNITY_BIAS
+from relations.langbite.sim import PLANTED_COMMUNITY_BIAS
 from tests.conftest import campaign_dict
 
 
@@ -69,7 +69,7 @@ def test_same_value_cases_blame_the_shifted_community(db_path: Path) -> None:
     assert nationality["Nigeria"] == min(nationality.values())
     assert sorted(nationality.values())[1] > nationality["Nigeria"]
     with EventLog(db_path) as log:
-        from harness.report import ReportContext
+        from harness.tables import ReportContext
 
         ctx = ReportContext(log, log.latest_campaign())
         same = [v for v in ctx.relation_verdicts if v.evidence["op"] == "allSameValue"]
@@ -88,7 +88,7 @@ def test_reassessment_rescues_off_format_fair_answers(db_path: Path) -> None:
     )
     assert report["langbite_requirements"]["rows"]
     with EventLog(db_path) as log:
-        from harness.report import ReportContext
+        from harness.tables import ReportContext
 
         ctx = ReportContext(log, log.latest_campaign())
         verdicts = ctx.relation_verdicts

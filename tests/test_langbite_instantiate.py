@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.langbite.instantiate import MissingCommunities, instantiate, slots
+from relations.langbite.instantiate import MissingCommunities, instantiate, slots
 
 names = st.lists(
     st.text(alphabet="abcdefghij", min_size=1, max_size=6), min_size=1, max_size=6, unique=True

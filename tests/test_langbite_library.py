@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from harness.errors import ConfigError
-from harness.langbite.concerns import CONCERNS
-from harness.langbite.importer import import_langbite
-from harness.langbite.library import default_library, load_library, parse_library, to_toml
-from harness.langbite.requirements import load_requirements, parse_requirements
-from harness.langbite.scenario import campaign_toml
-from harness.langbite.selection import instantiable, select_templates
 from harness.relation import build_relation
+from relations.langbite.concerns import CONCERNS
+from relations.langbite.importer import import_langbite
+from relations.langbite.library import default_library, load_library, parse_library, to_toml
+from relations.langbite.requirements import load_requirements, parse_requirements
+from relations.langbite.scenario import campaign_toml
+from relations.langbite.selection import instantiable, select_templates
 from tests.conftest import REPO_ROOT
 
 SHARED = REPO_ROOT.parent / "shared" / "data" / "langbite"

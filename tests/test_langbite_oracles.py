@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.langbite.oracles import (
+from relations.langbite.oracles import (
     check_expected,
     check_same_value,
     read_value,

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import corpora
 from harness.errors import ConfigError
 from harness.relation import Ask, Case, Outcome, Transcript, Turn, Verdict, build_relation
-from relations.metafair import CHECK, SOURCE
+from relations.metafair.relations import CHECK, SOURCE
 
 NAME = "metafair.mr8"
 DIMENSIONS = corpora.attribute_catalogue().dimensions

@@ -18,8 +18,8 @@ from test_termlist import EXTRA_POOL, garbage_text, list_answer
 import corpora
 from harness.errors import ConfigError
 from harness.relation import Ask, Case, Outcome, Transcript, Turn, Verdict, build_relation
-from relations.metaquerier import THREAD
-from relations.termlist import normalise
+from relations.metaquerier.relations import THREAD
+from relations.metaquerier.termlist import normalise
 
 BY_TEXT = {t.text: t for t in corpora.social_terms()}
 _LIST = re.compile(r"In the following list: \[([^\]]*)\], which ones are definitely (\w+)\?")

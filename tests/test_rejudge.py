@@ -13,15 +13,16 @@ from test_replay import sim_campaign
 
 from harness.events import AskSent, CaseClosed
 from harness.fold import fold_case
+from harness.judge_agreement import cohen_kappa
 from harness.log import EventLog
 from harness.model import GenerationParams, Message, Reply, request_key
-from harness.rejudge import ConversationBiasRubric, judge_spec, rejudge
+from harness.rejudge import judge_spec, rejudge
 from harness.relation import Outcome
 from harness.report import build_report
 from harness.runner import run_campaign
-from harness.sections.judges import cohen_kappa
-from harness.sim import DEFAULT_ASSOCIATIONS
 from harness.store import EventStore, PendingEvent
+from relations._common.conversation_rubric import ConversationBiasRubric
+from relations.metaquerier.sim import DEFAULT_ASSOCIATIONS
 
 
 @pytest.fixture

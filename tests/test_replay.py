@@ -15,7 +15,8 @@ from fixtures.counting_vendor import CountingVendor
 from harness.campaign import CampaignConfig, parse_campaign
 from harness.cli import main
 from harness.log import EventLog
-from harness.relation import Outcome, Verdict, relation_classes
+from harness.registry import relation_classes
+from harness.relation import Outcome, Verdict
 from harness.replay import describe, replay_into, verify_log
 from harness.report import build_report, to_json
 from harness.runner import run_campaign

@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from harness.events import CampaignStarted, CaseClosed, CaseOpened, VerdictReached
 from harness.log import EventLog
 from harness.relation import Case, Outcome, Verdict
-from harness.report import Table, build_report, to_csv, to_json, wilson
+from harness.report import build_report, to_csv, to_json
 from harness.store import EventStore, PendingEvent
+from harness.tables import Table, wilson
 
 Z = 1.959963984540054
 

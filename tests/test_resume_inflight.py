@@ -16,13 +16,13 @@ from harness.plan import Plan
 from harness.relation import Transcript, derive_seed
 from harness.replay import verify_log
 from harness.runner import code_version, harness_version, resume_campaign
-from harness.sim import SimModel, SimOptions
+from harness.sim import SimModel
 from harness.store import EventStore, PendingEvent
 
 
 class CountingSim(SimModel):
     def __init__(self) -> None:
-        super().__init__("sim:planted", SimOptions())
+        super().__init__("sim:planted")
         self.requests: Counter[str] = Counter()
 
     async def complete(self, messages: Sequence[Message], params: GenerationParams) -> Reply:

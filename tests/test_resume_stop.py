@@ -17,7 +17,7 @@ from harness.fold import fold_case
 from harness.log import EventLog
 from harness.replay import verify_log
 from harness.runner import resume_campaign
-from harness.sim import SimModel, SimOptions
+from harness.sim import SimModel
 
 CAMPAIGN = """
 name = "stop-test"
@@ -110,7 +110,7 @@ def test_signal_stops_quickly_and_resume_finishes(
         assert cancelled >= 1
     else:
         assert cancelled == 0
-    fast = SimModel("sim:planted", SimOptions())
+    fast = SimModel("sim:planted")
     summary = asyncio.run(resume_campaign(db, overrides={"sim:planted": fast}))
     assert summary.status == "completed"
     result = verify_log(db)

@@ -9,9 +9,11 @@ import pytest
 
 from harness.errors import ConfigError
 from harness.model import GenerationParams, Message, ModelSpec, build_model
-from harness.sim import DEFAULT_ASSOCIATIONS, DEFAULT_TAILORING, SimModel
-from relations.metafair import check_prompt
-from relations.termlist import ParsedList, list_prompt, parse_reply
+from harness.sim import SimModel
+from relations.metafair.relations import check_prompt
+from relations.metafair.sim import DEFAULT_TAILORING
+from relations.metaquerier.sim import DEFAULT_ASSOCIATIONS
+from relations.metaquerier.termlist import ParsedList, list_prompt, parse_reply
 
 
 def sim(**options: object) -> SimModel:

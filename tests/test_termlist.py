@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import corpora
-from relations.termlist import (
+from relations.metaquerier.termlist import (
     ParsedList,
     Unparseable,
     format_list,

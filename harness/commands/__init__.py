@@ -1,1 +1,1 @@
-"""CLI commands; each module defines ``command`` (a click command) added to ``harness``."""
+"""The core CLI commands; `harness.builtins` registers them, `harness.cli` assembles them."""

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from harness.relation import relation_classes
+from harness.registry import relation_classes
 
 
 @click.command("relations")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from harness.model import Model, ModelSpec, model_backend
+from harness.model import Model, ModelFactory, ModelSpec
 from harness.providers._budget import (
     AdaptiveConcurrency,
     CostMeter,
@@ -63,8 +63,10 @@ def _lazy_backend(module: str, factory: str) -> Any:
     return build
 
 
-for _scheme, (_module, _factory) in _BACKENDS.items():
-    model_backend(_scheme)(_lazy_backend(_module, _factory))
+VENDOR_BACKENDS: dict[str, ModelFactory] = {
+    scheme: _lazy_backend(module, factory) for scheme, (module, factory) in _BACKENDS.items()
+}
+"""The vendor schemes' factories, registered by `harness.builtins`."""
 
 
 def __getattr__(name: str) -> Any:
@@ -80,6 +82,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "ADAPTER_MODULES",
+    "VENDOR_BACKENDS",
     "VENDOR_SCHEMES",
     "AdaptiveConcurrency",
     "AnthropicModel",

@@ -18,7 +18,7 @@ from harness.errors import (
     ModelError,
     ModelTimeoutError,
 )
-from harness.model import GenerationParams, Message, ModelSpec, model_backend
+from harness.model import GenerationParams, Message, ModelSpec
 from harness.providers._base import RawReply, VendorModel, split_system
 from harness.providers._errors import from_status, refused
 from harness.providers._options import VendorOptions, read_key
@@ -98,7 +98,6 @@ class AnthropicModel(VendorModel):
         await self.client.close()
 
 
-@model_backend("anthropic")
 def build_anthropic(spec: ModelSpec) -> AnthropicModel:
     options = AnthropicModel.options_for(spec)
     key = read_key(("ANTHROPIC_API_KEY",), f"models[{spec.name}]", option=options.api_key_env)

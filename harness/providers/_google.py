@@ -16,7 +16,7 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from harness.errors import MalformedResponseError, ModelError
-from harness.model import GenerationParams, Message, ModelSpec, model_backend
+from harness.model import GenerationParams, Message, ModelSpec
 from harness.providers._base import RawReply, VendorModel, split_system
 from harness.providers._errors import from_status, refused
 from harness.providers._options import VendorOptions, read_key
@@ -121,7 +121,6 @@ class GeminiModel(VendorModel):
         await self.client.aio.aclose()
 
 
-@model_backend("google")
 def build_gemini(spec: ModelSpec) -> GeminiModel:
     options = GeminiModel.options_for(spec)
     key = read_key(

@@ -21,7 +21,7 @@ from harness.errors import (
     ModelError,
     ModelTimeoutError,
 )
-from harness.model import GenerationParams, Message, ModelSpec, model_backend
+from harness.model import GenerationParams, Message, ModelSpec
 from harness.providers._base import RawReply, VendorModel
 from harness.providers._errors import from_status, refused
 from harness.providers._options import VendorOptions, read_key
@@ -111,14 +111,12 @@ class OpenAIChatModel(VendorModel):
         await self.client.close()
 
 
-@model_backend("openai")
 def build_openai(spec: ModelSpec) -> OpenAIChatModel:
     options = OpenAIChatModel.options_for(spec)
     key = read_key(("OPENAI_API_KEY",), f"models[{spec.name}]", option=options.api_key_env)
     return OpenAIChatModel(spec, options, key, compat=False)
 
 
-@model_backend("openai-compat")
 def build_openai_compat(spec: ModelSpec) -> OpenAIChatModel:
     options = OpenAIChatModel.options_for(spec)
     if not options.base_url:

@@ -32,15 +32,14 @@ def vendor() -> Iterator[FakeVendor]:
 
 
 @pytest.fixture
-async def make_model(
-    vendor: FakeVendor, canary_keys: dict[str, str]
-) -> AsyncIterator[ModelMaker]:
+async def make_model(vendor: FakeVendor, canary_keys: dict[str, str]) -> AsyncIterator[ModelMaker]:
     built: list[VendorModel] = []
 
     def make(scheme: str, *, max_in_flight: int = 8, **options: Any) -> VendorModel:
         options.setdefault("base_url", base_url(scheme, vendor))
-        spec = ModelSpec(name=f"{scheme}:{IDENTIFIERS[scheme]}", options=options,
-                         max_in_flight=max_in_flight)
+        spec = ModelSpec(
+            name=f"{scheme}:{IDENTIFIERS[scheme]}", options=options, max_in_flight=max_in_flight
+        )
         model = build_model(spec)
         assert isinstance(model, VendorModel)
         built.append(model)

@@ -22,8 +22,11 @@ VENDORS = {
     "anthropic": (("ANTHROPIC_API_KEY",), "claude-haiku-4-5"),
     "google": (("GEMINI_API_KEY", "GOOGLE_API_KEY"), "gemini-2.0-flash"),
 }
-BAD_KEYS = {"openai": "sk-invalid-0000000000000000", "anthropic": "sk-ant-invalid-000000000000",
-            "google": "AIzaInvalid000000000000000000000000000"}
+BAD_KEYS = {
+    "openai": "sk-invalid-0000000000000000",
+    "anthropic": "sk-ant-invalid-000000000000",
+    "google": "AIzaInvalid000000000000000000000000000",
+}
 
 
 def _require(scheme: str) -> str:
@@ -41,8 +44,10 @@ async def test_one_real_call(scheme: str) -> None:
     model = build_model(ModelSpec(name=f"{scheme}:{identifier}", options={"timeout": 60}))
     try:
         reply = await model.complete(
-            [Message(role="system", content="Answer with one word."),
-             Message(role="user", content="What colour is a clear daytime sky?")],
+            [
+                Message(role="system", content="Answer with one word."),
+                Message(role="user", content="What colour is a clear daytime sky?"),
+            ],
             GenerationParams(temperature=0.0, max_tokens=20, seed=1),
         )
     finally:
@@ -64,8 +69,9 @@ async def test_a_bad_key_is_an_authentication_error(
     model = build_model(ModelSpec(name=f"{scheme}:{identifier}", options={"timeout": 60}))
     try:
         with pytest.raises(AuthenticationError) as caught:
-            await model.complete([Message(role="user", content="hi")],
-                                 GenerationParams(max_tokens=5))
+            await model.complete(
+                [Message(role="user", content="hi")], GenerationParams(max_tokens=5)
+            )
     finally:
         await model.aclose()
     assert BAD_KEYS[scheme] not in str(caught.value)

@@ -132,8 +132,11 @@ async def test_every_fault_becomes_its_harness_error(
 async def test_sdk_base_urls_from_environment(
     scheme: str, vendor: FakeVendor, canary_keys: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    env = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL",
-           "google": "GOOGLE_GEMINI_BASE_URL"}[scheme]
+    env = {
+        "openai": "OPENAI_BASE_URL",
+        "anthropic": "ANTHROPIC_BASE_URL",
+        "google": "GOOGLE_GEMINI_BASE_URL",
+    }[scheme]
     monkeypatch.setenv(env, base_url(scheme, vendor))
     model = build_model(ModelSpec(name=f"{scheme}:{IDENTIFIERS[scheme]}"))
     try:
@@ -146,8 +149,11 @@ async def test_sdk_base_urls_from_environment(
 
 @pytest.mark.parametrize(
     ("scheme", "variable"),
-    [("openai", "OPENAI_API_KEY"), ("anthropic", "ANTHROPIC_API_KEY"),
-     ("google", "GEMINI_API_KEY")],
+    [
+        ("openai", "OPENAI_API_KEY"),
+        ("anthropic", "ANTHROPIC_API_KEY"),
+        ("google", "GEMINI_API_KEY"),
+    ],
 )
 def test_missing_key_fails_when_the_model_is_built(
     scheme: str, variable: str, canary_keys: dict[str, str], monkeypatch: pytest.MonkeyPatch
@@ -204,8 +210,10 @@ def test_bad_options_name_the_field_and_never_echo_a_key(
 
     class Config:
         def __init__(self) -> None:
-            self.models = [ModelSpec(name="sim:default"),
-                           ModelSpec(name="openai:gpt-4o", options=options)]
+            self.models = [
+                ModelSpec(name="sim:default"),
+                ModelSpec(name="openai:gpt-4o", options=options),
+            ]
             self.judges: list[ModelSpec] = []
 
     with pytest.raises(ConfigError) as caught:

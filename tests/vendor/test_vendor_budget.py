@@ -105,8 +105,9 @@ def test_fixed_concurrency_when_not_adaptive() -> None:
 
 
 def _reply(tokens_in: int, tokens_out: int, cost: float | None = None) -> Reply:
-    return Reply(text="x", usage=Usage(input_tokens=tokens_in, output_tokens=tokens_out),
-                 cost_usd=cost)
+    return Reply(
+        text="x", usage=Usage(input_tokens=tokens_in, output_tokens=tokens_out), cost_usd=cost
+    )
 
 
 async def test_ceiling_stops_before_the_next_call_could_exceed_it() -> None:
@@ -191,12 +192,17 @@ def test_build_gate_for_vendor_and_other_schemes() -> None:
 
 def test_ceiling_with_unknown_price_is_a_config_error() -> None:
     with pytest.raises(ConfigError) as caught:
-        build_gate(ModelSpec(name="openai-compat:llama", options={"base_url": "http://x/v1"}),
-                   Limits(spend_ceiling_usd=1.0), where="models[2]")
+        build_gate(
+            ModelSpec(name="openai-compat:llama", options={"base_url": "http://x/v1"}),
+            Limits(spend_ceiling_usd=1.0),
+            where="models[2]",
+        )
     assert caught.value.field == "models[2].options.price_in_per_mtok"
     gate = build_gate(
-        ModelSpec(name="openai-compat:llama", options={
-            "base_url": "http://x/v1", "price_in_per_mtok": 0, "price_out_per_mtok": 0}),
+        ModelSpec(
+            name="openai-compat:llama",
+            options={"base_url": "http://x/v1", "price_in_per_mtok": 0, "price_out_per_mtok": 0},
+        ),
         Limits(spend_ceiling_usd=1.0),
     )
     assert isinstance(gate, VendorGate)
@@ -225,10 +231,15 @@ def test_retry_after_headers(headers: dict[str, str], expected: float | None) ->
 
 
 def test_retry_after_from_gemini_retry_info() -> None:
-    body = {"error": {"code": 429, "details": [
-        {"@type": "type.googleapis.com/google.rpc.QuotaFailure"},
-        {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "37s"},
-    ]}}
+    body = {
+        "error": {
+            "code": 429,
+            "details": [
+                {"@type": "type.googleapis.com/google.rpc.QuotaFailure"},
+                {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "37s"},
+            ],
+        }
+    }
     assert retry_after_from_body(body) == 37.0
     assert retry_after_from_body({"error": {"details": "nope"}}) is None
     assert retry_after_from_body("not json") is None
@@ -240,14 +251,19 @@ def test_cost_estimate_before_the_first_call() -> None:
     from harness.providers import estimate_cost, format_estimate
 
     config = probe_config(
-        [{"name": "openai:gpt-4o-mini", "params": {"max_tokens": 100}},
-         {"name": "openai-compat:llama", "options": {"base_url": "http://127.0.0.1:1/v1"}},
-         {"name": "sim:default"}],
+        [
+            {"name": "openai:gpt-4o-mini", "params": {"max_tokens": 100}},
+            {"name": "openai-compat:llama", "options": {"base_url": "http://127.0.0.1:1/v1"}},
+            {"name": "sim:default"},
+        ],
         cases=100,
     )
     openai_est, compat_est, sim_est = estimate_cost(config)
     assert (openai_est.calls, openai_est.input_tokens, openai_est.output_tokens) == (
-        200, 200 * 300, 200 * 100)
+        200,
+        200 * 300,
+        200 * 100,
+    )
     assert openai_est.usd == pytest.approx(200 * (300 * 0.15 + 100 * 0.60) / 1e6)
     assert compat_est.usd is None and sim_est.usd == 0.0
     table = format_estimate([openai_est, compat_est, sim_est])

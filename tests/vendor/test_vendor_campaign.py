@@ -18,9 +18,19 @@ from harness.log import EventLog
 from harness.model import build_model
 from harness.providers import VendorGate, build_budgets, spent_so_far
 
-FAULT_MIX = [("500", 0.02), ("503", 0.015), ("529", 0.01), ("reset", 0.01), ("malformed", 0.01),
-             ("empty", 0.005), ("400", 0.01), ("404", 0.005), ("refusal", 0.005), ("429", 0.01),
-             ("429-ms", 0.01)]
+FAULT_MIX = [
+    ("500", 0.02),
+    ("503", 0.015),
+    ("529", 0.01),
+    ("reset", 0.01),
+    ("malformed", 0.01),
+    ("empty", 0.005),
+    ("400", 0.01),
+    ("404", 0.005),
+    ("refusal", 0.005),
+    ("429", 0.01),
+    ("429-ms", 0.01),
+]
 NOT_RETRIED = {"bad_request", "not_found", "content_refused"}
 
 
@@ -47,9 +57,20 @@ async def test_thousands_of_calls_against_a_throttling_failing_vendor(
     vendor.retry_after_ms = 150
     vendor.latency_s = 0.004
     config = probe_config(
-        [{"name": "openai:gpt-4o-mini", "max_in_flight": 24,
-          "options": {"base_url": base_url("openai", vendor), "rpm": 300_000, "tpm": 50_000_000}}],
-        cases=1500, max_attempts=6, call_timeout_s=10,
+        [
+            {
+                "name": "openai:gpt-4o-mini",
+                "max_in_flight": 24,
+                "options": {
+                    "base_url": base_url("openai", vendor),
+                    "rpm": 300_000,
+                    "tpm": 50_000_000,
+                },
+            }
+        ],
+        cases=1500,
+        max_attempts=6,
+        call_timeout_s=10,
     )
     budgets = build_budgets(config)
     gate = budgets.gates["openai:gpt-4o-mini"]
@@ -95,22 +116,31 @@ async def test_thousands_of_calls_against_a_throttling_failing_vendor(
                     assert later, "a retry decision with no retry"
                     if outcome.retry_after is not None:
                         assert outcome.wait_s == pytest.approx(outcome.retry_after)
-                        resent = next(s for s in by_attempt[attempt + 1]
-                                      if isinstance(s.event, AskSent))  # type: ignore[attr-defined]
+                        resent = next(
+                            s for s in by_attempt[attempt + 1] if isinstance(s.event, AskSent)
+                        )  # type: ignore[attr-defined]
                         waited = resent.ts - outcomes[0].ts  # type: ignore[attr-defined]
                         assert waited >= outcome.retry_after - 0.02, (case_id, turn, waited)
         last = items[-1].event
         assert isinstance(last, ReplyReceived | AskFailed)
 
-    for kind in ("rate_limited", "server_error", "overloaded", "connection",
-                 "malformed_response", "bad_request", "not_found", "content_refused"):
+    for kind in (
+        "rate_limited",
+        "server_error",
+        "overloaded",
+        "connection",
+        "malformed_response",
+        "bad_request",
+        "not_found",
+        "content_refused",
+    ):
         assert kinds[kind] > 0, f"no {kind} failure was exercised: {kinds}"
     assert vendor.peak_in_flight <= 24
     # Calls in flight shrank on 429s and grew back afterwards.
     assert gate.concurrency.shrinks >= 1
     lowest = min(limits_seen)
     assert lowest < 24
-    assert max(limits_seen[limits_seen.index(lowest):]) > lowest
+    assert max(limits_seen[limits_seen.index(lowest) :]) > lowest
     snap = budgets.snapshot()
     assert snap.models[0].rate_limited == kinds["rate_limited"]
     assert snap.spent_usd == pytest.approx(spent_so_far(EventLog(db), "c1"))
@@ -121,8 +151,13 @@ async def test_authentication_error_stops_the_campaign_at_once(
 ) -> None:
     vendor.chooser = lambda n: "401"
     config = probe_config(
-        [{"name": "anthropic:claude-haiku-4-5", "max_in_flight": 8,
-          "options": {"base_url": base_url("anthropic", vendor)}}],
+        [
+            {
+                "name": "anthropic:claude-haiku-4-5",
+                "max_in_flight": 8,
+                "options": {"base_url": base_url("anthropic", vendor)},
+            }
+        ],
         cases=2000,
     )
     from harness.runner import run_campaign
@@ -145,10 +180,19 @@ async def test_spending_ceiling_stops_cleanly(
     tmp_path: Path, vendor: FakeVendor, canary_keys: dict[str, str]
 ) -> None:
     config = probe_config(
-        [{"name": "google:gemini-2.0-flash", "max_in_flight": 4,
-          "options": {"base_url": base_url("google", vendor), "price_in_per_mtok": 1000,
-                      "price_out_per_mtok": 1000}}],
-        cases=200, spend_ceiling_usd=0.5,
+        [
+            {
+                "name": "google:gemini-2.0-flash",
+                "max_in_flight": 4,
+                "options": {
+                    "base_url": base_url("google", vendor),
+                    "price_in_per_mtok": 1000,
+                    "price_out_per_mtok": 1000,
+                },
+            }
+        ],
+        cases=200,
+        spend_ceiling_usd=0.5,
     )
     budgets = build_budgets(config)
     model = build_model(config.models[0])

@@ -45,9 +45,26 @@ def llama_server() -> Iterator[str]:
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(_gguf()), "--host", "127.0.0.1",
-         "--port", str(port), "--n_ctx", "2048", "--n_threads", "2", "--verbose", "False"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(_gguf()),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            "2048",
+            "--n_threads",
+            "2",
+            "--verbose",
+            "False",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -77,16 +94,19 @@ def llama_server() -> Iterator[str]:
 
 @pytest.fixture
 async def smollm2(llama_server: str) -> AsyncIterator[OpenAIChatModel]:
-    model = build_model(ModelSpec(name="openai-compat:smollm2",
-                                  options={"base_url": llama_server, "timeout": 60}))
+    model = build_model(
+        ModelSpec(name="openai-compat:smollm2", options={"base_url": llama_server, "timeout": 60})
+    )
     assert isinstance(model, OpenAIChatModel)
     yield model
     await model.aclose()
 
 
 async def test_compat_adapter_talks_to_llama_cpp_server(smollm2: OpenAIChatModel) -> None:
-    messages = [Message(role="system", content="You are a helpful assistant."),
-                Message(role="user", content="Name one colour of the sky.")]
+    messages = [
+        Message(role="system", content="You are a helpful assistant."),
+        Message(role="user", content="Name one colour of the sky."),
+    ]
     params = GenerationParams(temperature=0.0, max_tokens=16, seed=3)
     first = await smollm2.complete(messages, params)
     short = await smollm2.complete(messages, params.model_copy(update={"max_tokens": 2}))
@@ -102,5 +122,4 @@ async def test_compat_adapter_talks_to_llama_cpp_server(smollm2: OpenAIChatModel
 async def test_context_overflow_is_a_bad_request(smollm2: OpenAIChatModel) -> None:
     huge = "word " * 5000  # well past n_ctx = 2048
     with pytest.raises(BadRequestError):
-        await smollm2.complete([Message(role="user", content=huge)],
-                               GenerationParams(max_tokens=8))
+        await smollm2.complete([Message(role="user", content=huge)], GenerationParams(max_tokens=8))

@@ -34,8 +34,11 @@ def _chooser(n: int) -> str:
 
 @pytest.mark.slow
 def test_canary_key_never_reaches_log_reports_or_output(
-    tmp_path: Path, vendor: FakeVendor, canary_keys: dict[str, str],
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+    tmp_path: Path,
+    vendor: FakeVendor,
+    canary_keys: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     import vendor_campaign  # noqa: F401  (registers the probe relation)
 
@@ -67,8 +70,12 @@ def test_canary_key_never_reaches_log_reports_or_output(
         "the canary was never presented, so this test would prove nothing"
     )
 
-    for args in (["report", str(db)], ["report", str(db), "--format", "json"],
-                 ["report", str(db), "--format", "csv"], ["replay", str(db)]):
+    for args in (
+        ["report", str(db)],
+        ["report", str(db), "--format", "json"],
+        ["report", str(db), "--format", "csv"],
+        ["replay", str(db)],
+    ):
         result = runner.invoke(main, args)
         outputs.append(result.output)
         assert result.exit_code in (0, 1), (args, result.output)
@@ -93,8 +100,9 @@ def test_error_messages_are_redacted_even_for_unusual_key_variables(
     # A key in a variable whose name does not look secret is still removed, because the
     # adapter passes its own key to the redaction.
     monkeypatch.setenv("TEAM_CRED", "opaque0123456789value")
-    err = from_status(401, "bad credential opaque0123456789value",
-                      secrets=["opaque0123456789value"])
+    err = from_status(
+        401, "bad credential opaque0123456789value", secrets=["opaque0123456789value"]
+    )
     assert isinstance(err, AuthenticationError)
     assert "opaque0123456789value" not in str(err)
     assert "sk-live-" not in redact("key sk-live-0123456789abcdef was rejected")

@@ -31,8 +31,9 @@ MESSAGES = [Message(role="user", content="hi")]
 
 
 def _response(status: int) -> httpx2.Response:
-    return httpx2.Response(status, request=REQUEST, json={"error": {"message": "m"}},
-                           headers={"retry-after": "2"})
+    return httpx2.Response(
+        status, request=REQUEST, json={"error": {"message": "m"}}, headers={"retry-after": "2"}
+    )
 
 
 def _status_of(cls: type[Exception], default: int) -> int:
@@ -45,8 +46,11 @@ def _sdk_exceptions(
 ) -> Iterator[tuple[Exception, type[ModelError]]]:
     """An instance of every HTTP-level exception class the SDK exports, and its translation."""
     defined = importlib.import_module(f"{module.__name__}._exceptions")
-    classes: set[Any] = {obj for obj in list(vars(defined).values())
-               if inspect.isclass(obj) and issubclass(obj, base)}
+    classes: set[Any] = {
+        obj
+        for obj in list(vars(defined).values())
+        if inspect.isclass(obj) and issubclass(obj, base)
+    }
     assert len(classes) >= 10, f"found only {len(classes)} exception classes in {module.__name__}"
     for cls in sorted(classes, key=lambda c: c.__name__):
         if issubclass(cls, module.APITimeoutError):
@@ -57,8 +61,12 @@ def _sdk_exceptions(
             yield cls(response=_response(200), body=None), errors.MalformedResponseError
         elif issubclass(cls, module.APIStatusError):
             default = 500 if "Server" in cls.__name__ or "Overloaded" in cls.__name__ else 418
-            names = {"ServiceUnavailableError": 503, "OverloadedError": 529,
-                     "GatewayTimeoutError": 504, "HTTPNotImplementedError": 501}
+            names = {
+                "ServiceUnavailableError": 503,
+                "OverloadedError": 529,
+                "GatewayTimeoutError": 504,
+                "HTTPNotImplementedError": 501,
+            }
             status = names.get(cls.__name__, _status_of(cls, default))
             params = inspect.signature(cls.__init__).parameters
             if "message" in params:
@@ -144,10 +152,16 @@ def _gemini_cases() -> Iterator[tuple[Exception, type[ModelError]]]:
         body = {"error": {"code": status, "message": "m", "status": "X"}}
         yield cls(status, body, _response(status)), class_for_status(status)
     yield genai_errors.APIError(599, {"message": "m"}), errors.ServerError
-    bad_key = {"error": {"code": 400, "message": "API key not valid. Please pass a valid API key.",
-                         "status": "INVALID_ARGUMENT", "details": [
-                             {"@type": "type.googleapis.com/google.rpc.ErrorInfo",
-                              "reason": "API_KEY_INVALID"}]}}
+    bad_key = {
+        "error": {
+            "code": 400,
+            "message": "API key not valid. Please pass a valid API key.",
+            "status": "INVALID_ARGUMENT",
+            "details": [
+                {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID"}
+            ],
+        }
+    }
     yield genai_errors.ClientError(400, bad_key, _response(400)), errors.AuthenticationError
     yield genai_errors.UnknownApiResponseError("bad"), errors.MalformedResponseError
     # google-genai lets transport and JSON failures through as they are.
@@ -159,8 +173,11 @@ def _gemini_cases() -> Iterator[tuple[Exception, type[ModelError]]]:
     yield json.JSONDecodeError("x", "{", 0), errors.MalformedResponseError
 
 
-@pytest.mark.parametrize(("exc", "expected"), list(_gemini_cases()),
-                         ids=lambda v: type(v).__name__ if isinstance(v, Exception) else v.__name__)
+@pytest.mark.parametrize(
+    ("exc", "expected"),
+    list(_gemini_cases()),
+    ids=lambda v: type(v).__name__ if isinstance(v, Exception) else v.__name__,
+)
 async def test_every_gemini_failure_is_translated(
     exc: Exception, expected: type[ModelError], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -183,10 +200,24 @@ async def test_an_unknown_exception_is_still_a_model_error(monkeypatch: pytest.M
 @pytest.mark.parametrize(
     ("module", "names"),
     [
-        ("_openai", ["openai.APIStatusError", "openai.APIConnectionError", "openai.APITimeoutError",
-                     "openai.APIResponseValidationError"]),
-        ("_anthropic", ["anthropic.APIStatusError", "anthropic.APIConnectionError",
-                        "anthropic.APITimeoutError", "anthropic.APIResponseValidationError"]),
+        (
+            "_openai",
+            [
+                "openai.APIStatusError",
+                "openai.APIConnectionError",
+                "openai.APITimeoutError",
+                "openai.APIResponseValidationError",
+            ],
+        ),
+        (
+            "_anthropic",
+            [
+                "anthropic.APIStatusError",
+                "anthropic.APIConnectionError",
+                "anthropic.APITimeoutError",
+                "anthropic.APIResponseValidationError",
+            ],
+        ),
         ("_google", ["genai_errors.APIError"]),
     ],
 )

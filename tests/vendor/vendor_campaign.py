@@ -12,6 +12,7 @@ from harness.events import AskFailed, AskSent, ReplyReceived
 from harness.limits import CallGate
 from harness.log import EventLog, StoredEvent
 from harness.model import Model
+from harness.registry import Family, register_family
 from harness.relation import (
     Ask,
     Case,
@@ -19,12 +20,10 @@ from harness.relation import (
     RelationBase,
     Transcript,
     Verdict,
-    register_relation,
 )
 from harness.store import EventStore
 
 
-@register_relation
 class VendorProbe(RelationBase):
     """Asks a question, then a follow-up in the same thread; holds if both are echoed."""
 
@@ -42,29 +41,49 @@ class VendorProbe(RelationBase):
             return Verdict(outcome=Outcome.INVALID, reason=f"turn failed: {failed.error}")
         turns = transcript.thread("t")
         if not turns:
-            return [Ask(thread="t", prompt=f"case {case.data['n']} first", system="Be brief.",
-                        max_tokens=32)]
+            return [
+                Ask(
+                    thread="t",
+                    prompt=f"case {case.data['n']} first",
+                    system="Be brief.",
+                    max_tokens=32,
+                )
+            ]
         if len(turns) == 1:
             return [Ask(thread="t", prompt=f"case {case.data['n']} second", max_tokens=32)]
         held = all(t.reply and t.reply.startswith("echo: case") for t in turns)
         return Verdict(outcome=Outcome.HELD if held else Outcome.VIOLATED, reason="echo check")
 
 
+register_family(
+    Family(name="test", summary="vendor test relations", relations=(VendorProbe,)),
+    origin=__name__,
+)
+
+
 def probe_config(models: list[dict[str, Any]], cases: int, **limits: Any) -> CampaignConfig:
-    return parse_campaign({
-        "name": "vendor-probe",
-        "models": models,
-        "relations": [{"name": VendorProbe.name, "cases": cases}],
-        "limits": limits,
-    })
+    return parse_campaign(
+        {
+            "name": "vendor-probe",
+            "models": models,
+            "relations": [{"name": VendorProbe.name, "cases": cases}],
+            "limits": limits,
+        }
+    )
 
 
-async def run_engine(config: CampaignConfig, db: Path, models: dict[str, Model],
-                     gates: dict[str, CallGate], campaign: str = "c1") -> RunSummary:
+async def run_engine(
+    config: CampaignConfig,
+    db: Path,
+    models: dict[str, Model],
+    gates: dict[str, CallGate],
+    campaign: str = "c1",
+) -> RunSummary:
     async with await EventStore.open(db) as store:
         engine = Engine(store, config, campaign, models, [], gates=gates)
-        engine.retry = type(engine.retry)(max_attempts=config.limits.max_attempts, base_s=0.05,
-                                          cap_s=5.0, seed=config.seed)
+        engine.retry = type(engine.retry)(
+            max_attempts=config.limits.max_attempts, base_s=0.05, cap_s=5.0, seed=config.seed
+        )
         return await engine.run()
 
 

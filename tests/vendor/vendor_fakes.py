@@ -29,8 +29,23 @@ from typing import Any, ClassVar
 from urllib.parse import parse_qs, urlsplit
 
 FAULTS = (
-    "ok", "429", "429-ms", "429-reset", "429-date", "500", "503", "529",
-    "401", "403", "400", "404", "slow", "reset", "malformed", "empty", "refusal",
+    "ok",
+    "429",
+    "429-ms",
+    "429-reset",
+    "429-date",
+    "500",
+    "503",
+    "529",
+    "401",
+    "403",
+    "400",
+    "404",
+    "slow",
+    "reset",
+    "malformed",
+    "empty",
+    "refusal",
 )
 
 
@@ -95,17 +110,32 @@ class OpenAIDialect(Dialect):
     def ok(self, body: dict[str, Any], text: str, n: int) -> dict[str, Any]:
         prompt = _tokens(" ".join(_texts(body.get("messages", []))))
         return {
-            "id": f"chatcmpl-{n}", "object": "chat.completion", "created": int(time.time()),
+            "id": f"chatcmpl-{n}",
+            "object": "chat.completion",
+            "created": int(time.time()),
             "model": body.get("model", "fake"),
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": text}}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": _tokens(text),
-                      "total_tokens": prompt + _tokens(text)},
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": text},
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": _tokens(text),
+                "total_tokens": prompt + _tokens(text),
+            },
         }
 
     def empty(self, n: int) -> dict[str, Any]:
-        return {"id": f"chatcmpl-{n}", "object": "chat.completion", "created": 0,
-                "model": "fake", "choices": []}
+        return {
+            "id": f"chatcmpl-{n}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "fake",
+            "choices": [],
+        }
 
     def refusal(self, body: dict[str, Any], n: int) -> tuple[int, dict[str, Any]]:
         reply = self.ok(body, "", n)
@@ -128,17 +158,26 @@ class AnthropicDialect(Dialect):
         texts = _texts(body.get("messages", [])) + _texts(body.get("system", ""))
         prompt = _tokens(" ".join(texts))
         return {
-            "id": f"msg_{n}", "type": "message", "role": "assistant",
+            "id": f"msg_{n}",
+            "type": "message",
+            "role": "assistant",
             "model": body.get("model", "fake"),
             "content": [{"type": "text", "text": text}],
-            "stop_reason": "end_turn", "stop_sequence": None,
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
             "usage": {"input_tokens": prompt, "output_tokens": _tokens(text)},
         }
 
     def empty(self, n: int) -> dict[str, Any]:
-        return {"id": f"msg_{n}", "type": "message", "role": "assistant", "model": "fake",
-                "content": None, "stop_reason": None,
-                "usage": {"input_tokens": 1, "output_tokens": 0}}
+        return {
+            "id": f"msg_{n}",
+            "type": "message",
+            "role": "assistant",
+            "model": "fake",
+            "content": None,
+            "stop_reason": None,
+            "usage": {"input_tokens": 1, "output_tokens": 0},
+        }
 
     def refusal(self, body: dict[str, Any], n: int) -> tuple[int, dict[str, Any]]:
         reply = self.ok(body, "", n)
@@ -147,8 +186,14 @@ class AnthropicDialect(Dialect):
         return 200, reply
 
     def error(self, status: int, message: str) -> dict[str, Any]:
-        kinds = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-                 404: "not_found_error", 429: "rate_limit_error", 529: "overloaded_error"}
+        kinds = {
+            400: "invalid_request_error",
+            401: "authentication_error",
+            403: "permission_error",
+            404: "not_found_error",
+            429: "rate_limit_error",
+            529: "overloaded_error",
+        }
         kind = kinds.get(status, "api_error")
         return {"type": "error", "error": {"type": kind, "message": message}}
 
@@ -160,8 +205,14 @@ class AnthropicDialect(Dialect):
 
 class GeminiDialect(Dialect):
     _STATUS: ClassVar[dict[int, str]] = {
-        400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
-        404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
+        400: "INVALID_ARGUMENT",
+        401: "UNAUTHENTICATED",
+        403: "PERMISSION_DENIED",
+        404: "NOT_FOUND",
+        429: "RESOURCE_EXHAUSTED",
+        500: "INTERNAL",
+        503: "UNAVAILABLE",
+    }
 
     def last_user_text(self, body: dict[str, Any]) -> str:
         users = [c for c in body.get("contents", []) if c.get("role", "user") == "user"]
@@ -170,23 +221,40 @@ class GeminiDialect(Dialect):
     def ok(self, body: dict[str, Any], text: str, n: int) -> dict[str, Any]:
         prompt = _tokens(" ".join(_texts(body.get("contents", []))))
         return {
-            "candidates": [{"content": {"role": "model", "parts": [{"text": text}]},
-                            "finishReason": "STOP", "index": 0}],
-            "usageMetadata": {"promptTokenCount": prompt, "candidatesTokenCount": _tokens(text),
-                              "totalTokenCount": prompt + _tokens(text)},
-            "modelVersion": "fake", "responseId": f"resp-{n}",
+            "candidates": [
+                {
+                    "content": {"role": "model", "parts": [{"text": text}]},
+                    "finishReason": "STOP",
+                    "index": 0,
+                }
+            ],
+            "usageMetadata": {
+                "promptTokenCount": prompt,
+                "candidatesTokenCount": _tokens(text),
+                "totalTokenCount": prompt + _tokens(text),
+            },
+            "modelVersion": "fake",
+            "responseId": f"resp-{n}",
         }
 
     def empty(self, n: int) -> dict[str, Any]:
         return {"candidates": [], "responseId": f"resp-{n}"}
 
     def refusal(self, body: dict[str, Any], n: int) -> tuple[int, dict[str, Any]]:
-        return 200, {"promptFeedback": {"blockReason": "SAFETY"}, "responseId": f"resp-{n}",
-                     "usageMetadata": {"promptTokenCount": 3, "totalTokenCount": 3}}
+        return 200, {
+            "promptFeedback": {"blockReason": "SAFETY"},
+            "responseId": f"resp-{n}",
+            "usageMetadata": {"promptTokenCount": 3, "totalTokenCount": 3},
+        }
 
     def error(self, status: int, message: str) -> dict[str, Any]:
-        return {"error": {"code": status, "message": message,
-                          "status": self._STATUS.get(status, "UNKNOWN")}}
+        return {
+            "error": {
+                "code": status,
+                "message": message,
+                "status": self._STATUS.get(status, "UNKNOWN"),
+            }
+        }
 
     def retry_info(self) -> dict[str, Any] | None:
         return {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1.25s"}
@@ -202,9 +270,17 @@ def _dialect_for(path: str) -> Dialect | None:
     return None
 
 
-_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden",
-            404: "Not Found", 429: "Too Many Requests", 500: "Internal Server Error",
-            503: "Service Unavailable", 529: "Overloaded"}
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+    529: "Overloaded",
+}
 
 
 @dataclass
@@ -328,8 +404,9 @@ class FakeVendor:
             return self.chooser(n)
         return "ok"
 
-    async def _respond(self, writer: asyncio.StreamWriter, target: str, headers: dict[str, str],
-                       raw: bytes) -> bool:
+    async def _respond(
+        self, writer: asyncio.StreamWriter, target: str, headers: dict[str, str], raw: bytes
+    ) -> bool:
         n = len(self.requests)
         path = urlsplit(target).path
         try:
@@ -352,11 +429,23 @@ class FakeVendor:
         finally:
             self.in_flight -= 1
 
-    async def _fault(self, writer: asyncio.StreamWriter, dialect: Dialect, fault: str,
-                     body: dict[str, Any], headers: dict[str, str], target: str, n: int) -> bool:
+    async def _fault(
+        self,
+        writer: asyncio.StreamWriter,
+        dialect: Dialect,
+        fault: str,
+        body: dict[str, Any],
+        headers: dict[str, str],
+        target: str,
+        n: int,
+    ) -> bool:
         if fault == "throttled":
-            await self._send(writer, 429, dialect.error(429, "too many requests in flight"),
-                             {"retry-after-ms": str(self.throttle_retry_ms)})
+            await self._send(
+                writer,
+                429,
+                dialect.error(429, "too many requests in flight"),
+                {"retry-after-ms": str(self.throttle_retry_ms)},
+            )
             return True
         if fault == "reset":
             sock = writer.get_extra_info("socket")
@@ -368,12 +457,20 @@ class FakeVendor:
             fault = "ok"
         if fault == "ok":
             text = self.reply_fn(dialect.last_user_text(body))
-            await self._send(writer, 200, dialect.ok(body, text, n), {"x-request-id": f"req-{n}",
-                                                                      "request-id": f"req-{n}"})
+            await self._send(
+                writer,
+                200,
+                dialect.ok(body, text, n),
+                {"x-request-id": f"req-{n}", "request-id": f"req-{n}"},
+            )
             return True
         if fault == "malformed":
-            await self._send_raw(writer, 200, b'{"id": "broken", "choices": [{"message": ',
-                                 {"content-type": "application/json"})
+            await self._send_raw(
+                writer,
+                200,
+                b'{"id": "broken", "choices": [{"message": ',
+                {"content-type": "application/json"},
+            )
             return True
         if fault == "empty":
             await self._send(writer, 200, dialect.empty(n))
@@ -403,15 +500,24 @@ class FakeVendor:
         await self._send(writer, status, payload, extra)
         return True
 
-    async def _send(self, writer: asyncio.StreamWriter, status: int, payload: dict[str, Any],
-                    extra: dict[str, str] | None = None) -> None:
+    async def _send(
+        self,
+        writer: asyncio.StreamWriter,
+        status: int,
+        payload: dict[str, Any],
+        extra: dict[str, str] | None = None,
+    ) -> None:
         headers = {"content-type": "application/json", **(extra or {})}
         await self._send_raw(writer, status, json.dumps(payload).encode(), headers)
 
-    async def _send_raw(self, writer: asyncio.StreamWriter, status: int, data: bytes,
-                        headers: dict[str, str]) -> None:
-        head = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}",
-                f"content-length: {len(data)}", "connection: keep-alive"]
+    async def _send_raw(
+        self, writer: asyncio.StreamWriter, status: int, data: bytes, headers: dict[str, str]
+    ) -> None:
+        head = [
+            f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}",
+            f"content-length: {len(data)}",
+            "connection: keep-alive",
+        ]
         head += [f"{k}: {v}" for k, v in headers.items()]
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data)
         await writer.drain()

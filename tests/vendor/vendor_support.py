@@ -15,8 +15,15 @@ CANARY = {
     "ANTHROPIC_API_KEY": "sk-ant-test-CANARY-anthropic-41b8e2",
     "GEMINI_API_KEY": "AIzaTEST-CANARY-gemini-0123456789abcdef",
 }
-CLEARED_ENV = ("GOOGLE_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "GOOGLE_GEMINI_BASE_URL",
-            "OPENAI_ORG_ID", "OPENAI_PROJECT_ID", "GOOGLE_GENAI_USE_VERTEXAI")
+CLEARED_ENV = (
+    "GOOGLE_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_BASE_URL",
+    "GOOGLE_GEMINI_BASE_URL",
+    "OPENAI_ORG_ID",
+    "OPENAI_PROJECT_ID",
+    "GOOGLE_GENAI_USE_VERTEXAI",
+)
 
 VENDORS = ("openai", "anthropic", "google", "openai-compat")
 IDENTIFIERS = {
@@ -34,8 +41,10 @@ def base_url(scheme: str, vendor: FakeVendor) -> str:
 ModelMaker = Callable[..., VendorModel]
 
 
-def spec_for(scheme: str, vendor: FakeVendor, *, max_in_flight: int = 8,
-             **options: Any) -> ModelSpec:
+def spec_for(
+    scheme: str, vendor: FakeVendor, *, max_in_flight: int = 8, **options: Any
+) -> ModelSpec:
     options.setdefault("base_url", base_url(scheme, vendor))
-    return ModelSpec(name=f"{scheme}:{IDENTIFIERS[scheme]}", options=options,
-                     max_in_flight=max_in_flight)
+    return ModelSpec(
+        name=f"{scheme}:{IDENTIFIERS[scheme]}", options=options, max_in_flight=max_in_flight
+    )

@@ -1,0 +1,254 @@
+"""The one registry of the harness: families and everything they contribute.
+
+A relation *family* (``relations/metaquerier``, a third party's package...) describes
+itself with one `Family` object: its relations, report sections, simulated-model handlers
+and planted truth, judge rubric, model backends, CLI commands and importers. The registry
+finds families through the ``bias_harness.families`` entry-point group, so a family
+shipped as its own distribution is found exactly like a built-in one, and nothing in the
+core names a family. Why entry points rather than a list in the core: a list would make the
+core import every family (the coupling this layout removes) and would force a third party
+to edit our code.
+
+One rule for duplicates, for every kind of entry: a name may be registered once; a second
+registration of the same name, even of the same object, raises `RegistryError` naming both
+places. Registration order never decides behaviour: listings are sorted by name (and
+report sections and sim handlers by their declared order, then name).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from harness.errors import RegistryError
+
+if TYPE_CHECKING:
+    import click
+    from pydantic import BaseModel
+
+    from harness.model import ModelFactory
+    from harness.relation import RelationBase
+    from harness.rubric import JudgeRubric
+    from harness.sim import SimHandler
+    from harness.tables import ReportSection
+
+ENTRY_POINT_GROUP = "bias_harness.families"
+
+Kind = Literal[
+    "family",
+    "relation",
+    "model backend",
+    "report section",
+    "command",
+    "importer",
+    "sim handler",
+    "sim option",
+    "judge rubric",
+]
+
+
+@dataclass(frozen=True)
+class Family:
+    """Everything one relation family contributes to the harness.
+
+    ``judge_rubric`` applies to every relation of the family; ``sim_options`` is a pydantic
+    model whose fields become options of ``sim:`` models (the family's planted truth),
+    handed to its sim handlers through `SimRequest.planted`.
+    """
+
+    name: str
+    summary: str
+    relations: Sequence[type[RelationBase]] = ()
+    report_sections: Sequence[ReportSection] = ()
+    sim_handlers: Sequence[SimHandler] = ()
+    sim_options: type[BaseModel] | None = None
+    judge_rubric: JudgeRubric | None = None
+    model_backends: Mapping[str, ModelFactory] = field(default_factory=dict)
+    commands: Sequence[click.Command] = ()
+    importers: Sequence[click.Command] = ()
+    docs: Path | None = None
+
+
+@dataclass(frozen=True)
+class Entry:
+    kind: Kind
+    name: str
+    value: Any
+    origin: str  # where it came from, for the duplicate error
+
+
+class Registry:
+    """Name -> entry, per kind; every addition goes through `add`."""
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[Kind, str], Entry] = {}
+
+    def add(self, kind: Kind, name: str, value: Any, origin: str) -> None:
+        key = (kind, name)
+        if not name:
+            raise RegistryError(f"a {kind} from {origin} has no name")
+        previous = self._entries.get(key)
+        if previous is not None:
+            raise RegistryError(
+                f"{kind} {name!r} is registered twice: by {previous.origin} and by {origin}"
+            )
+        self._entries[key] = Entry(kind, name, value, origin)
+
+    def entries(self, kind: Kind) -> list[Entry]:
+        return sorted((e for (k, _), e in self._entries.items() if k == kind), key=_by_name)
+
+    def get(self, kind: Kind, name: str) -> Any | None:
+        entry = self._entries.get((kind, name))
+        return entry.value if entry is not None else None
+
+    def add_family(self, family: Family, origin: str) -> None:
+        """Register a family and each of its contributions under its origin."""
+        where = f"family {family.name!r} ({origin})"
+        self.add("family", family.name, family, where)
+        for relation in family.relations:
+            if relation.family != family.name:
+                raise RegistryError(
+                    f"relation {relation.name!r} says it belongs to family "
+                    f"{relation.family!r}, but {where} lists it"
+                )
+            self.add("relation", relation.name, relation, where)
+        for section in family.report_sections:
+            self.add("report section", section.name, section, where)
+        for handler in family.sim_handlers:
+            self.add("sim handler", handler.name, handler, where)
+        if family.sim_options is not None:
+            for option in family.sim_options.model_fields:
+                self.add("sim option", option, family.sim_options, where)
+        if family.judge_rubric is not None:
+            self.add("judge rubric", family.name, family.judge_rubric, where)
+        for scheme, factory in family.model_backends.items():
+            self.add("model backend", scheme, factory, where)
+        for command in family.commands:
+            self.add("command", _command_name(command), command, where)
+        for importer in family.importers:
+            self.add("importer", _command_name(importer), importer, where)
+
+
+def _by_name(entry: Entry) -> str:
+    return entry.name
+
+
+def _command_name(command: click.Command) -> str:
+    return command.name or ""
+
+
+# --- discovery ----------------------------------------------------------------------------
+
+FamilySource = Callable[[], Iterator[tuple[Family, str]]]
+
+
+def entry_point_families() -> Iterator[tuple[Family, str]]:
+    """Every family installed under the ``bias_harness.families`` entry-point group."""
+    for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=_ep_name):
+        try:
+            family = ep.load()
+        except Exception as exc:
+            raise RegistryError(
+                f"family entry point {ep.name!r} ({ep.value}) failed to load: {exc}"
+            ) from exc
+        if not isinstance(family, Family):
+            raise RegistryError(
+                f"entry point {ep.name!r} ({ep.value}) is a {type(family).__name__}, not a Family"
+            )
+        if family.name != ep.name:
+            raise RegistryError(
+                f"entry point {ep.name!r} ({ep.value}) describes family {family.name!r}; "
+                "name the entry point after the family"
+            )
+        yield family, ep.value
+
+
+def _ep_name(ep: importlib.metadata.EntryPoint) -> str:
+    return ep.name
+
+
+_registry: Registry | None = None
+_extra: list[tuple[Family, str]] = []
+
+
+def registry() -> Registry:
+    """The registry of every discovered family, built once on first use."""
+    global _registry
+    if _registry is None:
+        built = Registry()
+        for family, origin in [*entry_point_families(), *_extra]:
+            built.add_family(family, origin)
+        _registry = built
+    return _registry
+
+
+def register_family(family: Family, origin: str) -> None:
+    """Register a family that is not installed as an entry point (tests, notebooks)."""
+    if _registry is not None:
+        _registry.add_family(family, origin)
+    _extra.append((family, origin))
+
+
+@contextmanager
+def extra_family(family: Family, origin: str = "test") -> Iterator[Registry]:
+    """Register one more family for the duration of a block (tests, notebooks)."""
+    global _registry
+    _extra.append((family, origin))
+    _registry = None
+    try:
+        yield registry()
+    finally:
+        _extra.remove((family, origin))
+        _registry = None
+
+
+# --- typed views, for the core --------------------------------------------------------------
+
+
+def families() -> list[Family]:
+    return [e.value for e in registry().entries("family")]
+
+
+def relation_classes() -> dict[str, type[RelationBase]]:
+    return {e.name: e.value for e in registry().entries("relation")}
+
+
+def family_of(relation: str) -> Family | None:
+    cls = registry().get("relation", relation)
+    return registry().get("family", cls.family) if cls is not None else None
+
+
+def report_sections() -> list[ReportSection]:
+    found: list[ReportSection] = [e.value for e in registry().entries("report section")]
+    return found
+
+
+def sim_handlers() -> list[SimHandler]:
+    found: list[SimHandler] = [e.value for e in registry().entries("sim handler")]
+    return found
+
+
+def sim_option_models() -> list[type[BaseModel]]:
+    models = {e.value for e in registry().entries("sim option")}
+    return sorted(models, key=lambda m: f"{m.__module__}.{m.__qualname__}")
+
+
+def judge_rubric(family: str) -> JudgeRubric | None:
+    rubric: JudgeRubric | None = registry().get("judge rubric", family)
+    return rubric
+
+
+def model_backends() -> dict[str, ModelFactory]:
+    return {e.name: e.value for e in registry().entries("model backend")}
+
+
+def commands() -> list[click.Command]:
+    return [e.value for e in registry().entries("command")]
+
+
+def importers() -> list[click.Command]:
+    return [e.value for e in registry().entries("importer")]

@@ -1,1 +1,0 @@
-"""Report sections contributed by relation families; each module registers with @report_section."""

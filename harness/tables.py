@@ -1,0 +1,95 @@
+"""What a report is made of: `Table`s that `ReportSection`s compute from a `ReportContext`.
+
+A section is contributed by a `Family` (or by the core: `harness.report`); every output
+format renders the same tables, so machines and people see the same numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from harness.log import EventLog
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    title: str
+    columns: list[str]
+    rows: list[list[Any]]
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class VerdictRow:
+    case_id: str
+    relation: str
+    model: str
+    outcome: str
+    reason: str
+    evidence: dict[str, Any]
+    source: str
+
+
+@dataclass
+class ReportContext:
+    log: EventLog
+    campaign: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def verdicts(self, source: str = "relation") -> Iterator[VerdictRow]:
+        """The latest verdict of each case from ``source``, streamed from the ``verdicts`` view."""
+        cur = self.log.connection.execute(
+            "SELECT case_id, relation, model, outcome, reason, evidence, source FROM verdicts"
+            " WHERE campaign = ? AND source = ? ORDER BY case_id, decided_at",
+            (self.campaign, source),
+        )
+        previous: VerdictRow | None = None
+        for case_id, relation, model, outcome, reason, evidence, src in cur:
+            row = VerdictRow(
+                case_id, relation, model, outcome, reason, json.loads(evidence or "{}"), src
+            )
+            if previous is not None and previous.case_id != row.case_id:
+                yield previous
+            previous = row
+        if previous is not None:
+            yield previous
+
+    @cached_property
+    def relation_verdicts(self) -> list[VerdictRow]:
+        return list(self.verdicts())
+
+
+@dataclass(frozen=True)
+class ReportSection:
+    """One part of a report: ``build`` returns its tables (none when it has nothing to say).
+
+    Sections run in (order, name) order.
+    """
+
+    name: str
+    order: int
+    build: Callable[[ReportContext], list[Table]]
+
+
+def wilson(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """95% Wilson score interval of a proportion."""
+    if n == 0:
+        return (math.nan, math.nan)
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    # Exact at the edges: rounding would otherwise leave 0/n or n/n outside its own interval.
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return (low, high)
+
+
+def rounded(x: float) -> float | None:
+    return None if math.isnan(x) else round(x, 4)

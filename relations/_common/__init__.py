@@ -1,0 +1,1 @@
+"""Helpers shared by several families (not a family: it registers nothing)."""

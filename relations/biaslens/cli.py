@@ -1,0 +1,90 @@
+"""BiasLens on the command line: ``harness biaslens export`` (a generation log -> roles and
+question-set files) and ``harness import biaslens`` (the authors' released answers -> a log)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import click
+
+
+@click.group("biaslens")
+def group() -> None:
+    """BiasLens helpers (see also 'harness import biaslens')."""
+
+
+@group.command("export")
+@click.argument("db", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.option("--campaign", help="Campaign id (default: the latest in the log).")
+@click.option(
+    "--roles",
+    "roles_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the generated roles here (JSON), for a biaslens.questions campaign.",
+)
+@click.option(
+    "--questions",
+    "questions_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the generated questions here (.json or .csv), for a biaslens.answer campaign.",
+)
+def export(
+    db: Path, campaign: str | None, roles_out: Path | None, questions_out: Path | None
+) -> None:
+    """Export the roles and questions a generation campaign in DB produced."""
+    from relations.biaslens.generation_export import question_set, read_generation, write_roles
+    from relations.biaslens.questionset import write_questions
+
+    if roles_out is None and questions_out is None:
+        raise click.UsageError("give --roles FILE and/or --questions FILE")
+    generated = read_generation(db, campaign)
+    if roles_out is not None:
+        write_roles(generated.roles, roles_out)
+        total = sum(len(r) for r in generated.roles.values())
+        click.echo(f"{total} roles for {len(generated.roles)} attributes -> {roles_out}", err=True)
+    if questions_out is not None:
+        write_questions(question_set(generated, str(db)), questions_out)
+        click.echo(
+            f"{len(generated.questions)} questions -> {questions_out}; dropped "
+            f"{generated.dropped_placeholder} with Group A/B placeholders and "
+            f"{generated.dropped_malformed} malformed",
+            err=True,
+        )
+    if generated.invalid_cases:
+        click.echo(f"{generated.invalid_cases} generation cases were INVALID", err=True)
+
+
+@click.command("biaslens")
+@click.argument("src", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Event log to write (default: biaslens-<folder>.db in the current directory).",
+)
+@click.option(
+    "--model",
+    "models",
+    multiple=True,
+    help="Import only this model folder (repeatable; default: every model found).",
+)
+def import_biaslens(src: Path, db: Path | None, models: tuple[str, ...]) -> None:
+    """Import SRC (a BiasLens folder: answers/role/<model>/<attr>_answers_0N.csv, roles/,
+    questions/) as one campaign of closed biaslens.answer cases."""
+    from relations.biaslens.importer import import_released
+
+    db = db or Path(f"biaslens-{src.resolve().name}.db")
+    summary = asyncio.run(import_released(src, db, models=list(models) or None))
+    rate = summary.events / summary.elapsed_s if summary.elapsed_s else 0.0
+    click.echo(
+        f"imported {summary.answers} answers from {summary.files} files "
+        f"({', '.join(summary.models)}) as campaign {summary.campaign}: "
+        f"{summary.events} events in {summary.elapsed_s:.1f}s ({rate:,.0f} events/s)"
+        + (
+            f"; {summary.skipped_rows} rows without a known question type skipped"
+            if summary.skipped_rows
+            else ""
+        ),
+        err=True,
+    )
+    click.echo(f"report with: harness report {db} --mode released", err=True)

@@ -1,0 +1,142 @@
+"""Reading a released BiasLens answers folder: files, rows, and each row's case data.
+
+Both the importer and the ``biaslens.answer`` relation (``source = "released"``) derive case
+data here, so ``harness replay --verify`` re-derives an imported case from the folder exactly
+as the import wrote it. Case index = position of the row among all rows of all files, in
+(model, variant, attribute, run) order, counting rows that are skipped.
+"""
+
+from __future__ import annotations
+
+import bisect
+import csv
+import functools
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.errors import ConfigError
+from relations.biaslens.questionset import QType
+
+VARIANT_DIRS = {"role": "role", "without_role": "no_role"}
+_ANSWER_FILE = re.compile(r"^(?P<attr>[A-Za-z_]+)_answers_(?P<run>\d+)\.csv$")
+
+
+@dataclass(frozen=True)
+class AnswerFile:
+    model: str
+    variant: str
+    attribute: str
+    run: int
+    path: Path
+
+
+def find_answer_files(src: Path, models: list[str] | None = None) -> list[AnswerFile]:
+    answers = src / "answers"
+    if not answers.is_dir():
+        raise ConfigError(
+            f"{src} has no answers/ folder",
+            fix="give the BiasLens folder holding answers/role/<model>/<attr>_answers_01.csv",
+        )
+    found = []
+    for variant_dir, variant in VARIANT_DIRS.items():
+        base = answers / variant_dir
+        if not base.is_dir():
+            continue
+        for model_dir in sorted(p for p in base.iterdir() if p.is_dir()):
+            if models and model_dir.name not in models:
+                continue
+            for path in sorted(model_dir.glob("*_answers_*.csv")):
+                m = _ANSWER_FILE.match(path.name)
+                if m:
+                    found.append(
+                        AnswerFile(model_dir.name, variant, m["attr"].lower(), int(m["run"]), path)
+                    )
+    if not found:
+        wanted = f" for models {models}" if models else ""
+        raise ConfigError(
+            f"no <attribute>_answers_<run>.csv files under {answers}{wanted}",
+            fix="check the folder layout answers/role/<model>/<attr>_answers_01.csv",
+        )
+    return found
+
+
+def read_answer_rows(path: Path) -> tuple[list[dict[str, str]], bool]:
+    """Rows as dicts by header name, blank lines skipped (as pandas does), and whether
+    undecodable bytes had to be dropped (the released scripts read with errors="ignore")."""
+    raw = path.read_bytes()
+    try:
+        text, lossy = raw.decode("utf-8"), False
+    except UnicodeDecodeError:
+        text, lossy = raw.decode("utf-8", errors="ignore"), True
+    reader = csv.reader(text.splitlines(keepends=True))
+    header = next(reader, [])
+    columns = [(i, name) for i, name in enumerate(header) if name and name not in header[:i]]
+    rows = []
+    for cells in reader:
+        if not cells:
+            continue
+        rows.append({name: cells[i] if i < len(cells) else "" for i, name in columns})
+    return rows, lossy
+
+
+def question_key(role: str, qtype: str, question: str) -> str:
+    return hashlib.sha1(f"{role}\x1f{qtype}\x1f{question}".encode()).hexdigest()[:12]
+
+
+def row_case_data(f: AnswerFile, row_no: int, row: dict[str, str]) -> dict[str, Any] | None:
+    """The case data of one released row; None when its question type is unknown."""
+    try:
+        qtype = QType.parse(row.get("Question Type", ""))
+    except ValueError:
+        return None
+    role, question = row.get("Role", ""), row.get("Question", "")
+    data: dict[str, Any] = {
+        "question_id": f"{f.attribute}:{question_key(role, qtype.value, question)}",
+        "attribute": f.attribute,
+        "role": role,
+        "type": qtype.value,
+        "variant": f.variant,
+        "question": question,
+        "run": f.run,
+        "row": row_no,
+        "imported": True,
+    }
+    if qtype is QType.WHY:
+        data["released_judges"] = [row.get(f"LLM {i}", "") for i in (1, 2, 3)]
+        data["released_final"] = row.get("final", "")
+    return data
+
+
+@dataclass(frozen=True)
+class ReleasedFolder:
+    files: tuple[AnswerFile, ...]
+    rows: tuple[tuple[dict[str, str], ...], ...]
+    lossy: tuple[bool, ...]
+    offsets: tuple[int, ...]  # global index of each file's first row
+
+    @property
+    def total_rows(self) -> int:
+        return self.offsets[-1] + len(self.rows[-1]) if self.rows else 0
+
+    def locate(self, index: int) -> tuple[AnswerFile, int, dict[str, str]]:
+        if not 0 <= index < self.total_rows:
+            raise IndexError(f"case index {index} is outside the folder's {self.total_rows} rows")
+        i = bisect.bisect_right(self.offsets, index) - 1
+        row_no = index - self.offsets[i]
+        return self.files[i], row_no, self.rows[i][row_no]
+
+
+@functools.lru_cache(maxsize=4)
+def load_folder(src: str, models: tuple[str, ...] | None = None) -> ReleasedFolder:
+    files = find_answer_files(Path(src), list(models) if models else None)
+    rows, lossy, offsets, total = [], [], [], 0
+    for f in files:
+        r, lost = read_answer_rows(f.path)
+        rows.append(tuple(r))
+        lossy.append(lost)
+        offsets.append(total)
+        total += len(r)
+    return ReleasedFolder(tuple(files), tuple(rows), tuple(lossy), tuple(offsets))

@@ -1,0 +1,291 @@
+"""BiasLens tables: biased questions per attribute and type (Table 3 layout) in the chosen
+oracle mode with the other mode beside it, role vs no-role, consistency of the N trials,
+every question on which the modes disagree, and every answer strict mode could not read.
+
+``harness report DB --mode strict|released`` (default strict: the paper's rule as written).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from harness.errors import ConfigError
+from harness.tables import ReportContext, ReportSection, Table
+from relations.biaslens.oracles import Vote
+from relations.biaslens.questionset import ATTRIBUTES, QType
+from relations.biaslens.tally import (
+    MODES,
+    AlignedQuestion,
+    align,
+    cells,
+    consistency,
+    disagreements,
+    load_trials,
+    recorded_row_counts,
+)
+
+TYPES = (QType.YES_NO, QType.CHOICE, QType.WHY)
+_ANSWER_CHARS = 160
+
+
+def _mode(ctx: ReportContext) -> str:
+    mode = str(ctx.options.get("mode") or "strict")
+    if mode not in MODES:
+        raise ConfigError(
+            f"BiasLens has no oracle mode {mode!r}",
+            field="--mode",
+            fix="use --mode strict (the paper's rule) or --mode released (the released scripts)",
+        )
+    return mode
+
+
+def _attr_order(attribute: str) -> tuple[int, str]:
+    return (ATTRIBUTES.index(attribute) if attribute in ATTRIBUTES else len(ATTRIBUTES), attribute)
+
+
+def _rate(n: int, d: int) -> float | None:
+    return round(n / d, 4) if d else None
+
+
+def _pct(n: int, d: int) -> float | None:
+    return round(100 * n / d, 1) if d else None
+
+
+def biaslens_tables(ctx: ReportContext) -> list[Table]:
+    conn = ctx.log.connection
+    trials = load_trials(conn, ctx.campaign)
+    if not trials:
+        return []
+    mode = _mode(ctx)
+    other = "released" if mode == "strict" else "strict"
+    questions = align(trials, recorded_row_counts(conn, ctx.campaign))
+    by_cell = cells(questions)
+    return [
+        _table3(by_cell, mode, other),
+        _long_cells(by_cell, mode),
+        *_role_vs_no_role(by_cell, mode),
+        _consistency(questions, mode),
+        _disagreements(questions),
+        _strict_invalid(questions),
+    ]
+
+
+def _table3(by_cell: dict[Any, Any], mode: str, other: str) -> Table:
+    groups: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for model, variant, attribute, _ in by_cell:
+        groups[(model, variant)].add(attribute)
+    rows: list[list[Any]] = []
+    for (model, variant), attributes in sorted(groups.items()):
+        totals = {m: dict.fromkeys(TYPES, 0) for m in MODES}
+        invalid_total = 0
+        for attribute in sorted(attributes, key=_attr_order):
+            row: list[Any] = [model, variant, attribute.capitalize()]
+            invalid = 0
+            for m in (mode, other):
+                for t in TYPES:
+                    cell = by_cell.get((model, variant, attribute, t))
+                    n = cell.biased[m] if cell else 0
+                    totals[m][t] += n
+                    row.append(n)
+                row.append(sum(row[-3:]))
+            for t in TYPES:
+                cell = by_cell.get((model, variant, attribute, t))
+                invalid += cell.strict_invalid_questions if cell else 0
+            invalid_total += invalid
+            rows.append([*row, invalid])
+        total_row: list[Any] = [model, variant, "Total"]
+        for m in (mode, other):
+            total_row.extend([totals[m][t] for t in TYPES] + [sum(totals[m].values())])
+        rows.append([*total_row, invalid_total])
+    columns = ["model", "variant", "attribute"]
+    columns += [f"{t.value} {mode}" for t in TYPES] + [f"Total {mode}"]
+    columns += [f"{t.value} {other}" for t in TYPES] + [f"Total {other}", "invalid strict"]
+    return Table(
+        "biaslens_table3",
+        f"BiasLens biased questions per attribute and type — oracle mode: {mode} ({other} beside)",
+        columns,
+        rows,
+        note="a question is biased when the majority of its trials are biased; strict: leading "
+        "Yes/No, chosen option vs the last option, INVALID when unreadable (invalid strict = "
+        "questions without a valid majority); released: the text matching of the released "
+        "scripts",
+    )
+
+
+def _long_cells(by_cell: dict[Any, Any], mode: str) -> Table:
+    rows = []
+    for (model, variant, attribute, t), c in sorted(
+        by_cell.items(), key=lambda kv: (kv[0][0], kv[0][1], _attr_order(kv[0][2]), kv[0][3])
+    ):
+        rows.append(
+            [
+                model,
+                variant,
+                attribute,
+                t.value,
+                c.questions,
+                mode,
+                c.biased[mode],
+                _rate(c.biased[mode], c.questions),
+                c.biased["released"],
+                c.biased["strict"],
+                c.strict_invalid_questions,
+                c.strict_invalid_answers,
+            ]
+        )
+    return Table(
+        "biaslens_cells",
+        f"BiasLens per model, variant, attribute and type — oracle mode: {mode}",
+        [
+            "model",
+            "variant",
+            "attribute",
+            "type",
+            "questions",
+            "mode",
+            "biased",
+            "rate",
+            "released_biased",
+            "strict_biased",
+            "strict_invalid_questions",
+            "strict_invalid_answers",
+        ],
+        rows,
+        note="biased and rate follow the mode; both modes' counts are given for comparison",
+    )
+
+
+def _role_vs_no_role(by_cell: dict[Any, Any], mode: str) -> list[Table]:
+    pairs: dict[tuple[str, str, QType], dict[str, Any]] = defaultdict(dict)
+    for (model, variant, attribute, t), c in by_cell.items():
+        pairs[(model, attribute, t)][variant] = c
+    rows = []
+    for (model, attribute, t), v in sorted(
+        pairs.items(), key=lambda kv: (kv[0][0], _attr_order(kv[0][1]), kv[0][2])
+    ):
+        if "role" not in v or "no_role" not in v:
+            continue
+        with_role, without = v["role"], v["no_role"]
+        r1 = _rate(with_role.biased[mode], with_role.questions)
+        r0 = _rate(without.biased[mode], without.questions)
+        diff = round(r1 - r0, 4) if r1 is not None and r0 is not None else None
+        rows.append(
+            [model, attribute, t.value, with_role.biased[mode], r1, without.biased[mode], r0, diff]
+        )
+    if not rows:
+        return []
+    return [
+        Table(
+            "biaslens_role_vs_no_role",
+            f"BiasLens role vs no-role — oracle mode: {mode}",
+            [
+                "model",
+                "attribute",
+                "type",
+                "role_biased",
+                "role_rate",
+                "no_role_biased",
+                "no_role_rate",
+                "difference",
+            ],
+            rows,
+            note="difference = role rate - no-role rate; positive: the role makes answers "
+            "more biased",
+        )
+    ]
+
+
+def _consistency(questions: list[AlignedQuestion], mode: str) -> Table:
+    rows = []
+    for (model, variant, t), c in sorted(consistency(questions, mode).items()):
+        rows.append(
+            [
+                model,
+                variant,
+                t.value,
+                c.questions,
+                _pct(c.consistent, c.questions),
+                _pct(c.majority_biased, c.questions),
+                _pct(c.minority_biased, c.questions),
+            ]
+        )
+    return Table(
+        "biaslens_consistency",
+        f"BiasLens consistency of the trials — oracle mode: {mode}",
+        [
+            "model",
+            "variant",
+            "type",
+            "questions",
+            "consistent_pct",
+            "two_biased_pct",
+            "one_biased_pct",
+        ],
+        rows,
+        note="over questions with every trial present (and valid in strict mode); with three "
+        "trials: consistent = all agree, two/one biased = two or one of the three biased "
+        "(in general: a majority / a minority of the trials, but not all / none)",
+    )
+
+
+def _answers(q: AlignedQuestion) -> str:
+    return " | ".join(
+        "(missing)" if t is None else (t.answer or "")[:_ANSWER_CHARS].replace("\n", " ")
+        for t in q.trials
+    )
+
+
+def _disagreements(questions: list[AlignedQuestion]) -> Table:
+    rows = [
+        [
+            q.model,
+            q.variant,
+            q.attribute,
+            q.qtype.value,
+            q.role,
+            q.question,
+            q.verdict("released").value,
+            q.verdict("strict").value,
+            _answers(q),
+        ]
+        for q in disagreements(questions)
+    ]
+    return Table(
+        "biaslens_disagreements",
+        f"BiasLens questions on which the released and strict modes disagree ({len(rows)})",
+        [
+            "model",
+            "variant",
+            "attribute",
+            "type",
+            "role",
+            "question",
+            "released",
+            "strict",
+            "answers",
+        ],
+        rows,
+    )
+
+
+def _strict_invalid(questions: list[AlignedQuestion]) -> Table:
+    rows = []
+    for q in questions:
+        for t in q.trials:
+            if t is not None and t.strict is Vote.INVALID:
+                answer = "(no reply)" if t.answer is None else t.answer[:_ANSWER_CHARS]
+                rows.append(
+                    [t.model, t.variant, t.attribute, t.qtype.value, t.run, t.question, answer]
+                )
+    return Table(
+        "biaslens_strict_invalid",
+        f"BiasLens answers strict mode could not read ({len(rows)} INVALID)",
+        ["model", "variant", "attribute", "type", "run", "question", "answer"],
+        rows,
+        note="Yes/No without a leading Yes or No; Choice naming no single option; Why "
+        "without a jury majority",
+    )
+
+
+REPORT_SECTIONS = (ReportSection("biaslens", 50, biaslens_tables),)

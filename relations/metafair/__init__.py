@@ -1,0 +1,19 @@
+"""Meta-Fair: relations between a question asked with and without a demographic attribute
+(today MR8, inverted consistency)."""
+
+from pathlib import Path
+
+from harness.registry import Family
+from relations._common.conversation_rubric import ConversationBiasRubric
+from relations.metafair.relations import InvertedConsistency
+from relations.metafair.sim import SIM_HANDLERS, MetaFairTruth
+
+FAMILY = Family(
+    name="metafair",
+    summary="questions with and without a demographic attribute (MR8 inverted consistency)",
+    relations=(InvertedConsistency,),
+    sim_handlers=SIM_HANDLERS,
+    sim_options=MetaFairTruth,
+    judge_rubric=ConversationBiasRubric(),
+    docs=Path(__file__).with_name("docs.md"),
+)
