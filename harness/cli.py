@@ -1,5 +1,6 @@
-"""The ``harness`` command line: the registered commands (the core's and every family's),
-and ``harness import NAME`` for every registered importer."""
+"""The ``harness`` command line: the registered commands, the core's and every family's.
+The group reads the registry when a command is looked up, so a family registered at run
+time has its commands too."""
 
 from __future__ import annotations
 
@@ -8,11 +9,17 @@ import sys
 import click
 
 from harness.errors import HarnessError
-from harness.registry import commands, importers
+from harness.registry import commands
 
 
-class _Group(click.Group):
-    """Turns every HarnessError into one clear line and exit code 2, never a traceback."""
+class _MainGroup(click.Group):
+    """Registered commands; every HarnessError becomes one clear line and exit code 2."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [c.name for c in commands() if c.name]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return next((c for c in commands() if c.name == cmd_name), None)
 
     def invoke(self, ctx: click.Context) -> object:
         try:
@@ -22,20 +29,7 @@ class _Group(click.Group):
             sys.exit(2)
 
 
-@click.group(cls=_Group)
+@click.group(cls=_MainGroup)
 @click.version_option(package_name="bias-harness")
 def main() -> None:
     """Metamorphic fairness campaigns against language models, recorded as an event log."""
-
-
-@click.group("import")
-def import_group() -> None:
-    """Turn a released dataset into an event log that report, show and replay read."""
-
-
-for _command in commands():
-    main.add_command(_command)
-for _importer in importers():
-    import_group.add_command(_importer)
-if import_group.commands:
-    main.add_command(import_group)

@@ -144,14 +144,6 @@ def write_questions(qset: QuestionSet, path: str | Path) -> None:
     path.write_text(out.getvalue(), encoding="utf-8")
 
 
-def question_set_summary(qset: QuestionSet) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for q in qset.questions:
-        key = f"{q.attribute}/{q.type.value}"
-        counts[key] = counts.get(key, 0) + 1
-    return dict(sorted(counts.items()))
-
-
 __all__ = [
     "ATTRIBUTES",
     "PLACEHOLDER",
