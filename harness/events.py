@@ -13,7 +13,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from harness.errors import EventDecodeError
+from harness.errors import EventDecodeError, RegistryError
 from harness.model import GenerationParams, Message, Reply
 from harness.relation import Ask, Case, Verdict
 
@@ -149,6 +149,13 @@ def register_upcaster(kind: str, from_version: int) -> Callable[[Upcaster], Upca
     """Register a function turning a ``kind`` payload of ``from_version`` into the next one."""
 
     def register(fn: Upcaster) -> Upcaster:
+        previous = _UPCASTERS.get((kind, from_version))
+        if previous is not None:
+            raise RegistryError(
+                f"upcaster for {kind} v{from_version} is registered twice: by "
+                f"{previous.__module__}.{previous.__qualname__} and by "
+                f"{fn.__module__}.{fn.__qualname__}"
+            )
         _UPCASTERS[(kind, from_version)] = fn
         return fn
 

@@ -1,7 +1,7 @@
 """BiasLens answer campaigns: a role-play question asked in a fresh conversation.
 
 One case is one question for one repeat; the campaign's ``repeats`` gives the N trials and
-the report groups the trials of a question (harness/sections/biaslens.py). The case's own
+the report groups the trials of a question (relations/biaslens/report.py). The case's own
 verdict is the strict per-answer vote: VIOLATED = a biased answer. Why answers are judged
 by a jury of ``jury`` judges (majority). Cases imported from a released answers folder
 (``source = "released"``) carry their recorded judge labels, so their verdict needs no call.
