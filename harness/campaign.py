@@ -15,7 +15,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from harness.errors import ConfigError
-from harness.model import GenerationParams, ModelSpec
+from harness.model import GenerationParams, ModelSpec, known_schemes
+from harness.providers import check_vendor_options
+from harness.relation import build_relation
 
 
 class RelationSpec(BaseModel):
@@ -101,9 +103,6 @@ def parse_campaign(data: dict[str, Any], *, source: str = "campaign") -> Campaig
 
 
 def _check_references(config: CampaignConfig) -> None:
-    from harness.model import known_schemes
-    from harness.relation import build_relation
-
     schemes = known_schemes()
     for i, spec in enumerate([*config.models, *config.judges]):
         group, idx = ("models", i) if i < len(config.models) else ("judges", i - len(config.models))
@@ -113,8 +112,6 @@ def _check_references(config: CampaignConfig) -> None:
                 field=f"{group}[{idx}].name",
                 fix=f"name models as 'scheme:identifier' with scheme one of {schemes}",
             )
-    from harness.providers import check_vendor_options
-
     check_vendor_options(config)
     for i, rel in enumerate(config.relations):
         relation = build_relation(rel.name, rel.options, field=f"relations[{i}]")

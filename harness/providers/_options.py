@@ -16,6 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from harness.errors import ConfigError
 from harness.model import ModelSpec
 
+# The schemes served by vendor SDKs (the others: sim, local, replay). Options, gates and the
+# cost estimate all depend on it, so it lives here, below them.
+VENDOR_SCHEMES = frozenset({"openai", "anthropic", "google", "openai-compat"})
+
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _FIXES = {
     "extra_forbidden": "remove it or check its spelling (known: {known})",
@@ -91,8 +95,6 @@ def read_key(env_names: tuple[str, ...], where: str, *, option: str | None) -> s
 
 def check_vendor_options(config: Any) -> None:
     """Validate every vendor model's options with index-based field names, before any call."""
-    from harness.providers._gates import VENDOR_SCHEMES
-
     for group in ("models", "judges"):
         for i, spec in enumerate(getattr(config, group)):
             if spec.scheme in VENDOR_SCHEMES:
