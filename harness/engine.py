@@ -126,7 +126,11 @@ class Engine:
         resume: Mapping[str, CaseState] | None = None,
         skip: Callable[[str], bool] | None = None,
         cache: AnswerCache | None = None,
+        plan: Plan | None = None,
     ) -> None:
+        """``plan``: the campaign's plan, built once by the caller (default: built here).
+        ``skip``: ids of cases not to run (closed ones, on resume); they are never generated.
+        """
         self.store = store
         self.config = config
         self.campaign_id = campaign_id
@@ -138,9 +142,9 @@ class Engine:
         for model in [*self.models.values(), *self.judges]:
             self.gates.setdefault(model.name, InFlightGate(specs[model.name].max_in_flight))
         self.progress: ProgressSink = progress or NullProgress()
-        self.plan = Plan(config)
+        self.plan = plan if plan is not None else Plan(config)
         self._resume = dict(resume or {})
-        self._skip = skip or (lambda case_id: False)
+        self._skip = skip
         self.cache = cache
         self.retry = RetryPolicy(max_attempts=config.limits.max_attempts, seed=config.seed)
         self.summary = RunSummary(campaign=campaign_id)
@@ -193,7 +197,7 @@ class Engine:
         started = time.monotonic()
         workers: list[asyncio.Task[None]] = []
         for spec in self.config.models:
-            cases = self.plan.cases_for(spec.name)
+            cases = self.plan.cases_for(spec.name, skip=self._skip)
             for i in range(spec.max_in_flight):
                 workers.append(
                     asyncio.create_task(self._worker(cases), name=f"case-worker-{spec.name}-{i}")
@@ -241,8 +245,6 @@ class Engine:
                 case, relation = next(cases)
             except StopIteration:
                 return
-            if self._skip(case.case_id):
-                continue
             try:
                 await self._run_case(case, relation)
             except BudgetExceededError as exc:

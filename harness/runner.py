@@ -106,12 +106,15 @@ async def run_campaign(
     overrides: Mapping[str, Model] | None = None,
     cache: AnswerCache | None = None,
     handle_signals: bool = False,
+    plan: Plan | None = None,
 ) -> RunSummary:
-    """Start a new campaign in ``db`` (a new or existing log file) and run it to the end."""
+    """Start a new campaign in ``db`` (a new or existing log file) and run it to the end.
+
+    ``plan``: the plan of ``config`` if the caller built it already (one per run)."""
+    plan = plan if plan is not None else Plan(config)
     session = Session.build(config, overrides)
     session.attach(progress)
     campaign_id = uuid.uuid4().hex[:12]
-    plan = Plan(config)
     async with await EventStore.open(db) as store:
         started = CampaignStarted(
             name=config.name,
@@ -131,6 +134,7 @@ async def run_campaign(
             gates=session.gates,
             progress=progress,
             cache=cache,
+            plan=plan,
         )
         if handle_signals:
             install_stop_handlers(engine.signal_stop)
@@ -171,6 +175,20 @@ def load_resume_point(db: str | Path, campaign: str | None = None) -> ResumePoin
     return ResumePoint(campaign, config, open_cases, closed)
 
 
+def updated_config(config: CampaignConfig, updates: Mapping[str, object] | None) -> CampaignConfig:
+    """``config`` with dotted-path overrides (``{"limits.spend_ceiling_usd": 5}``) applied."""
+    if not updates:
+        return config
+    data = config.resolved()
+    for dotted, value in updates.items():
+        node = data
+        *parents, leaf = dotted.split(".")
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[leaf] = value
+    return parse_campaign(data, source="resume overrides")
+
+
 async def resume_campaign(
     db: str | Path,
     *,
@@ -180,22 +198,22 @@ async def resume_campaign(
     config_updates: Mapping[str, object] | None = None,
     handle_signals: bool = False,
     cache: AnswerCache | None = None,
+    point: ResumePoint | None = None,
+    plan: Plan | None = None,
 ) -> RunSummary:
     """Continue an interrupted campaign: closed cases are skipped, open ones continue from
-    their last committed turn, and calls that were in flight at the crash are re-sent."""
+    their last committed turn, and calls that were in flight at the crash are re-sent.
+
+    ``point``: the log folded by `load_resume_point`, if the caller did it already (the log
+    is folded once per resume). ``plan``: the plan of the resumed config, with
+    ``config_updates`` applied (`updated_config`), if the caller built it already.
+    """
     if not Path(db).exists():
         raise StoreError(f"{db} does not exist")
-    point = load_resume_point(db, campaign)
-    config = point.config
-    if config_updates:
-        data = config.resolved()
-        for dotted, value in config_updates.items():
-            node = data
-            *parents, leaf = dotted.split(".")
-            for key in parents:
-                node = node.setdefault(key, {})
-            node[leaf] = value
-        config = parse_campaign(data, source="resume overrides")
+    if point is None:
+        point = load_resume_point(db, campaign)
+    config = plan.config if plan is not None else updated_config(point.config, config_updates)
+    plan = plan if plan is not None else Plan(config)
     with EventLog(db) as log:
         spent = spent_so_far(log, point.campaign)
     session = Session.build(config, overrides, spent_usd=spent)
@@ -222,6 +240,7 @@ async def resume_campaign(
             resume=point.open_cases,
             skip=point.closed.__contains__,
             cache=cache,
+            plan=plan,
         )
         if handle_signals:
             install_stop_handlers(engine.signal_stop)
