@@ -64,6 +64,7 @@ def config_error(
     data: Any = None,
     source: str | None = None,
     known: Iterable[str] = (),
+    by_type: bool = True,
 ) -> ConfigError:
     """The `ConfigError` for the first error of ``exc``.
 
@@ -72,13 +73,17 @@ def config_error(
     ``models[0].options``), put before the error's own path. ``data``: the validated input
     (labels list entries by name). ``source``: the file, named in the message and used as
     the field when there is no path. ``known``: the accepted keys, listed for a misspelling.
+    ``by_type=False``: always ``fix`` (e.g. a pointer to where a relation's options are
+    listed, which says more than "give a number >= 2").
     """
     err = exc.errors()[0]
     path = field_path(tuple(err["loc"]), data)
     field = ".".join(p for p in (where, path) if p) or source
     message = f"{err['msg']} (in {source})" if source else str(err["msg"])
     context = err.get("ctx", {})
-    if err["type"] == "greater_than" and context.get("gt") == 0:
+    if not by_type:
+        chosen = fix
+    elif err["type"] == "greater_than" and context.get("gt") == 0:
         chosen = "give a positive number"
     else:
         try:

@@ -70,3 +70,8 @@ def test_a_misspelled_key_lists_the_known_ones_and_no_source_falls_back() -> Non
     assert "(in " not in str(err)
     only_source = _error({"items": "x"}, source="f.toml")
     assert only_source.field == "items"
+
+
+def test_the_callers_fix_alone_when_asked() -> None:
+    err = _error({"items": [{"name": "a", "size": 0}]}, by_type=False)
+    assert err.fix == "see the docs" and err.field == "items[0].size"
