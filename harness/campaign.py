@@ -14,8 +14,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from harness.config_errors import config_error
 from harness.errors import ConfigError
-from harness.model import GenerationParams, ModelSpec
+from harness.model import GenerationParams, ModelSpec, known_schemes
+from harness.providers import check_vendor_options
+from harness.relation import build_relation
 
 
 class RelationSpec(BaseModel):
@@ -63,47 +66,18 @@ class CampaignConfig(BaseModel):
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def _field_path(loc: tuple[int | str, ...], data: dict[str, Any]) -> str:
-    parts: list[str] = []
-    node: Any = data
-    for item in loc:
-        if isinstance(item, int):
-            label = ""
-            if isinstance(node, list) and 0 <= item < len(node) and isinstance(node[item], dict):
-                label = str(node[item].get("name", ""))
-            parts[-1] = (
-                f"{parts[-1]}[{item}]" + (f"({label})" if label else "") if parts else str(item)
-            )
-            node = node[item] if isinstance(node, list) and 0 <= item < len(node) else None
-        else:
-            parts.append(str(item))
-            node = node.get(item) if isinstance(node, dict) else None
-    return ".".join(parts)
-
-
-_FIXES = {
-    "missing": "add it",
-    "extra_forbidden": "remove it or check its spelling",
-    "too_short": "give at least one entry",
-}
-
-
 def parse_campaign(data: dict[str, Any], *, source: str = "campaign") -> CampaignConfig:
     try:
         config = CampaignConfig.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = _field_path(tuple(err["loc"]), data) or source
-        fix = _FIXES.get(err["type"], "see the campaign format in README.md")
-        raise ConfigError(f"{err['msg']} (in {source})", field=field, fix=fix) from exc
+        raise config_error(
+            exc, fix="see the campaign format in README.md", data=data, source=source
+        ) from exc
     _check_references(config)
     return config
 
 
 def _check_references(config: CampaignConfig) -> None:
-    from harness.model import known_schemes
-    from harness.relation import build_relation
-
     schemes = known_schemes()
     for i, spec in enumerate([*config.models, *config.judges]):
         group, idx = ("models", i) if i < len(config.models) else ("judges", i - len(config.models))
@@ -113,8 +87,6 @@ def _check_references(config: CampaignConfig) -> None:
                 field=f"{group}[{idx}].name",
                 fix=f"name models as 'scheme:identifier' with scheme one of {schemes}",
             )
-    from harness.providers import check_vendor_options
-
     check_vendor_options(config)
     for i, rel in enumerate(config.relations):
         relation = build_relation(rel.name, rel.options, field=f"relations[{i}]")

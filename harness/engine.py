@@ -10,35 +10,28 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from harness.cache import cache_key
+from harness.calls import CallLoop
 from harness.campaign import CampaignConfig
 from harness.errors import (
     BudgetExceededError,
     CampaignAbortedError,
     HarnessError,
     ModelError,
-    ModelTimeoutError,
     RelationError,
     redact,
 )
-from harness.events import (
-    AskFailed,
-    AskSent,
-    CampaignFinished,
-    CaseClosed,
-    CaseOpened,
-    Event,
-    ReplyReceived,
-    VerdictReached,
-)
+from harness.events import CampaignFinished, CaseClosed, CaseOpened, Event, VerdictReached
 from harness.fold import CaseState, TurnState, messages_for
-from harness.limits import CallGate, InFlightGate, RetryPolicy, estimate_tokens, failure_event
-from harness.model import GenerationParams, Message, Model, ModelSpec, Reply, request_key
+from harness.limits import CallGate, InFlightGate, RetryPolicy
+from harness.model import GenerationParams, Message, Model, ModelSpec, Reply
 from harness.plan import Plan
 from harness.relation import (
     Ask,
@@ -126,7 +119,11 @@ class Engine:
         resume: Mapping[str, CaseState] | None = None,
         skip: Callable[[str], bool] | None = None,
         cache: AnswerCache | None = None,
+        plan: Plan | None = None,
     ) -> None:
+        """``plan``: the campaign's plan, built once by the caller (default: built here).
+        ``skip``: ids of cases not to run (closed ones, on resume); they are never generated.
+        """
         self.store = store
         self.config = config
         self.campaign_id = campaign_id
@@ -138,13 +135,14 @@ class Engine:
         for model in [*self.models.values(), *self.judges]:
             self.gates.setdefault(model.name, InFlightGate(specs[model.name].max_in_flight))
         self.progress: ProgressSink = progress or NullProgress()
-        self.plan = Plan(config)
+        self.plan = plan if plan is not None else Plan(config)
         self._resume = dict(resume or {})
-        self._skip = skip or (lambda case_id: False)
+        self._skip = skip
         self.cache = cache
         self.retry = RetryPolicy(max_attempts=config.limits.max_attempts, seed=config.seed)
         self.summary = RunSummary(campaign=campaign_id)
         self._stop = asyncio.Event()
+        self.calls = CallLoop(self.retry, config.limits.call_timeout_s, self._stop, observer=self)
         self._force_stop = asyncio.Event()
         self._cancelled_at_stop = False
         self._stop_reason = ""
@@ -193,7 +191,7 @@ class Engine:
         started = time.monotonic()
         workers: list[asyncio.Task[None]] = []
         for spec in self.config.models:
-            cases = self.plan.cases_for(spec.name)
+            cases = self.plan.cases_for(spec.name, skip=self._skip)
             for i in range(spec.max_in_flight):
                 workers.append(
                     asyncio.create_task(self._worker(cases), name=f"case-worker-{spec.name}-{i}")
@@ -241,8 +239,6 @@ class Engine:
                 case, relation = next(cases)
             except StopIteration:
                 return
-            if self._skip(case.case_id):
-                continue
             try:
                 await self._run_case(case, relation)
             except BudgetExceededError as exc:
@@ -332,18 +328,6 @@ class Engine:
         """True when the sampling seed of ``model``'s calls is the engine's per-turn one."""
         return self.specs[model.name].params.seed is None and self.config.defaults.seed is None
 
-    async def _record_cancelled(self, state: CaseState, turn: int, attempt: int) -> None:
-        failed = AskFailed(
-            turn=turn,
-            attempt=attempt,
-            error_kind="cancelled",
-            message="call cancelled at stop",
-            retryable=True,
-            decision="retry",
-        )
-        with contextlib.suppress(Exception):
-            await asyncio.shield(self._append(state, failed))
-
     async def _resend(self, state: CaseState, turn: TurnState) -> Turn | None:
         last = turn.sent[-1]
         return await self._call(
@@ -369,95 +353,48 @@ class Engine:
     ) -> Turn | None:
         case = state.case
         model = self._model_for(case, ask)
-        gate = self.gates[model.name]
-        key = request_key(model.name, messages, params)
         current_call.set(CallContext(case.case_id, turn, case.repeat))
-        attempt = first_attempt
-        while True:
-            if self._stop.is_set():
-                return None
-            cached = None
-            if self.cache is not None:
-                from harness.cache import cache_key
+        lookup = None
+        if self.cache is not None:
+            cache, seed_derived = self.cache, self._seed_is_derived(model)
 
-                seed_derived = self._seed_is_derived(model)
-                cached = self.cache.lookup(
-                    cache_key(model.name, messages, params, seed_derived=seed_derived), case.repeat
-                )
-            estimate = estimate_tokens(sum(len(m.content) for m in messages), params.max_tokens)
-            if cached is None:
-                await gate.acquire(estimate)
-            sent = AskSent(
-                turn=turn,
-                attempt=attempt,
-                ask=ask,
-                model=model.name,
-                messages=messages,
-                params=params,
-                request_key=key,
+            def lookup() -> Reply | None:
+                key = cache_key(model.name, messages, params, seed_derived=seed_derived)
+                return cache.lookup(key, case.repeat)
+
+        outcome = await self.calls.send(
+            functools.partial(self._append, state),
+            model,
+            self.gates[model.name],
+            ask,
+            turn,
+            messages,
+            params,
+            first_attempt=first_attempt,
+            cached=lookup,
+        )
+        if outcome is None:
+            return None  # stopped; resume finishes the turn
+        await self._append(state, outcome.event)
+        if outcome.reply is not None:
+            self.summary.cached += int(outcome.cached)
+            return Turn(index=turn, ask=ask, reply=outcome.reply.text)
+        assert outcome.error is not None and outcome.decision is not None
+        error = outcome.error
+        if outcome.decision.action == "abort":
+            raise CampaignAbortedError(
+                f"{model.name}: {error} — the campaign stopped; fix the cause and run "
+                "'harness resume' on the same log"
             )
-            try:
-                await self._append(state, sent)
-            except asyncio.CancelledError:
-                if cached is None:
-                    gate.release(None, None)
-                # The batch was queued and commits anyway: give the attempt its outcome.
-                await self._record_cancelled(state, turn, attempt)
-                raise
-            except BaseException:
-                if cached is None:
-                    gate.release(None, None)
-                raise
-            if cached is not None:
-                await self._append(
-                    state, ReplyReceived(turn=turn, attempt=attempt, reply=cached, cached=True)
-                )
-                self.summary.cached += 1
-                return Turn(index=turn, ask=ask, reply=cached.text)
-            error: ModelError | None = None
-            reply: Reply | None = None
-            started = time.monotonic()
-            try:
-                reply = await asyncio.wait_for(
-                    model.complete(messages, params), timeout=self.config.limits.call_timeout_s
-                )
-            except ModelError as exc:
-                error = exc
-            except TimeoutError as exc:
-                error = ModelTimeoutError(
-                    f"no reply within {self.config.limits.call_timeout_s:.0f}s"
-                )
-                error.__cause__ = exc
-            except asyncio.CancelledError:
-                # Cancelled past the stop grace period: record the outcome so the log never
-                # holds a call without one; resume re-sends it.
-                gate.release(None, None)
-                await self._record_cancelled(state, turn, attempt)
-                raise
-            except Exception as exc:
-                # Backends must translate their own errors; this records the bug instead of
-                # crashing a campaign of thousands of calls.
-                error = ModelError(f"untranslated {type(exc).__name__}: {exc}")
-            gate.release(reply, error)
-            self.summary.calls += 1
-            self.progress.call_ended(model.name, reply, error)
-            if reply is not None:
-                if not reply.latency_s:
-                    reply = reply.model_copy(update={"latency_s": time.monotonic() - started})
-                await self._append(state, ReplyReceived(turn=turn, attempt=attempt, reply=reply))
-                return Turn(index=turn, ask=ask, reply=reply.text)
-            assert error is not None
+        return Turn(index=turn, ask=ask, error=f"{error.kind}: {error}")
+
+    # --- what the call loop reports ---------------------------------------------------
+
+    def call_ended(self, model: str, reply: Reply | None, error: ModelError | None) -> None:
+        self.summary.calls += 1
+        self.progress.call_ended(model, reply, error)
+        if error is not None:
             self.summary.failures += 1
-            decision = self.retry.decide(error, attempt)
-            await self._append(state, failure_event(turn, attempt, error, decision))
-            if decision.action == "abort":
-                raise CampaignAbortedError(
-                    f"{model.name}: {error} — the campaign stopped; fix the cause and run "
-                    "'harness resume' on the same log"
-                )
-            if decision.action == "give_up":
-                return Turn(index=turn, ask=ask, error=f"{error.kind}: {error}")
-            self.progress.retry_scheduled(model.name, decision.wait_s)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), timeout=decision.wait_s)
-            attempt += 1
+
+    def retry_scheduled(self, model: str, wait_s: float) -> None:
+        self.progress.retry_scheduled(model, wait_s)

@@ -6,7 +6,7 @@ one fold, so "what happened in a case" has a single definition.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from harness.events import (
@@ -125,8 +125,3 @@ def messages_for(ask: Ask, transcript: Transcript) -> list[Message]:
         messages.append(Message(role="assistant", content=turn.reply))
     messages.append(Message(role="user", content=ask.prompt))
     return messages
-
-
-def messages_for_open(turn: TurnState, transcript: Transcript) -> Sequence[Message]:
-    """A re-sent open turn uses exactly the request it was first sent with."""
-    return turn.sent[-1].messages if turn.sent else messages_for(turn.ask, transcript)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from harness.errors import NotAHarnessLogError, StoreError
 from harness.events import CampaignStarted, Event, decode_event
-from harness.store import apply_pragmas, check_log_format
+from harness.store import READER_PRAGMAS, apply_pragmas, check_log_format
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class EventLog:
             raise StoreError(f"{self.path} does not exist (give the path of a campaign's .db file)")
         try:
             self._conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
-            apply_pragmas_ro(self._conn)
+            apply_pragmas(self._conn, READER_PRAGMAS)
         except sqlite3.Error as exc:
             raise NotAHarnessLogError(f"{self.path} cannot be opened as a log: {exc}") from exc
         check_log_format(self._conn, self.path)
@@ -128,10 +128,6 @@ class EventLog:
     def integrity_ok(self) -> bool:
         row = self._conn.execute("PRAGMA integrity_check").fetchone()
         return bool(row) and row[0] == "ok"
-
-
-def apply_pragmas_ro(conn: sqlite3.Connection) -> None:
-    conn.execute("PRAGMA busy_timeout=10000")
 
 
 __all__ = ["EventLog", "StoredEvent", "apply_pragmas", "check_log_format"]

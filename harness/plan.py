@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from harness.campaign import CampaignConfig
 from harness.relation import Case, Relation, build_relation, derive_seed
@@ -13,6 +13,9 @@ def case_id_for(relation: str, index: int, repeat: int, model: str) -> str:
 
 
 class Plan:
+    """Built once per run (``harness run`` / ``resume``) and handed to the cost estimate, the
+    runner and the engine, so each relation is built once for the plan."""
+
     def __init__(self, config: CampaignConfig) -> None:
         self.config = config
         self.relations: list[tuple[str, Relation, int]] = []
@@ -30,17 +33,30 @@ class Plan:
         per_model = sum(count for _, _, count in self.relations) * self.config.repeats
         return per_model * len(self.config.models)
 
-    def cases_for(self, model: str) -> Iterator[tuple[Case, Relation]]:
-        """Every case of one model, generated on demand: nothing is held but the cursor."""
+    def cases_for(
+        self, model: str, skip: Callable[[str], bool] | None = None
+    ) -> Iterator[tuple[Case, Relation]]:
+        """Every case of one model, generated on demand: nothing is held but the cursor.
+
+        Cases whose id ``skip`` accepts (closed ones, on resume) are left out before they are
+        generated: ``make_case`` runs only for an index with at least one repeat to run.
+        """
         seed = self.config.seed
+        repeats = range(self.config.repeats)
         for name, relation, count in self.relations:
             for index in range(count):
+                ids = [case_id_for(name, index, repeat, model) for repeat in repeats]
+                wanted = [skip is None or not skip(case_id) for case_id in ids]
+                if not any(wanted):
+                    continue
                 case_seed = derive_seed(seed, name, index)
                 data = relation.make_case(index, case_seed)
-                for repeat in range(self.config.repeats):
+                for repeat in repeats:
+                    if not wanted[repeat]:
+                        continue
                     yield (
                         Case(
-                            case_id=case_id_for(name, index, repeat, model),
+                            case_id=ids[repeat],
                             relation=name,
                             model=model,
                             index=index,

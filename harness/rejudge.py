@@ -15,16 +15,17 @@ a judge call in flight at a crash is re-sent with its recorded request.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import functools
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import CampaignAbortedError, ModelError, ModelTimeoutError
-from harness.events import AskSent, Note, ReplyReceived, VerdictReached
+from harness.calls import CallLoop
+from harness.errors import CampaignAbortedError, ModelError
+from harness.events import Note, VerdictReached
 from harness.fold import CaseState
-from harness.limits import CallGate, RetryPolicy, estimate_tokens, failure_event
+from harness.limits import CallGate, RetryPolicy
 from harness.log import EventLog
 from harness.model import (
     GenerationParams,
@@ -33,7 +34,6 @@ from harness.model import (
     ModelSpec,
     Reply,
     build_model,
-    request_key,
 )
 from harness.registry import family_of
 from harness.relation import Ask, Outcome, Transcript, Verdict
@@ -109,6 +109,7 @@ class _Rejudge:
         self.summary = summary
         self.thread = REJUDGE_THREAD_PREFIX + model.name
         self.stop = asyncio.Event()
+        self.calls = CallLoop(retry, timeout_s, self.stop, observer=self)
         self.outcomes: dict[str, int] = {}
 
     async def _append(self, state: CaseState, *events: object) -> None:
@@ -169,70 +170,43 @@ class _Rejudge:
         messages: list[Message],
         attempt: int,
     ) -> None:
-        key = request_key(self.model.name, messages, self.params)
-        while True:
-            await self.gate.acquire(
-                estimate_tokens(sum(len(m.content) for m in messages), self.params.max_tokens)
-            )
-            sent = AskSent(
-                turn=turn,
-                attempt=attempt,
-                ask=ask,
-                model=self.model.name,
-                messages=messages,
-                params=self.params,
-                request_key=key,
-            )
-            try:
-                await self._append(state, sent)
-            except BaseException:
-                self.gate.release(None, None)
-                raise
-            reply: Reply | None = None
-            error: ModelError | None = None
-            started = time.monotonic()
-            try:
-                reply = await asyncio.wait_for(
-                    self.model.complete(messages, self.params), self.timeout_s
-                )
-            except ModelError as exc:
-                error = exc
-            except TimeoutError:
-                error = ModelTimeoutError(f"no reply within {self.timeout_s:.0f}s")
-            except Exception as exc:
-                error = ModelError(f"untranslated {type(exc).__name__}: {exc}")
-            self.gate.release(reply, error)
-            self.summary.calls += 1
-            if reply is not None:
-                if not reply.latency_s:
-                    reply = reply.model_copy(update={"latency_s": time.monotonic() - started})
-                received = ReplyReceived(turn=turn, attempt=attempt, reply=reply)
-                await self._decide(state, rubric, reply.text, extra=(received,))
-                return
-            assert error is not None
-            self.summary.failures += 1
-            decision = self.retry.decide(error, attempt)
-            failed = failure_event(turn, attempt, error, decision)
-            if decision.action == "retry" and not self.stop.is_set():
-                await self._append(state, failed)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.stop.wait(), timeout=decision.wait_s)
-                if self.stop.is_set():
-                    return
-                attempt += 1
-                continue
-            if decision.action == "abort":
-                await self._append(state, failed)
-                self.stop.set()
-                raise CampaignAbortedError(f"{self.model.name}: {error}")
-            verdict = Verdict(
-                outcome=Outcome.INVALID, reason=f"judge call failed: {error.kind}: {error}"
-            )
-            await self._append(
-                state, failed, VerdictReached(verdict=verdict, source=self.summary.source)
-            )
-            self._count(verdict)
+        outcome = await self.calls.send(
+            functools.partial(self._append, state),
+            self.model,
+            self.gate,
+            ask,
+            turn,
+            messages,
+            self.params,
+            first_attempt=attempt,
+        )
+        if outcome is None:
+            return  # stopped: a later rejudge re-sends the turn
+        if outcome.reply is not None:
+            await self._decide(state, rubric, outcome.reply.text, extra=(outcome.event,))
             return
+        assert outcome.error is not None and outcome.decision is not None
+        error = outcome.error
+        if outcome.decision.action == "abort":
+            await self._append(state, outcome.event)
+            self.stop.set()
+            raise CampaignAbortedError(f"{self.model.name}: {error}")
+        verdict = Verdict(
+            outcome=Outcome.INVALID, reason=f"judge call failed: {error.kind}: {error}"
+        )
+        await self._append(
+            state, outcome.event, VerdictReached(verdict=verdict, source=self.summary.source)
+        )
+        self._count(verdict)
+
+    # --- what the call loop reports ---------------------------------------------------
+
+    def call_ended(self, model: str, reply: Reply | None, error: ModelError | None) -> None:
+        self.summary.calls += 1
+        self.summary.failures += int(error is not None)
+
+    def retry_scheduled(self, model: str, wait_s: float) -> None:
+        pass
 
     async def _decide(
         self, state: CaseState, rubric: JudgeRubric, text: str, extra: tuple[object, ...]

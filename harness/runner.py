@@ -15,13 +15,13 @@ from pathlib import Path
 from harness.campaign import CampaignConfig, parse_campaign
 from harness.engine import AnswerCache, Engine, ProgressSink, RunSummary
 from harness.errors import StoreError
-from harness.events import CampaignResumed, CampaignStarted
+from harness.events import CampaignResumed, CampaignStarted, ReplyReceived
 from harness.fold import CaseState, fold_case
 from harness.limits import CallGate, InFlightGate
 from harness.log import EventLog
 from harness.model import Model, build_model
 from harness.plan import Plan
-from harness.providers import Budgets, build_budgets, spent_so_far
+from harness.providers import Budgets, build_budgets
 from harness.store import EventStore, PendingEvent
 
 _ROOT = Path(__file__).resolve().parent.parent
@@ -106,12 +106,15 @@ async def run_campaign(
     overrides: Mapping[str, Model] | None = None,
     cache: AnswerCache | None = None,
     handle_signals: bool = False,
+    plan: Plan | None = None,
 ) -> RunSummary:
-    """Start a new campaign in ``db`` (a new or existing log file) and run it to the end."""
+    """Start a new campaign in ``db`` (a new or existing log file) and run it to the end.
+
+    ``plan``: the plan of ``config`` if the caller built it already (one per run)."""
+    plan = plan if plan is not None else Plan(config)
     session = Session.build(config, overrides)
     session.attach(progress)
     campaign_id = uuid.uuid4().hex[:12]
-    plan = Plan(config)
     async with await EventStore.open(db) as store:
         started = CampaignStarted(
             name=config.name,
@@ -131,6 +134,7 @@ async def run_campaign(
             gates=session.gates,
             progress=progress,
             cache=cache,
+            plan=plan,
         )
         if handle_signals:
             install_stop_handlers(engine.signal_stop)
@@ -146,9 +150,12 @@ class ResumePoint:
     config: CampaignConfig
     open_cases: dict[str, CaseState]
     closed: set[str]
+    spent_usd: float = 0.0  # what the campaign's calls cost so far (see `spent_so_far`)
 
 
 def load_resume_point(db: str | Path, campaign: str | None = None) -> ResumePoint:
+    """Fold every case of ``campaign`` (default: the latest) in one pass over the log: the
+    open cases with their state, the ids of the closed ones, and the spend so far."""
     with EventLog(db) as log:
         campaign = campaign or log.latest_campaign()
         started = next(e.event for e in log.events(campaign, kinds=("CampaignStarted",)))
@@ -156,6 +163,7 @@ def load_resume_point(db: str | Path, campaign: str | None = None) -> ResumePoin
         config = parse_campaign(started.config, source=f"{db} (recorded campaign)")
         open_cases: dict[str, CaseState] = {}
         closed: set[str] = set()
+        spent = 0.0
         for case_id, events in log.cases(campaign):
             try:
                 state = fold_case(events)
@@ -164,11 +172,30 @@ def load_resume_point(db: str | Path, campaign: str | None = None) -> ResumePoin
                     f"{db}: case {case_id} has a malformed event sequence ({exc!r}); "
                     "the log cannot be resumed"
                 ) from exc
+            # Every ReplyReceived belongs to a case: `spent_so_far`, without a second pass.
+            for stored in events:
+                ev = stored.event
+                if isinstance(ev, ReplyReceived) and not ev.cached and ev.reply.cost_usd:
+                    spent += ev.reply.cost_usd
             if state.closed:
                 closed.add(case_id)
             else:
                 open_cases[case_id] = state
-    return ResumePoint(campaign, config, open_cases, closed)
+    return ResumePoint(campaign, config, open_cases, closed, spent)
+
+
+def updated_config(config: CampaignConfig, updates: Mapping[str, object] | None) -> CampaignConfig:
+    """``config`` with dotted-path overrides (``{"limits.spend_ceiling_usd": 5}``) applied."""
+    if not updates:
+        return config
+    data = config.resolved()
+    for dotted, value in updates.items():
+        node = data
+        *parents, leaf = dotted.split(".")
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[leaf] = value
+    return parse_campaign(data, source="resume overrides")
 
 
 async def resume_campaign(
@@ -180,25 +207,23 @@ async def resume_campaign(
     config_updates: Mapping[str, object] | None = None,
     handle_signals: bool = False,
     cache: AnswerCache | None = None,
+    point: ResumePoint | None = None,
+    plan: Plan | None = None,
 ) -> RunSummary:
     """Continue an interrupted campaign: closed cases are skipped, open ones continue from
-    their last committed turn, and calls that were in flight at the crash are re-sent."""
+    their last committed turn, and calls that were in flight at the crash are re-sent.
+
+    ``point``: the log folded by `load_resume_point`, if the caller did it already (the log
+    is folded once per resume). ``plan``: the plan of the resumed config, with
+    ``config_updates`` applied (`updated_config`), if the caller built it already.
+    """
     if not Path(db).exists():
         raise StoreError(f"{db} does not exist")
-    point = load_resume_point(db, campaign)
-    config = point.config
-    if config_updates:
-        data = config.resolved()
-        for dotted, value in config_updates.items():
-            node = data
-            *parents, leaf = dotted.split(".")
-            for key in parents:
-                node = node.setdefault(key, {})
-            node[leaf] = value
-        config = parse_campaign(data, source="resume overrides")
-    with EventLog(db) as log:
-        spent = spent_so_far(log, point.campaign)
-    session = Session.build(config, overrides, spent_usd=spent)
+    if point is None:
+        point = load_resume_point(db, campaign)
+    config = plan.config if plan is not None else updated_config(point.config, config_updates)
+    plan = plan if plan is not None else Plan(config)
+    session = Session.build(config, overrides, spent_usd=point.spent_usd)
     session.attach(progress)
     async with await EventStore.open(db, create=False) as store:
         in_flight = sum(1 for s in point.open_cases.values() for t in s.open_turns() if t.in_flight)
@@ -222,6 +247,7 @@ async def resume_campaign(
             resume=point.open_cases,
             skip=point.closed.__contains__,
             cache=cache,
+            plan=plan,
         )
         if handle_signals:
             install_stop_handlers(engine.signal_stop)

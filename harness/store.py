@@ -109,11 +109,19 @@ class _Batch:
     future: asyncio.Future[list[int]] = field(repr=False)
 
 
-def apply_pragmas(conn: sqlite3.Connection) -> None:
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=FULL")
-    conn.execute("PRAGMA busy_timeout=10000")
-    conn.execute("PRAGMA foreign_keys=ON")
+# The connection settings of the log, in one place: the writer's (WAL, durable commits) and
+# the readers' (`harness.log.EventLog`, read-only: they only wait out a busy writer).
+WRITER_PRAGMAS = (
+    "PRAGMA journal_mode=WAL",
+    "PRAGMA synchronous=FULL",
+    "PRAGMA busy_timeout=10000",
+)
+READER_PRAGMAS = ("PRAGMA busy_timeout=10000",)
+
+
+def apply_pragmas(conn: sqlite3.Connection, pragmas: Sequence[str] = WRITER_PRAGMAS) -> None:
+    for pragma in pragmas:
+        conn.execute(pragma)
 
 
 def check_log_format(conn: sqlite3.Connection, path: Path) -> None:
@@ -161,9 +169,8 @@ class EventStore:
     @classmethod
     async def _prepare(cls, conn: aiosqlite.Connection, path: Path, max_group: int) -> EventStore:
         try:
-            await conn.execute("PRAGMA journal_mode=WAL")
-            await conn.execute("PRAGMA synchronous=FULL")
-            await conn.execute("PRAGMA busy_timeout=10000")
+            for pragma in WRITER_PRAGMAS:
+                await conn.execute(pragma)
             async with conn.execute("SELECT count(*) FROM sqlite_master") as cur:
                 row = await cur.fetchone()
             fresh = row is not None and row[0] == 0

@@ -201,3 +201,57 @@ def test_rejudge_command(campaign_db: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "judge:sim:judge: 90 cases judged" in result.output
     assert "Agreement between raters" in result.output
+
+
+class HangingJudge:
+    """A judge whose calls never return: they are under way when the re-judge is cancelled."""
+
+    name = "sim:judge"
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+
+    async def complete(self, messages: Sequence[Message], params: GenerationParams) -> Reply:
+        self.started.set()
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _judge_attempts(db: Path, kind: str) -> list[tuple[str, int, int]]:
+    """(case, turn, attempt) of the judge turns' events of one kind."""
+    with EventLog(db) as log:
+        judge_turns = {
+            (e.case_id, e.event.turn)  # type: ignore[attr-defined]
+            for e in log.events(kinds=("AskSent",))
+            if e.event.ask.thread == "rejudge:sim:judge"  # type: ignore[attr-defined]
+        }
+        return [
+            (e.case_id, e.event.turn, e.event.attempt)  # type: ignore[attr-defined]
+            for e in log.events(kinds=(kind,))
+            if (e.case_id, e.event.turn) in judge_turns  # type: ignore[attr-defined]
+            and (kind != "AskFailed" or e.event.error_kind == "cancelled")  # type: ignore[attr-defined]
+        ]
+
+
+async def test_a_judge_call_cancelled_at_a_stop_is_recorded_and_resent(campaign_db: Path) -> None:
+    judge = HangingJudge()
+    spec = judge_spec("sim:judge", max_in_flight=3)
+    task = asyncio.create_task(rejudge(campaign_db, spec, model=judge))  # type: ignore[arg-type]
+    await asyncio.wait_for(judge.started.wait(), timeout=30)
+    await asyncio.sleep(0.05)  # let every worker's call get under way
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    sent = _judge_attempts(campaign_db, "AskSent")
+    cancelled = _judge_attempts(campaign_db, "AskFailed")
+    print(f"judge attempts under way at the cancel: {len(sent)}, recorded cancelled: {cancelled}")
+    assert 1 <= len(sent) <= 3
+    assert sorted(cancelled) == sorted(sent)  # every attempt under way has its outcome
+    # A later re-judge re-sends those turns as attempt 2 and judges every case.
+    summary = await rejudge(campaign_db, judge_spec("sim:judge"))
+    assert summary.judged == 90 and summary.calls == 90
+    replies = _judge_attempts(campaign_db, "ReplyReceived")
+    assert sorted(r for r in replies if r[2] > 1) == sorted((c, t, a + 1) for c, t, a in sent)

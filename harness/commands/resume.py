@@ -9,8 +9,9 @@ import click
 
 from harness.cache import open_cache
 from harness.commands._render import echo_report, echo_summary
+from harness.plan import Plan
 from harness.progress import RichProgress
-from harness.runner import load_resume_point, resume_campaign
+from harness.runner import load_resume_point, resume_campaign, updated_config
 
 
 @click.command("resume")
@@ -34,9 +35,9 @@ def command(
     updates: dict[str, object] = {}
     if spend_ceiling is not None:
         updates["limits.spend_ceiling_usd"] = spend_ceiling
-    from harness.plan import Plan
-
-    total = Plan(point.config).total_cases
+    # The log is folded and the plan built once, here, and handed to the runner.
+    plan = Plan(updated_config(point.config, updates))
+    total = plan.total_cases
     click.echo(
         f"resuming {point.campaign}: {len(point.closed)} of {total} cases closed, "
         f"{len(point.open_cases)} open",
@@ -47,6 +48,8 @@ def command(
             resume_campaign(
                 db,
                 campaign=point.campaign,
+                point=point,
+                plan=plan,
                 progress=progress,
                 config_updates=updates,
                 handle_signals=True,

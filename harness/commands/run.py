@@ -59,11 +59,16 @@ def command(campaign: str | None, db: str | None, report: bool, reuse: tuple[str
     )
     if any(m.scheme in VENDOR_SCHEMES for m in [*config.models, *config.judges]):
         click.echo("estimated cost before the first call:", err=True)
-        click.echo(format_estimate(estimate_cost(config)), err=True)
+        click.echo(format_estimate(estimate_cost(config, plan)), err=True)
     with RichProgress(plan.total_cases) as progress:
         summary = asyncio.run(
             run_campaign(
-                config, db_path, progress=progress, handle_signals=True, cache=open_cache(reuse)
+                config,
+                db_path,
+                progress=progress,
+                handle_signals=True,
+                cache=open_cache(reuse),
+                plan=plan,
             )
         )
     echo_summary(summary, db_path)

@@ -26,7 +26,6 @@ from harness.providers._estimate import (
     spent_so_far,
 )
 from harness.providers._gates import (
-    VENDOR_SCHEMES,
     Budgets,
     BudgetSnapshot,
     build_budgets,
@@ -34,7 +33,12 @@ from harness.providers._gates import (
     build_vendor_gate,
     meter_for,
 )
-from harness.providers._options import VendorOptions, check_vendor_options, parse_options
+from harness.providers._options import (
+    VENDOR_SCHEMES,
+    VendorOptions,
+    check_vendor_options,
+    parse_options,
+)
 from harness.providers._pricing import Price, list_price, price_for
 
 # The SDKs take seconds to import; they are loaded when a vendor model is first built (or an

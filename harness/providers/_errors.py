@@ -12,7 +12,7 @@ import email.utils
 import json
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -194,6 +194,3 @@ def refused(reason: str, *, request_id: str | None = None) -> ContentRefusedErro
     return ContentRefusedError(
         f"the vendor refused on content grounds ({reason})", request_id=request_id
     )
-
-
-Translator = Callable[[BaseException], ModelError]

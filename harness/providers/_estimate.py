@@ -7,16 +7,24 @@ judges are asked once per case each when a relation declares ``judges_needed``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from harness.model import ModelSpec
-from harness.providers._options import parse_options
+from harness.providers._options import VENDOR_SCHEMES, parse_options
 from harness.providers._pricing import price_for
 
 DEFAULT_TURNS_PER_CASE = 2.0
 DEFAULT_PROMPT_TOKENS = 300  # a prompt plus the history it carries, on average
 DEFAULT_REPLY_TOKENS = 256  # matches harness.limits.estimate_tokens' allowance
+
+
+class PlannedRelations(Protocol):
+    """What the estimate reads of a `harness.plan.Plan`: (name, relation, cases) triples."""
+
+    @property
+    def relations(self) -> Sequence[tuple[str, Any, int]]: ...
 
 
 @dataclass(frozen=True)
@@ -35,8 +43,6 @@ def _reply_tokens(spec: ModelSpec, config: Any) -> int:
 def _estimate(
     spec: ModelSpec, config: Any, calls: int, prompt_tokens: int, where: str
 ) -> CostEstimate:
-    from harness.providers._gates import VENDOR_SCHEMES
-
     reply = _reply_tokens(spec, config)
     usd: float | None = 0.0
     if spec.scheme in VENDOR_SCHEMES:
@@ -54,6 +60,7 @@ def _estimate(
 
 def estimate_cost(
     config: Any,
+    plan: PlannedRelations,
     *,
     cases_per_model: int | None = None,
     turns_per_case: float | None = None,
@@ -61,12 +68,10 @@ def estimate_cost(
 ) -> list[CostEstimate]:
     """Estimated calls, tokens and USD per model and judge of a campaign.
 
+    ``plan`` is the campaign's `harness.plan.Plan` (built once per run by the caller).
     ``cases_per_model`` defaults to the plan's count (relations x cases x repeats);
     ``turns_per_case`` to the relations' own ``turns_per_case`` (else 2).
     """
-    from harness.plan import Plan
-
-    plan = Plan(config)
     subject_calls = 0.0
     judge_calls = [0.0] * len(config.judges)
     for _name, relation, count in plan.relations:

@@ -14,11 +14,8 @@ from harness.errors import ConfigError
 from harness.limits import CallGate, InFlightGate
 from harness.model import ModelSpec
 from harness.providers._budget import CostMeter, GateSnapshot, VendorGate
-from harness.providers._options import parse_options
+from harness.providers._options import VENDOR_SCHEMES, parse_options
 from harness.providers._pricing import price_for
-
-VENDOR_SCHEMES = frozenset({"openai", "anthropic", "google", "openai-compat"})
-
 
 _SHARED_METERS: dict[int, CostMeter] = {}
 

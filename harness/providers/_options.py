@@ -13,18 +13,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from harness.config_errors import config_error
 from harness.errors import ConfigError
 from harness.model import ModelSpec
 
+# The schemes served by vendor SDKs (the others: sim, local, replay). Options, gates and the
+# cost estimate all depend on it, so it lives here, below them.
+VENDOR_SCHEMES = frozenset({"openai", "anthropic", "google", "openai-compat"})
+
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_FIXES = {
-    "extra_forbidden": "remove it or check its spelling (known: {known})",
-    "greater_than": "give a positive number",
-    "greater_than_equal": "give a number >= 0",
-    "float_parsing": "give a number",
-    "int_parsing": "give a whole number",
-    "string_type": "give a string",
-}
 
 
 class VendorOptions(BaseModel):
@@ -67,11 +64,13 @@ def parse_options(spec: ModelSpec, where: str | None = None) -> VendorOptions:
     try:
         return VendorOptions.model_validate(spec.options)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"])
-        known = ", ".join(VendorOptions.model_fields)
-        fix = _FIXES.get(err["type"], "see docs/vendors.md").format(known=known)
-        raise ConfigError(err["msg"], field=f"{where}.options.{loc}", fix=fix) from None
+        raise config_error(
+            exc,
+            fix="see docs/vendors.md",
+            where=f"{where}.options",
+            data=spec.options,
+            known=VendorOptions.model_fields,
+        ) from None
 
 
 def read_key(env_names: tuple[str, ...], where: str, *, option: str | None) -> str:
@@ -91,8 +90,6 @@ def read_key(env_names: tuple[str, ...], where: str, *, option: str | None) -> s
 
 def check_vendor_options(config: Any) -> None:
     """Validate every vendor model's options with index-based field names, before any call."""
-    from harness.providers._gates import VENDOR_SCHEMES
-
     for group in ("models", "judges"):
         for i, spec in enumerate(getattr(config, group)):
             if spec.scheme in VENDOR_SCHEMES:

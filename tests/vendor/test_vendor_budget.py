@@ -248,6 +248,7 @@ def test_retry_after_from_gemini_retry_info() -> None:
 def test_cost_estimate_before_the_first_call() -> None:
     from vendor_campaign import probe_config
 
+    from harness.plan import Plan
     from harness.providers import estimate_cost, format_estimate
 
     config = probe_config(
@@ -258,7 +259,8 @@ def test_cost_estimate_before_the_first_call() -> None:
         ],
         cases=100,
     )
-    openai_est, compat_est, sim_est = estimate_cost(config)
+    plan = Plan(config)
+    openai_est, compat_est, sim_est = estimate_cost(config, plan)
     assert (openai_est.calls, openai_est.input_tokens, openai_est.output_tokens) == (
         200,
         200 * 300,
@@ -268,5 +270,5 @@ def test_cost_estimate_before_the_first_call() -> None:
     assert compat_est.usd is None and sim_est.usd == 0.0
     table = format_estimate([openai_est, compat_est, sim_est])
     assert "openai:gpt-4o-mini" in table and "unknown" in table and "+unknown" in table
-    doubled = estimate_cost(config, turns_per_case=4)[0]
+    doubled = estimate_cost(config, plan, turns_per_case=4)[0]
     assert doubled.calls == 400

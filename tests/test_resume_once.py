@@ -1,0 +1,112 @@
+"""Resume folds the log once, builds the plan once, and never regenerates a closed case."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+import harness.runner
+from harness.cli import main
+from harness.fold import fold_case
+from harness.log import EventLog
+from harness.plan import Plan
+from harness.providers import spent_so_far
+from harness.relation import relation_classes
+from harness.replay import verify_log
+from harness.runner import load_resume_point, run_campaign
+
+REOPENED = {
+    "metaquerier.mr1/3/r0@sim:test",
+    "metaquerier.mr1/3/r1@sim:test",
+    "metaquerier.mr1/7/r1@sim:test",
+}
+NEVER_OPENED = {"metaquerier.mr1/15/r0@sim:test", "metaquerier.mr1/15/r1@sim:test"}
+
+
+def _interrupted_log(db: Path, make_campaign: Any) -> None:
+    """A finished campaign made to look interrupted: some cases lose their verdict (open,
+    every turn answered), others were never opened."""
+    config = make_campaign(("metaquerier.mr1", 20, {}), repeats=2)
+    summary = asyncio.run(run_campaign(config, db))
+    assert summary.cases_closed == 40
+    conn = sqlite3.connect(db)
+    with conn:
+        for case_id in REOPENED:
+            conn.execute(
+                "DELETE FROM events WHERE case_id = ? AND kind IN ('VerdictReached','CaseClosed')",
+                (case_id,),
+            )
+        for case_id in NEVER_OPENED:
+            conn.execute("DELETE FROM events WHERE case_id = ?", (case_id,))
+    conn.close()
+
+
+def test_resume_folds_once_and_skips_closed_cases_ungenerated(
+    db_path: Path, make_campaign: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _interrupted_log(db_path, make_campaign)
+    folded: Counter[str] = Counter()
+    generated: list[int] = []
+    plans: list[Plan] = []
+
+    def counting_fold(events: Any) -> Any:
+        events = list(events)
+        folded[events[0].case_id] += 1
+        return fold_case(events)
+
+    relation_cls = relation_classes()["metaquerier.mr1"]
+    make_case = relation_cls.make_case
+
+    def counting_make_case(self: Any, index: int, seed: int) -> Any:
+        generated.append(index)
+        return make_case(self, index, seed)
+
+    plan_init = Plan.__init__
+
+    def counting_plan_init(self: Plan, *args: Any, **kwargs: Any) -> None:
+        plans.append(self)
+        plan_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(harness.runner, "fold_case", counting_fold)
+    monkeypatch.setattr(relation_cls, "make_case", counting_make_case)
+    monkeypatch.setattr(Plan, "__init__", counting_plan_init)
+
+    result = CliRunner().invoke(main, ["resume", str(db_path), "--no-report"])
+    assert result.exit_code == 0, result.output
+    assert "35 of 40 cases closed, 3 open" in result.output
+
+    # Each of the 38 cases in the log folded exactly once; one plan for the whole resume.
+    assert len(folded) == 38 and set(folded.values()) == {1}
+    assert len(plans) == 1
+    # Only the indices with a case left to run were generated: 3 and 7 (open), 15 (new).
+    assert sorted(generated) == [3, 7, 15]
+    with EventLog(db_path) as log:
+        states = [fold_case(events) for _, events in log.cases(log.latest_campaign())]
+    assert len(states) == 40 and all(s.closed for s in states)
+    assert verify_log(db_path).differences == []
+
+
+def test_resume_point_carries_the_spend_of_the_log(db_path: Path, make_campaign: Any) -> None:
+    _interrupted_log(db_path, make_campaign)
+    conn = sqlite3.connect(db_path)
+    with conn:  # as a vendor would have charged: cached answers cost nothing
+        conn.execute(
+            "UPDATE events SET payload = json_set(payload, '$.reply.cost_usd', 0.125)"
+            " WHERE kind = 'ReplyReceived'"
+        )
+        conn.execute(
+            "UPDATE events SET payload = json_set(payload, '$.cached', json('true'))"
+            " WHERE kind = 'ReplyReceived' AND case_id LIKE 'metaquerier.mr1/1/%'"
+        )
+    conn.close()
+    point = load_resume_point(db_path)
+    with EventLog(db_path) as log:
+        spent = spent_so_far(log, point.campaign)
+    assert spent == pytest.approx(0.125 * (2 * 38 - 4))
+    assert point.spent_usd == pytest.approx(spent)
