@@ -33,11 +33,11 @@ FIXES = {
 }
 
 
-def field_path(loc: Iterable[int | str], data: Any = None) -> str:
+def field_path(loc: Iterable[int | str], data: Any = None, label_key: str = "name") -> str:
     """``loc`` as the user wrote it: ``models[0](sim:planted).max_in_flight``.
 
-    A list entry that is a table with a ``name`` is labelled with it when ``data`` (the
-    input that was validated) is given.
+    A list entry that is a table with a ``label_key`` (``name``) is labelled with its value
+    when ``data`` (the input that was validated) is given.
     """
     parts: list[str] = []
     node: Any = data
@@ -45,7 +45,7 @@ def field_path(loc: Iterable[int | str], data: Any = None) -> str:
         if isinstance(item, int):
             label = ""
             if isinstance(node, list) and 0 <= item < len(node) and isinstance(node[item], dict):
-                label = str(node[item].get("name", ""))
+                label = str(node[item].get(label_key, ""))
             parts[-1:] = (
                 [f"{parts[-1]}[{item}]" + (f"({label})" if label else "")] if parts else [str(item)]
             )
@@ -65,19 +65,20 @@ def config_error(
     source: str | None = None,
     known: Iterable[str] = (),
     by_type: bool = True,
+    label_key: str = "name",
 ) -> ConfigError:
     """The `ConfigError` for the first error of ``exc``.
 
     ``fix``: the fix when `FIXES` has none for the error's type (e.g. where the format is
     documented). ``where``: the path of the validated input inside the user's file (e.g.
     ``models[0].options``), put before the error's own path. ``data``: the validated input
-    (labels list entries by name). ``source``: the file, named in the message and used as
+    (labels list entries by ``label_key``). ``source``: the file, named in the message and used as
     the field when there is no path. ``known``: the accepted keys, listed for a misspelling.
     ``by_type=False``: always ``fix`` (e.g. a pointer to where a relation's options are
     listed, which says more than "give a number >= 2").
     """
     err = exc.errors()[0]
-    path = field_path(tuple(err["loc"]), data)
+    path = field_path(tuple(err["loc"]), data, label_key)
     field = ".".join(p for p in (where, path) if p) or source
     message = f"{err['msg']} (in {source})" if source else str(err["msg"])
     context = err.get("ctx", {})

@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from harness.config_errors import config_error
 from harness.errors import BadRequestError, ConfigError, ModelError
 from harness.model import GenerationParams, Message, ModelSpec, Reply, Usage
 
@@ -132,11 +133,11 @@ def build_local(spec: ModelSpec) -> LocalModel:
     try:
         options = LocalOptions.model_validate(spec.options)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        raise ConfigError(
-            err["msg"],
-            field=f"models({spec.name}).options.{'.'.join(map(str, err['loc']))}",
+        raise config_error(
+            exc,
+            where=f"models({spec.name}).options",
             fix="options are path, n_ctx, n_threads",
+            by_type=False,
         ) from exc
     if options.path:
         path = Path(options.path).expanduser()

@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from harness.config_errors import config_error
 from harness.errors import ConfigError
 from harness.registry import relation_classes
 
@@ -156,12 +157,12 @@ def build_relation(name: str, options: dict[str, Any], *, field: str = "relation
     try:
         opts = cls.Options.model_validate(options)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(
-            first["msg"],
-            field=f"{field}.options.{where}" if where else f"{field}.options",
+        raise config_error(
+            exc,
+            where=f"{field}.options",
+            data=options,
             fix=f"see the options of {name} in 'harness relations --verbose'",
+            by_type=False,
         ) from exc
     relation: Relation = cls(opts)  # type: ignore[assignment]
     return relation

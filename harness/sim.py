@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from harness.config_errors import config_error
 from harness.errors import ConfigError
 from harness.model import GenerationParams, Message, ModelSpec, Reply, Usage
 from harness.registry import sim_handlers, sim_option_models
@@ -91,12 +92,11 @@ def _validate(name: str, model: type[_Truth], values: Mapping[str, Any]) -> _Tru
     try:
         return model.model_validate(values)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise ConfigError(
-            err["msg"],
-            field=f"models({name}).options.{where}",
+        raise config_error(
+            exc,
+            where=f"models({name}).options",
             fix=f"see {model.__name__} in {model.__module__}",
+            by_type=False,
         ) from exc
 
 

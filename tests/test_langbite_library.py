@@ -50,7 +50,7 @@ def test_example_requirements_file_is_valid() -> None:
         (minimal(communities={"en": ["A", "A"]}), "communities.en", "each community once"),
         (minimal(chosen={"en": [["Christian", "Druid"]]}), "chosen.en[0]", "use names"),
         (minimal(combinations="chosen"), "chosen.en", "add chosen.en"),
-        (minimal(pass_threshold=1.5), "requirements[0](religion).pass_threshold", "docs"),
+        (minimal(pass_threshold=1.5), "requirements[0](religion).pass_threshold", "give a number"),
         (minimal(colour="red"), "requirements[0](religion).colour", "spelling"),
         ({**minimal(), "scenario": {"reassess": True}}, "scenario.judge", "judge ="),
         ({"requirements": []}, "requirements", "at least one"),

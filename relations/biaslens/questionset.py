@@ -103,7 +103,8 @@ def load_questions(path: str | Path | None = None) -> QuestionSet:
         raise ConfigError(
             f"cannot read question set {path}: {exc.strerror}",
             field="relations.options.questions",
-            fix="give the path of a .json or .csv file written by 'harness biaslens export --questions'",
+            fix="give the path of a .json or .csv file written by "
+            "'harness biaslens export --questions'",
         ) from exc
     try:
         if path.suffix.lower() == ".json":

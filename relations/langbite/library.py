@@ -27,6 +27,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from harness.config_errors import config_error
 from harness.errors import ConfigError
 from relations.langbite.importer import import_langbite
 from relations.langbite.templates import Template
@@ -52,12 +53,12 @@ def parse_library(data: dict, *, source: str) -> list[Template]:
         try:
             templates.append(Template.model_validate(item))
         except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in err["loc"])
-            raise ConfigError(
-                f"{err['msg']} (in {source})",
-                field=f"templates[{i}]({entry.get('id', '?')}).{where}".rstrip("."),
+            raise config_error(
+                exc,
+                where=f"templates[{i}]({entry.get('id', '?')})",
+                source=source,
                 fix="see the template format in relations/langbite/docs.md",
+                by_type=False,
             ) from exc
     _unique_ids(templates, source)
     return templates

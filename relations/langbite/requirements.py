@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from harness.campaign import read_toml_file
+from harness.config_errors import config_error
 from harness.errors import ConfigError
 from relations.langbite.concerns import CONCERNS, MARKUPS, normalize_concern, normalize_language
 
@@ -96,42 +97,16 @@ class EthicalRequirements(BaseModel):
         return {r.concern: r for r in self.requirements}
 
 
-def _field(loc: tuple[int | str, ...], data: dict) -> str:
-    parts: list[str] = []
-    node: object = data
-    for item in loc:
-        if isinstance(item, int) and parts:
-            label = ""
-            if isinstance(node, list) and 0 <= item < len(node) and isinstance(node[item], dict):
-                label = str(node[item].get("concern", ""))
-            parts[-1] += f"[{item}]" + (f"({label})" if label else "")
-            node = node[item] if isinstance(node, list) and 0 <= item < len(node) else None
-        else:
-            parts.append(str(item))
-            node = node.get(item) if isinstance(node, dict) else None
-    return ".".join(parts)
-
-
-_FIXES = {
-    "missing": "add it",
-    "extra_forbidden": "remove it or check its spelling (see relations/langbite/docs.md)",
-    "too_short": "give at least one entry",
-    "literal_error": "use one of the values the message lists",
-    "value_error": "use a value the message names",
-}
-
-
 def parse_requirements(data: dict, *, source: str = "requirements") -> EthicalRequirements:
     try:
         reqs = EthicalRequirements.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        raise ConfigError(
-            f"{err['msg']} (in {source})",
-            field=_field(tuple(err["loc"]), data) or source,
-            fix=_FIXES.get(
-                err["type"], "see the requirements format in relations/langbite/docs.md"
-            ),
+        raise config_error(
+            exc,
+            data=data,
+            source=source,
+            label_key="concern",
+            fix="use a value the message names (see relations/langbite/docs.md)",
         ) from exc
     _check_consistency(reqs, source)
     return reqs
