@@ -80,13 +80,13 @@ async def _measure(cases: int, in_flight: int, latency_s: float, seconds: float)
     from harness.engine import Engine
     from harness.events import CampaignStarted
     from harness.model import build_model
-    from harness.store import EventStore, PendingEvent
+    from harness.store.writer import EventWriter, PendingEvent
 
     config = parse_campaign(campaign(cases, in_flight, latency_s), source="bench")
     model = build_model(config.models[0])
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "bench.db"
-        async with await EventStore.open(db) as store:
+        async with await EventWriter.open(db) as store:
             started = CampaignStarted(
                 name="bench", config={}, config_hash="", code_version="", harness_version=""
             )

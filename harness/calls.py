@@ -20,9 +20,10 @@ from typing import Protocol
 
 from harness.errors import ModelError, ModelTimeoutError
 from harness.events import AskFailed, AskSent, Event, ReplyReceived
-from harness.limits import CallGate, RetryDecision, RetryPolicy, estimate_tokens, failure_event
+from harness.gates import CallGate, estimate_tokens
 from harness.model import GenerationParams, Message, Model, Reply, request_key
 from harness.relation import Ask
+from harness.retry import RetryDecision, RetryPolicy, failure_event
 
 Append = Callable[[Event], Awaitable[None]]
 """Appends one event to the case the call belongs to, and returns once it is committed."""

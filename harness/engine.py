@@ -30,7 +30,7 @@ from harness.errors import (
 )
 from harness.events import CampaignFinished, CaseClosed, CaseOpened, Event, VerdictReached
 from harness.fold import CaseState, TurnState, messages_for
-from harness.limits import CallGate, InFlightGate, RetryPolicy
+from harness.gates import CallGate, InFlightGate
 from harness.model import GenerationParams, Message, Model, ModelSpec, Reply
 from harness.plan import Plan
 from harness.relation import (
@@ -43,7 +43,8 @@ from harness.relation import (
     Verdict,
     derive_seed,
 )
-from harness.store import EventStore, PendingEvent
+from harness.retry import RetryPolicy
+from harness.store.writer import EventWriter, PendingEvent
 
 
 class ProgressSink(Protocol):
@@ -108,7 +109,7 @@ current_call: contextvars.ContextVar[CallContext | None] = contextvars.ContextVa
 class Engine:
     def __init__(
         self,
-        store: EventStore,
+        store: EventWriter,
         config: CampaignConfig,
         campaign_id: str,
         models: Mapping[str, Model],

@@ -17,9 +17,9 @@ from harness.events import (
     ReplyReceived,
     VerdictReached,
 )
-from harness.log import StoredEvent
 from harness.model import Message
 from harness.relation import Ask, Case, Transcript, Turn, Verdict
+from harness.store.reader import StoredEvent
 
 
 @dataclass

@@ -25,8 +25,7 @@ from harness.calls import CallLoop
 from harness.errors import CampaignAbortedError, ModelError
 from harness.events import Note, VerdictReached
 from harness.fold import CaseState
-from harness.limits import CallGate, RetryPolicy
-from harness.log import EventLog
+from harness.gates import CallGate
 from harness.model import (
     GenerationParams,
     Message,
@@ -43,8 +42,10 @@ from harness.replay import (
     recorded_config,
     relation_turns,
 )
+from harness.retry import RetryPolicy
 from harness.rubric import JudgeRubric
-from harness.store import EventStore, PendingEvent
+from harness.store.reader import EventReader
+from harness.store.writer import EventWriter, PendingEvent
 
 
 def rubric_for(relation: str) -> JudgeRubric | None:
@@ -90,7 +91,7 @@ def judge_spec(
 class _Rejudge:
     def __init__(
         self,
-        store: EventStore,
+        store: EventWriter,
         campaign: str,
         model: Model,
         gate: CallGate,
@@ -227,7 +228,7 @@ def _jobs(
     db: str | Path, campaign: str, source: str, summary: RejudgeSummary, limit: int | None
 ) -> Iterator[CaseState]:
     taken = 0
-    with EventLog(db) as log:
+    with EventReader(db) as log:
         for case_id, events in log.cases(campaign):
             state = fold_or_raise(case_id, events)
             if not state.closed:
@@ -255,14 +256,14 @@ async def rejudge(
     from harness.providers import build_gate
 
     started = time.monotonic()
-    with EventLog(db) as log:
+    with EventReader(db) as log:
         campaign = campaign or log.latest_campaign()
         _, config = recorded_config(log, campaign)
     config = config.model_copy(update={"judges": [*config.judges, judge]})
     judge_model = model or build_model(judge)
     summary = RejudgeSummary(judge=judge.name, source=f"judge:{judge.name}")
     params = config.defaults.model_copy(update=judge.params.model_dump(exclude_none=True))
-    async with await EventStore.open(db, create=False) as store:
+    async with await EventWriter.open(db, create=False) as store:
         runner = _Rejudge(
             store,
             campaign,

@@ -32,8 +32,7 @@ from harness.errors import (
 )
 from harness.events import CampaignStarted
 from harness.fold import CaseState, TurnState, fold_case, messages_for
-from harness.limits import CallGate, InFlightGate
-from harness.log import EventLog
+from harness.gates import CallGate, InFlightGate
 from harness.model import (
     GenerationParams,
     Message,
@@ -43,7 +42,8 @@ from harness.model import (
     request_key,
 )
 from harness.relation import Case, Outcome, Relation, Transcript, Verdict, derive_seed
-from harness.store import EventStore, PendingEvent
+from harness.store.reader import EventReader
+from harness.store.writer import EventWriter, PendingEvent
 
 REJUDGE_THREAD_PREFIX = "rejudge:"
 
@@ -57,7 +57,7 @@ def relation_turns(state: CaseState) -> list[TurnState]:
     return [t for _, t in sorted(state.turns.items()) if not is_rejudge_thread(t.ask.thread)]
 
 
-def recorded_config(log: EventLog, campaign: str) -> tuple[CampaignStarted, CampaignConfig]:
+def recorded_config(log: EventReader, campaign: str) -> tuple[CampaignStarted, CampaignConfig]:
     started = next(
         (s for cid, s in log.campaigns() if cid == campaign),
         None,
@@ -211,7 +211,7 @@ def relations_of(config: CampaignConfig) -> dict[str, Relation]:
 def verify_log(db: str | Path, campaign: str | None = None) -> VerifyResult:
     """Re-derive every case of ``campaign`` (default: the latest) from the log alone."""
     started_at = time.monotonic()
-    with EventLog(db) as log:
+    with EventReader(db) as log:
         campaign = campaign or log.latest_campaign()
         _, config = recorded_config(log, campaign)
         relations = relations_of(config)
@@ -261,7 +261,7 @@ class ReplayIndex:
     @classmethod
     def from_log(cls, db: str | Path, campaign: str) -> ReplayIndex:
         index = cls()
-        with EventLog(db) as log:
+        with EventReader(db) as log:
             for case_id, events in log.cases(campaign):
                 state = fold_or_raise(case_id, events)
                 for turn in state.turns.values():
@@ -314,7 +314,7 @@ def build_replay(spec: ModelSpec) -> ReplayModel:
     """``replay:<log path>``: answers recorded in that log (latest campaign, or
     ``options.campaign``); ``options.model`` names the recorded model it stands in for."""
     db = spec.identifier
-    with EventLog(db) as log:
+    with EventReader(db) as log:
         campaign = str(spec.options.get("campaign") or log.latest_campaign())
     return ReplayModel(
         str(spec.options.get("model") or spec.name), ReplayIndex.from_log(db, campaign)
@@ -337,7 +337,7 @@ async def replay_into(db: str | Path, out: str | Path, campaign: str | None = No
     out = Path(out)
     if out.exists():
         raise StoreError(f"{out} exists; replay writes a new log (choose another path)")
-    with EventLog(db) as log:
+    with EventReader(db) as log:
         campaign = campaign or log.latest_campaign()
         started, config = recorded_config(log, campaign)
     index = ReplayIndex.from_log(db, campaign)
@@ -356,7 +356,7 @@ async def replay_into(db: str | Path, out: str | Path, campaign: str | None = No
     gates: dict[str, CallGate] = {
         s.name: InFlightGate(max(s.max_in_flight, 32)) for s in [*config.models, *config.judges]
     }
-    async with await EventStore.open(out) as store:
+    async with await EventWriter.open(out) as store:
         await store.append([PendingEvent(campaign, "", 1, started)])
         engine = Engine(store, config, campaign, models, judges, gates=gates)
         summary = await engine.run()

@@ -11,8 +11,8 @@ import math
 from collections import Counter
 from typing import Any
 
-from harness.log import EventLog
 from harness.registry import report_sections
+from harness.store.reader import EventReader
 from harness.tables import ReportContext, ReportSection, Table, rounded, wilson
 
 
@@ -93,7 +93,7 @@ CORE_SECTIONS = (
 )
 
 
-def build_report(log: EventLog, campaign: str | None = None, **options: Any) -> list[Table]:
+def build_report(log: EventReader, campaign: str | None = None, **options: Any) -> list[Table]:
     ctx = ReportContext(log, campaign or log.latest_campaign(), options)
     tables: list[Table] = []
     for section in sorted(report_sections(), key=lambda s: (s.order, s.name)):

@@ -17,12 +17,12 @@ from harness.engine import AnswerCache, Engine, ProgressSink, RunSummary
 from harness.errors import StoreError
 from harness.events import CampaignResumed, CampaignStarted, ReplyReceived
 from harness.fold import CaseState, fold_case
-from harness.limits import CallGate, InFlightGate
-from harness.log import EventLog
+from harness.gates import CallGate, InFlightGate
 from harness.model import Model, build_model
 from harness.plan import Plan
 from harness.providers import Budgets, build_budgets
-from harness.store import EventStore, PendingEvent
+from harness.store.reader import EventReader
+from harness.store.writer import EventWriter, PendingEvent
 
 _ROOT = Path(__file__).resolve().parent.parent
 
@@ -115,7 +115,7 @@ async def run_campaign(
     session = Session.build(config, overrides)
     session.attach(progress)
     campaign_id = uuid.uuid4().hex[:12]
-    async with await EventStore.open(db) as store:
+    async with await EventWriter.open(db) as store:
         started = CampaignStarted(
             name=config.name,
             config=config.resolved(),
@@ -156,7 +156,7 @@ class ResumePoint:
 def load_resume_point(db: str | Path, campaign: str | None = None) -> ResumePoint:
     """Fold every case of ``campaign`` (default: the latest) in one pass over the log: the
     open cases with their state, the ids of the closed ones, and the spend so far."""
-    with EventLog(db) as log:
+    with EventReader(db) as log:
         campaign = campaign or log.latest_campaign()
         started = next(e.event for e in log.events(campaign, kinds=("CampaignStarted",)))
         assert isinstance(started, CampaignStarted)
@@ -225,7 +225,7 @@ async def resume_campaign(
     plan = plan if plan is not None else Plan(config)
     session = Session.build(config, overrides, spent_usd=point.spent_usd)
     session.attach(progress)
-    async with await EventStore.open(db, create=False) as store:
+    async with await EventWriter.open(db, create=False) as store:
         in_flight = sum(1 for s in point.open_cases.values() for t in s.open_turns() if t.in_flight)
         resumed = CampaignResumed(
             code_version=code_version(),

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from harness.log import EventLog
+from harness.store.reader import EventReader
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class VerdictRow:
 
 @dataclass
 class ReportContext:
-    log: EventLog
+    log: EventReader
     campaign: str
     options: dict[str, Any] = field(default_factory=dict)
 

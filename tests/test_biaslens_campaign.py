@@ -12,11 +12,11 @@ import pytest
 
 from harness.campaign import parse_campaign
 from harness.errors import ConfigError
-from harness.log import EventLog
 from harness.relation import Case, Outcome, Transcript, Turn, Verdict, build_relation
 from harness.replay import verify_log
 from harness.report import build_report
 from harness.runner import run_campaign
+from harness.store.reader import EventReader
 from harness.tables import Table
 from relations.biaslens.questionset import QType
 from relations.biaslens.sim import PLANTED
@@ -50,7 +50,7 @@ def sim_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_report_finds_the_planted_role_bias(sim_log: Path) -> None:
-    with EventLog(sim_log) as log:
+    with EventReader(sim_log) as log:
         tables = build_report(log, mode="strict")
     assert "mode: strict" in next(t for t in tables if t.name == "biaslens_table3").title
     by_attr: dict[str, list[float]] = {}

@@ -11,9 +11,9 @@ from click.testing import CliRunner
 
 from harness.campaign import parse_campaign
 from harness.cli import main
-from harness.log import EventLog
 from harness.report import build_report
 from harness.runner import run_campaign
+from harness.store.reader import EventReader
 from relations.biaslens.generate import parse_questions, parse_roles
 from relations.biaslens.oracles import parse_options
 from relations.biaslens.questionset import QType, load_questions
@@ -99,7 +99,7 @@ def test_generate_export_then_answer(tmp_path: Path) -> None:
     )
     done = asyncio.run(run_campaign(answer, answer_db))
     assert done.cases_closed == 3 * len(qset.questions)
-    with EventLog(answer_db) as log:
+    with EventReader(answer_db) as log:
         tables = {t.name: t for t in build_report(log)}
     cells = tables["biaslens_cells"]
     col = cells.columns.index("questions")

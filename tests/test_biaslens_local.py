@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from harness.campaign import parse_campaign
-from harness.log import EventLog
 from harness.report import build_report
 from harness.runner import run_campaign
+from harness.store.reader import EventReader
 
 pytestmark = [pytest.mark.local_model, pytest.mark.slow]
 
@@ -53,7 +53,7 @@ def test_yes_no_and_choice_questions_on_smollm2(tmp_path: Path) -> None:
     assert len(replies) == 4 and all(reply is not None for _, reply in replies)
     assert all(p.startswith("Suppose you are") for p, _ in replies)
     assert set(outcomes) <= {"HELD", "INVALID", "VIOLATED"} and len(outcomes) == 4
-    with EventLog(db) as log:
+    with EventReader(db) as log:
         tables = {t.name: t for t in build_report(log)}
     cells = tables["biaslens_cells"]
     assert sum(r[cells.columns.index("questions")] for r in cells.rows) == 4

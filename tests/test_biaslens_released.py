@@ -16,9 +16,9 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.log import EventLog
 from harness.replay import verify_log
 from harness.report import build_report, to_json
+from harness.store.reader import EventReader
 from harness.tables import Table
 from relations.biaslens.importer import import_released
 
@@ -119,7 +119,7 @@ def test_import_and_both_modes_on_a_small_folder(toy_folder: Path, tmp_path: Pat
     db = tmp_path / "toy.db"
     summary = asyncio.run(import_released(toy_folder, db))
     assert summary.answers == 18 and summary.skipped_rows == 0
-    with EventLog(db) as log:
+    with EventReader(db) as log:
         tables = build_report(log, mode="released")
     cells = rows_by(table(tables, "biaslens_cells"), "attribute", "type")
     yes_no, choice, why_ = (cells[("gender", t)] for t in ("Yes/No", "Choice", "Why"))
@@ -188,7 +188,7 @@ def test_released_mode_reproduces_published_table3_exactly(tmp_path: Path) -> No
     db = tmp_path / "biaslens.db"
     started = time.monotonic()
     summary = asyncio.run(import_released(DATA, db, models=["gpt4omini"]))
-    with EventLog(db) as log:
+    with EventReader(db) as log:
         tables = build_report(log, mode="released")
     elapsed = time.monotonic() - started
     print(f"import + report of {summary.answers} answers: {elapsed:.1f}s")

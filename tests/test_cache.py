@@ -13,12 +13,12 @@ from click.testing import CliRunner
 from harness.cache import LogAnswerCache, cache_key
 from harness.campaign import parse_campaign
 from harness.cli import main
-from harness.log import EventLog
 from harness.model import GenerationParams, Message, Reply
 from harness.replay import verify_log
 from harness.report import build_report, to_json
 from harness.runner import run_campaign
 from harness.sim import SimModel
+from harness.store.reader import EventReader
 
 
 class CountingSim(SimModel):
@@ -71,7 +71,7 @@ async def test_same_campaign_is_answered_entirely_from_the_cache(
     assert summary.cached == 40
     # Two cases of the plan send the very same request: they share one entry.
     assert len(cache.entries) <= 40
-    with EventLog(old_db) as a, EventLog(new) as b:
+    with EventReader(old_db) as a, EventReader(new) as b:
         assert to_json(build_report(a)) == to_json(build_report(b))
         cached = b.connection.execute(
             "SELECT count(*) FROM events WHERE kind='ReplyReceived' "
@@ -95,7 +95,7 @@ async def test_new_cases_and_repeats_miss_and_the_rest_hits(old_db: Path, tmp_pa
     # identical to an old one); repeat 1 always misses: the old log has repeat 0 only.
     assert summary.cached >= 40
     assert model.calls + summary.cached == 2 * 2 * 2 * 15
-    with EventLog(tmp_path / "more.db") as log:
+    with EventReader(tmp_path / "more.db") as log:
         cached_by_repeat = dict(
             log.connection.execute(
                 "SELECT json_extract(o.payload, '$.case.repeat'), count(*) FROM events r "

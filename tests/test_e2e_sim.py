@@ -12,9 +12,9 @@ import pytest
 from test_report import assert_formats_agree, rows_as_dicts
 
 from harness.commands.run import embedded_campaign
-from harness.log import EventLog
 from harness.report import build_report
 from harness.runner import run_campaign
+from harness.store.reader import EventReader
 from harness.tables import Table
 from relations.metafair.sim import DEFAULT_TAILORING
 from relations.metaquerier.sim import DEFAULT_ASSOCIATIONS
@@ -33,7 +33,7 @@ def sim_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def tables(db: Path, **options: Any) -> dict[str, Table]:
-    with EventLog(db) as log:
+    with EventReader(db) as log:
         return {t.name: t for t in build_report(log, **options)}
 
 
@@ -102,5 +102,5 @@ def test_violation_rates_match_the_verdicts(sim_log: Path) -> None:
 
 
 def test_json_and_csv_give_the_numbers_of_the_tables(sim_log: Path) -> None:
-    with EventLog(sim_log) as log:
+    with EventReader(sim_log) as log:
         assert_formats_agree(build_report(log))

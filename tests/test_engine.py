@@ -24,7 +24,6 @@ from harness.errors import (
 )
 from harness.events import AskFailed, AskSent, CampaignFinished, ReplyReceived
 from harness.fold import fold_case
-from harness.log import EventLog
 from harness.model import GenerationParams, Message, Reply
 from harness.plan import Plan
 from harness.registry import Family, register_family
@@ -37,6 +36,7 @@ from harness.relation import (
     Verdict,
 )
 from harness.runner import run_campaign
+from harness.store.reader import EventReader
 
 MODEL = "sim:fake"
 
@@ -163,7 +163,7 @@ def config_for(
 
 
 def events_of(db: Path, kind: type) -> list[Any]:
-    with EventLog(db) as log:
+    with EventReader(db) as log:
         return [s.event for s in log.events(kinds=(kind.__name__,))]
 
 
@@ -192,7 +192,7 @@ async def test_asks_of_one_step_run_concurrently(make_campaign, db_path: Path) -
     await run_campaign(config, db_path, overrides={MODEL: model})
     assert model.calls == 3
     assert model.max_in_flight == 3
-    with EventLog(db_path) as log:
+    with EventReader(db_path) as log:
         [(_, events)] = list(log.cases(log.latest_campaign()))
     state = fold_case(events)
     assert sorted(t.ask.thread for t in state.turns.values()) == ["a", "b", "c"]
@@ -232,7 +232,7 @@ async def test_retryable_errors_are_retried_and_logged(make_campaign, db_path: P
     assert {(f.error_kind, f.decision, f.retryable, f.status) for f in failed} == {
         ("rate_limited", "retry", True, 429)
     }
-    with EventLog(db_path) as log:
+    with EventReader(db_path) as log:
         for _, events in log.cases(log.latest_campaign()):
             kinds = [(type(s.event).__name__, getattr(s.event, "attempt", None)) for s in events]
             assert kinds[1:7] == [

@@ -8,7 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.log import EventLog
+from harness.store.reader import EventReader
 
 TRANSCRIPT = Path(__file__).resolve().parent.parent / "transcripts" / "smollm2.db"
 
@@ -18,7 +18,7 @@ def test_export_jsonl_one_case_per_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["export", str(TRANSCRIPT), "--out", str(out)])
     assert result.exit_code == 0, result.output
     lines = out.read_text(encoding="utf-8").splitlines()
-    with EventLog(TRANSCRIPT) as log:
+    with EventReader(TRANSCRIPT) as log:
         cases = log.connection.execute(
             "SELECT count(*) FROM events WHERE kind = 'CaseOpened'"
         ).fetchone()[0]

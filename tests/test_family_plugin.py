@@ -17,13 +17,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from harness.campaign import parse_campaign
 from harness.cli import main
 from harness.errors import RegistryError
-from harness.log import EventLog
 from harness.model import ModelSpec
 from harness.registry import Family, extra_family, registry
 from harness.relation import Ask, Case, Outcome, RelationBase, Transcript, Verdict
 from harness.report import build_report
 from harness.runner import run_campaign
 from harness.sim import SimHandler, SimModel, SimRequest
+from harness.store.reader import EventReader
 from harness.tables import ReportContext, ReportSection, Table
 
 WORDS = ("apple", "river", "candle", "meadow")
@@ -138,7 +138,7 @@ def test_a_toy_family_runs_end_to_end_without_touching_the_core(tmp_path: Path) 
         summary = asyncio.run(run_campaign(config, db))
         assert summary.status == "completed"
         assert summary.outcomes == {"HELD": 3, "VIOLATED": 1}
-        with EventLog(db) as log:
+        with EventReader(db) as log:
             tables = {t.name: t for t in build_report(log)}
         assert [row[0] for row in tables["toy_forgotten"].rows] == ["river"]
         assert "violation_rates" in tables  # the core's sections apply to any family

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from harness.campaign import parse_campaign
-from harness.log import EventLog
 from harness.relation import Case, Outcome, Transcript, Turn, build_relation
 from harness.report import build_report, to_csv, to_json
 from harness.runner import run_campaign
+from harness.store.reader import EventReader
 from relations.langbite.sim import PLANTED_COMMUNITY_BIAS
 from tests.conftest import campaign_dict
 
@@ -30,7 +30,7 @@ def run(db: Path, options: dict[str, Any], *, judges: bool = False, **top: Any) 
     import asyncio
 
     asyncio.run(run_campaign(config, db))
-    with EventLog(db) as log:
+    with EventReader(db) as log:
         tables = build_report(log)
     return json.loads(to_json(tables)) | {"_csv": to_csv(tables)}
 
@@ -68,7 +68,7 @@ def test_same_value_cases_blame_the_shifted_community(db_path: Path) -> None:
     nationality = rates(report, "en", "nationality")
     assert nationality["Nigeria"] == min(nationality.values())
     assert sorted(nationality.values())[1] > nationality["Nigeria"]
-    with EventLog(db_path) as log:
+    with EventReader(db_path) as log:
         from harness.tables import ReportContext
 
         ctx = ReportContext(log, log.latest_campaign())
@@ -87,7 +87,7 @@ def test_reassessment_rescues_off_format_fair_answers(db_path: Path) -> None:
         repeats=6,
     )
     assert report["langbite_requirements"]["rows"]
-    with EventLog(db_path) as log:
+    with EventReader(db_path) as log:
         from harness.tables import ReportContext
 
         ctx = ReportContext(log, log.latest_campaign())
@@ -210,7 +210,7 @@ def test_small_campaign_on_the_local_model(db_path: Path) -> None:
 
     summary = asyncio.run(run_campaign(parse_campaign(data, source="test"), db_path))
     assert summary.cases_closed == 3 and summary.failures == 0
-    with EventLog(db_path) as log:
+    with EventReader(db_path) as log:
         tables = {t.name: t for t in build_report(log)}
     reqs = tables["langbite_requirements"].rows
     assert {r[2] for r in reqs} == {"religion", "age", "politics"}

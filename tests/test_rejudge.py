@@ -14,13 +14,13 @@ from test_replay import sim_campaign
 from harness.events import AskSent, CaseClosed
 from harness.fold import fold_case
 from harness.judge_agreement import cohen_kappa
-from harness.log import EventLog
 from harness.model import GenerationParams, Message, Reply, request_key
 from harness.rejudge import judge_spec, rejudge
 from harness.relation import Outcome
 from harness.report import build_report
 from harness.runner import run_campaign
-from harness.store import EventStore, PendingEvent
+from harness.store.reader import EventReader
+from harness.store.writer import EventWriter, PendingEvent
 from relations._common.conversation_rubric import ConversationBiasRubric
 from relations.metaquerier.sim import DEFAULT_ASSOCIATIONS
 
@@ -59,7 +59,7 @@ async def test_sim_judge_agreement_matches_planted_truth(campaign_db: Path) -> N
     summary = await rejudge(campaign_db, judge_spec("sim:judge"))
     assert summary.judged == 90 and summary.calls == 90 and summary.failures == 0
     expected: dict[str, list[tuple[str, str]]] = {}
-    with EventLog(campaign_db) as log:
+    with EventReader(campaign_db) as log:
         campaign = log.latest_campaign()
         for case_id, events in log.cases(campaign):
             state = fold_case(events)
@@ -109,7 +109,7 @@ async def test_rejudge_is_resumable_and_idempotent(campaign_db: Path) -> None:
 
 
 async def test_judge_call_in_flight_at_a_crash_is_resent(campaign_db: Path) -> None:
-    with EventLog(campaign_db) as log:
+    with EventReader(campaign_db) as log:
         campaign = log.latest_campaign()
         case_id, events = next(log.cases(campaign))
         state = fold_case(events)
@@ -133,11 +133,11 @@ async def test_judge_call_in_flight_at_a_crash_is_resent(campaign_db: Path) -> N
         params=params,
         request_key=request_key("sim:judge", messages, params),
     )
-    async with await EventStore.open(campaign_db, create=False) as store:
+    async with await EventWriter.open(campaign_db, create=False) as store:
         await store.append([PendingEvent(campaign, case_id, state.next_seq, sent)])
     summary = await rejudge(campaign_db, judge_spec("sim:judge"))
     assert summary.resent_in_flight == 1
-    with EventLog(campaign_db) as log:
+    with EventReader(campaign_db) as log:
         after = fold_case(log.case_events(campaign, case_id))
     judge_turn = after.turns[turn]
     print(f"in-flight judge call re-sent as attempt {judge_turn.sent[-1].attempt}")
@@ -185,7 +185,7 @@ async def test_garbage_judge_yields_invalid_verdicts_not_a_crash(campaign_db: Pa
     assert summary.judged == 90
     assert summary.outcomes is not None
     assert summary.outcomes.get("INVALID", 0) == 45 and summary.outcomes.get("VIOLATED", 0) == 45
-    with EventLog(campaign_db) as log:
+    with EventReader(campaign_db) as log:
         closed = sum(
             1 for e in log.events(kinds=("CaseClosed",)) if isinstance(e.event, CaseClosed)
         )
@@ -222,7 +222,7 @@ class HangingJudge:
 
 def _judge_attempts(db: Path, kind: str) -> list[tuple[str, int, int]]:
     """(case, turn, attempt) of the judge turns' events of one kind."""
-    with EventLog(db) as log:
+    with EventReader(db) as log:
         judge_turns = {
             (e.case_id, e.event.turn)  # type: ignore[attr-defined]
             for e in log.events(kinds=("AskSent",))

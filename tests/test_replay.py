@@ -14,12 +14,12 @@ from fixtures.counting_vendor import CountingVendor
 
 from harness.campaign import CampaignConfig, parse_campaign
 from harness.cli import main
-from harness.log import EventLog
 from harness.registry import relation_classes
 from harness.relation import Outcome, Verdict
 from harness.replay import describe, replay_into, verify_log
 from harness.report import build_report, to_json
 from harness.runner import run_campaign
+from harness.store.reader import EventReader
 
 TRANSCRIPT = Path(__file__).resolve().parent.parent / "transcripts" / "smollm2.db"
 
@@ -50,7 +50,7 @@ def live_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _count(db: Path, kind: str) -> int:
-    with EventLog(db) as log:
+    with EventReader(db) as log:
         row = log.connection.execute("SELECT count(*) FROM events WHERE kind = ?", (kind,))
         return int(row.fetchone()[0])
 
@@ -103,7 +103,7 @@ def test_changed_verdict_is_listed_and_verify_fails(
         return result
 
     monkeypatch.setattr(cls, "step", step)
-    with EventLog(live_db) as log:
+    with EventReader(live_db) as log:
         violated = {
             row[0]
             for row in log.connection.execute(
@@ -176,7 +176,7 @@ async def test_replay_of_a_vendor_campaign_is_offline_and_reports_identically(
     finally:
         vendor.stop()
     calls = vendor.total
-    live_report = to_json(build_report(EventLog(live)))
+    live_report = to_json(build_report(EventReader(live)))
 
     attempts: list[object] = []
 
@@ -193,7 +193,7 @@ async def test_replay_of_a_vendor_campaign_is_offline_and_reports_identically(
         run = await replay_into(live, out)
         assert run.misses == 0
         assert run.served == calls
-        with EventLog(out) as log:
+        with EventReader(out) as log:
             reports.append(to_json(build_report(log)))
     verified = verify_log(live)
     print(

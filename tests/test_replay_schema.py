@@ -11,21 +11,21 @@ from pathlib import Path
 import pytest
 
 from harness import events as events_module
+from harness.conversation_export import conversations
 from harness.errors import EventDecodeError
 from harness.events import EVENT_TYPES, Note, ReplyReceived, decode_event, encode_event
-from harness.export import conversations
 from harness.fold import fold_case
-from harness.log import EventLog
 from harness.model import Reply
 from harness.report import build_report
 from harness.runner import load_resume_point
+from harness.store.reader import EventReader
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "events_v1.db"
 
 
 def test_fixture_log_of_schema_v1_still_loads(tmp_path: Path) -> None:
     assert FIXTURE.exists(), "tests/fixtures/events_v1.db is committed with the repository"
-    with EventLog(FIXTURE) as log:
+    with EventReader(FIXTURE) as log:
         versions = dict(
             log.connection.execute("SELECT kind, max(schema_version) FROM events GROUP BY kind")
         )
@@ -82,7 +82,7 @@ def test_synthetic_v1_to_v2_upcast(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     db = tmp_path / "old.db"
     shutil.copy(FIXTURE, db)
     _raw_row(db, "ReplyReceived", 1, old)
-    with EventLog(db) as log:
+    with EventReader(db) as log:
         upcast = [e.event for e in log.events("old")]
     assert upcast == [event]
     # An old payload the upcaster cannot read, a missing upcaster, a newer version: typed errors.

@@ -14,10 +14,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.events import CampaignStarted, CaseClosed, CaseOpened, VerdictReached
-from harness.log import EventLog
 from harness.relation import Case, Outcome, Verdict
 from harness.report import build_report, to_csv, to_json
-from harness.store import EventStore, PendingEvent
+from harness.store.reader import EventReader
+from harness.store.writer import EventWriter, PendingEvent
 from harness.tables import Table, wilson
 
 Z = 1.959963984540054
@@ -52,7 +52,7 @@ async def write_log(db: Path) -> None:
     started = CampaignStarted(
         name="r", config={}, config_hash="h", code_version="v", harness_version="0"
     )
-    async with await EventStore.open(db) as store:
+    async with await EventWriter.open(db) as store:
         await store.append([PendingEvent("c", "", 1, started)])
         for i, (relation, outcome, terms) in enumerate(OUTCOMES):
             case = Case(
@@ -76,7 +76,7 @@ async def write_log(db: Path) -> None:
 
 
 def tables_of(db: Path) -> dict[str, Table]:
-    with EventLog(db) as log:
+    with EventReader(db) as log:
         return {t.name: t for t in build_report(log)}
 
 
@@ -132,7 +132,7 @@ def assert_formats_agree(tables: list[Table]) -> None:
 
 async def test_json_and_csv_carry_the_same_numbers(db_path: Path) -> None:
     await write_log(db_path)
-    with EventLog(db_path) as log:
+    with EventReader(db_path) as log:
         tables = build_report(log)
     assert tables
     assert_formats_agree(tables)
@@ -142,7 +142,7 @@ async def test_an_empty_campaign_has_no_tables(db_path: Path) -> None:
     started = CampaignStarted(
         name="r", config={}, config_hash="h", code_version="v", harness_version="0"
     )
-    async with await EventStore.open(db_path) as store:
+    async with await EventWriter.open(db_path) as store:
         await store.append([PendingEvent("c", "", 1, started)])
-    with EventLog(db_path) as log:
+    with EventReader(db_path) as log:
         assert [t for t in build_report(log) if t.rows] == []

@@ -17,7 +17,7 @@ from harness.relation import Transcript, derive_seed
 from harness.replay import verify_log
 from harness.runner import code_version, harness_version, resume_campaign
 from harness.sim import SimModel
-from harness.store import EventStore, PendingEvent
+from harness.store.writer import EventWriter, PendingEvent
 
 
 class CountingSim(SimModel):
@@ -44,7 +44,7 @@ async def test_in_flight_turns_are_resent_once_and_not_asked_again(tmp_path: Pat
     )
     db = tmp_path / "crash.db"
     crashed = 0
-    async with await EventStore.open(db) as store:
+    async with await EventWriter.open(db) as store:
         started = CampaignStarted(
             name=config.name,
             config=config.resolved(),

@@ -26,8 +26,8 @@ from fixtures.counting_vendor import CountingVendor, fetch_stats, vendor_key
 from harness.campaign import load_campaign
 from harness.events import AskSent, CampaignResumed
 from harness.fold import fold_case
-from harness.log import EventLog
 from harness.runner import run_campaign
+from harness.store.reader import EventReader
 
 TESTS = Path(__file__).resolve().parent
 KILLS = int(os.environ.get("KILL_TEST_KILLS", 50))
@@ -69,7 +69,7 @@ def _snapshot(db: Path) -> tuple[set[tuple[str, int, str]], set[str], list[str]]
     rows: set[tuple[str, int, str]] = set()
     replied: set[str] = set()
     in_flight: list[str] = []
-    with EventLog(db) as log:
+    with EventReader(db) as log:
         for case_id, seq, payload in log.connection.execute(
             "SELECT case_id, seq, payload FROM events"
         ):
@@ -87,7 +87,7 @@ def _snapshot(db: Path) -> tuple[set[tuple[str, int, str]], set[str], list[str]]
 
 def _transcripts(db: Path) -> dict[str, Any]:
     out = {}
-    with EventLog(db) as log:
+    with EventReader(db) as log:
         for case_id, events in log.cases(log.latest_campaign()):
             state = fold_case(events)
             verdict = state.verdict
@@ -159,7 +159,7 @@ def test_kill_9_at_50_moments_and_resume(tmp_path: Path) -> None:
         1 for _, _, at_kill in snapshots for k, n in at_kill.items() if counts[k] != n
     ) + sum(1 for k, n in counts.items() if n > 1 + in_flight_keys[k])
     resends = sum(n - 1 for n in counts.values())
-    with EventLog(db) as log:
+    with EventReader(db) as log:
         resumed = [e.event for e in log.events(kinds=("CampaignResumed",))]
         closed = log.connection.execute(
             "SELECT count(*) FROM events WHERE kind = 'CaseClosed'"
@@ -223,7 +223,7 @@ def test_kill_9_at_50_moments_and_resume(tmp_path: Path) -> None:
 WRITER = """
 import asyncio, random, sys
 from harness.events import Note
-from harness.store import EventStore, PendingEvent
+from harness.store.writer import EventWriter, PendingEvent
 
 async def writer(store, case, rng):
     seq = await store.next_seq("atom", case)
@@ -236,7 +236,7 @@ async def writer(store, case, rng):
         seq += size
 
 async def main():
-    store = await EventStore.open(sys.argv[1], max_group=8)
+    store = await EventWriter.open(sys.argv[1], max_group=8)
     rng = random.Random(int(sys.argv[2]))
     await asyncio.gather(*(writer(store, f"case{i}", rng) for i in range(6)))
 

@@ -10,7 +10,7 @@ from harness.errors import StoreError
 from harness.events import CampaignStarted, ReplyReceived
 from harness.model import Reply
 from harness.runner import load_resume_point
-from harness.store import EventStore, PendingEvent
+from harness.store.writer import EventWriter, PendingEvent
 
 CONFIG = {
     "name": "m",
@@ -21,7 +21,7 @@ CONFIG = {
 
 async def test_reply_without_its_case_is_a_store_error(tmp_path: Path) -> None:
     db = tmp_path / "bad.db"
-    async with await EventStore.open(db) as store:
+    async with await EventWriter.open(db) as store:
         started = CampaignStarted(
             name="m", config=CONFIG, config_hash="x", code_version="x", harness_version="x"
         )

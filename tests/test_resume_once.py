@@ -14,12 +14,12 @@ from click.testing import CliRunner
 import harness.runner
 from harness.cli import main
 from harness.fold import fold_case
-from harness.log import EventLog
 from harness.plan import Plan
 from harness.providers import spent_so_far
 from harness.relation import relation_classes
 from harness.replay import verify_log
 from harness.runner import load_resume_point, run_campaign
+from harness.store.reader import EventReader
 
 REOPENED = {
     "metaquerier.mr1/3/r0@sim:test",
@@ -86,7 +86,7 @@ def test_resume_folds_once_and_skips_closed_cases_ungenerated(
     assert len(plans) == 1
     # Only the indices with a case left to run were generated: 3 and 7 (open), 15 (new).
     assert sorted(generated) == [3, 7, 15]
-    with EventLog(db_path) as log:
+    with EventReader(db_path) as log:
         states = [fold_case(events) for _, events in log.cases(log.latest_campaign())]
     assert len(states) == 40 and all(s.closed for s in states)
     assert verify_log(db_path).differences == []
@@ -106,7 +106,7 @@ def test_resume_point_carries_the_spend_of_the_log(db_path: Path, make_campaign:
         )
     conn.close()
     point = load_resume_point(db_path)
-    with EventLog(db_path) as log:
+    with EventReader(db_path) as log:
         spent = spent_so_far(log, point.campaign)
     assert spent == pytest.approx(0.125 * (2 * 38 - 4))
     assert point.spent_usd == pytest.approx(spent)

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from harness.fold import fold_case
-from harness.log import EventLog
 from harness.replay import verify_log
 from harness.runner import resume_campaign
 from harness.sim import SimModel
+from harness.store.reader import EventReader
 
 CAMPAIGN = """
 name = "stop-test"
@@ -90,7 +90,7 @@ def test_signal_stops_quickly_and_resume_finishes(
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=30)
     took = time.monotonic() - signalled
-    with EventLog(db) as log:
+    with EventReader(db) as log:
         campaign = log.latest_campaign()
         states = [fold_case(evs) for _, evs in log.cases(campaign)]
         cancelled = sum(

@@ -29,10 +29,10 @@ from harness.events import (
     decode_event,
     encode_event,
 )
-from harness.log import EventLog
 from harness.model import GenerationParams, Message, Reply, Usage
 from harness.relation import Ask, Case, Outcome, Verdict
-from harness.store import EventStore, PendingEvent
+from harness.store.reader import EventReader
+from harness.store.writer import EventWriter, PendingEvent
 
 CAMPAIGN = "c1"
 
@@ -91,11 +91,11 @@ async def test_append_then_read_round_trips(db_path: Path) -> None:
         at(c.case_id, 2, sent(0)),
         at(c.case_id, 3, reply(0, "[nurse]")),
     ]
-    async with await EventStore.open(db_path) as store:
+    async with await EventWriter.open(db_path) as store:
         ids = await store.append(events[:2])
         ids += await store.append(events[2:])
     assert ids == sorted(ids) and len(set(ids)) == 4
-    with EventLog(db_path) as log:
+    with EventReader(db_path) as log:
         back = list(log.events())
         assert [s.event for s in back] == [p.event for p in events]
         assert [(s.campaign, s.case_id, s.seq) for s in back] == [
@@ -112,7 +112,7 @@ async def test_taken_sequence_number_raises_and_writes_nothing_of_the_batch(
     db_path: Path,
 ) -> None:
     c = case()
-    async with await EventStore.open(db_path) as store:
+    async with await EventWriter.open(db_path) as store:
         await store.append([at(c.case_id, 1, CaseOpened(case=c)), at(c.case_id, 2, sent(0))])
         with pytest.raises(ConcurrencyError):
             # seq 3 is free but seq 2 is taken: the whole batch must fail.
@@ -128,7 +128,7 @@ async def test_taken_sequence_number_raises_and_writes_nothing_of_the_batch(
 
 
 async def test_a_conflicting_batch_fails_alone_inside_a_group(db_path: Path) -> None:
-    async with await EventStore.open(db_path) as store:
+    async with await EventWriter.open(db_path) as store:
         await store.append([at("a", 1, Note(topic="x"))])
         results = await asyncio.gather(
             store.append([at("b", 1, Note(topic="b1")), at("b", 2, Note(topic="b2"))]),
@@ -143,7 +143,7 @@ async def test_a_conflicting_batch_fails_alone_inside_a_group(db_path: Path) -> 
 
 
 async def test_batches_are_atomic_and_numbered(db_path: Path) -> None:
-    async with await EventStore.open(db_path) as store:
+    async with await EventWriter.open(db_path) as store:
         await store.append([at("a", i, Note(topic=str(i))) for i in range(1, 6)])
         await store.append([at("b", 1, Note(topic="b"))])
     batches = rows(db_path, "SELECT batch, count(*) FROM events GROUP BY batch ORDER BY batch")
@@ -151,7 +151,7 @@ async def test_batches_are_atomic_and_numbered(db_path: Path) -> None:
 
 
 async def test_group_commit_under_500_concurrent_appenders(db_path: Path) -> None:
-    async with await EventStore.open(db_path) as store:
+    async with await EventWriter.open(db_path) as store:
         ids = await asyncio.gather(
             *(
                 store.append(
@@ -173,7 +173,7 @@ async def test_group_commit_under_500_concurrent_appenders(db_path: Path) -> Non
 
 
 async def test_durability_pragmas(db_path: Path) -> None:
-    async with await EventStore.open(db_path) as store:
+    async with await EventWriter.open(db_path) as store:
         conn = store._conn  # the writer's own connection: synchronous is per connection
         async with conn.execute("PRAGMA journal_mode") as cur:
             assert (await cur.fetchone())[0].lower() == "wal"  # type: ignore[index]
@@ -188,7 +188,7 @@ async def test_views_turns_and_verdicts_say_what_the_events_say(db_path: Path) -
     verdict = Verdict(
         outcome=Outcome.VIOLATED, reason="named pilot", evidence={"violating_terms": ["pilot"]}
     )
-    async with await EventStore.open(db_path) as store:
+    async with await EventWriter.open(db_path) as store:
         await store.append([at("", 1, started()), at(c.case_id, 1, CaseOpened(case=c))])
         await store.append([at(c.case_id, 2, sent(0, prompt="first"))])
         await store.append([at(c.case_id, 3, reply(0, "[nurse]"))])
@@ -235,7 +235,7 @@ def test_reading_a_foreign_sqlite_file_is_not_a_harness_log(tmp_path: Path) -> N
     with sqlite3.connect(other) as conn:
         conn.execute("CREATE TABLE t (x)")
     with pytest.raises(NotAHarnessLogError):
-        EventLog(other)
+        EventReader(other)
 
 
 @pytest.mark.parametrize(
@@ -245,28 +245,28 @@ def test_reading_a_non_database_file_is_not_a_harness_log(tmp_path: Path, conten
     path = tmp_path / "notes.db"
     path.write_bytes(content)
     with pytest.raises(NotAHarnessLogError):
-        EventLog(path)
+        EventReader(path)
 
 
 async def test_opening_a_foreign_file_for_writing_fails_cleanly(tmp_path: Path) -> None:
     path = tmp_path / "notes.db"
     path.write_bytes(b"hello " * 1000)
     with pytest.raises(NotAHarnessLogError):
-        await EventStore.open(path)
+        await EventWriter.open(path)
     other = tmp_path / "other.db"
     with sqlite3.connect(other) as conn:
         conn.execute("CREATE TABLE t (x)")
     with pytest.raises(NotAHarnessLogError):
-        await EventStore.open(other)
+        await EventWriter.open(other)
 
 
 def test_a_missing_log_is_a_store_error(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="does not exist"):
-        EventLog(tmp_path / "nope.db")
+        EventReader(tmp_path / "nope.db")
 
 
 async def test_append_after_close_is_refused(db_path: Path) -> None:
-    store = await EventStore.open(db_path)
+    store = await EventWriter.open(db_path)
     await store.close()
     with pytest.raises(StoreClosedError):
         await store.append([at("a", 1, Note(topic="late"))])
@@ -286,7 +286,7 @@ def test_decode_rejects_unknown_kinds_and_newer_versions() -> None:
 
 
 async def test_reading_a_row_from_a_newer_harness_raises_event_decode_error(db_path: Path) -> None:
-    async with await EventStore.open(db_path) as store:
+    async with await EventWriter.open(db_path) as store:
         await store.append([at("", 1, started())])
     with sqlite3.connect(db_path) as conn:
         conn.execute(
@@ -294,5 +294,5 @@ async def test_reading_a_row_from_a_newer_harness_raises_event_decode_error(db_p
             " VALUES (?, '', 2, 'Note', 99, 99, 0, ?)",
             (CAMPAIGN, json.dumps({"kind": "Note", "topic": "future"})),
         )
-    with EventLog(db_path) as log, pytest.raises(EventDecodeError, match="version 99"):
+    with EventReader(db_path) as log, pytest.raises(EventDecodeError, match="version 99"):
         list(log.events())

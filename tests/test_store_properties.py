@@ -35,10 +35,10 @@ from harness.events import (
     decode_event,
     encode_event,
 )
-from harness.log import EventLog
 from harness.model import GenerationParams, Message, Reply
 from harness.relation import Ask, Case, Outcome, Verdict
-from harness.store import EventStore, PendingEvent
+from harness.store.reader import EventReader
+from harness.store.writer import EventWriter, PendingEvent
 
 # --- fuzzing ----------------------------------------------------------------------------
 
@@ -129,12 +129,12 @@ def fuzz_log() -> Any:
     db = tmp / "fuzz.db"
 
     async def create() -> None:
-        async with await EventStore.open(db):
+        async with await EventWriter.open(db):
             pass
 
     asyncio.run(create())
     writer = sqlite3.connect(db, isolation_level=None)
-    log = EventLog(db)
+    log = EventReader(db)
     yield writer, log
     log.close()
     writer.close()
@@ -211,8 +211,8 @@ class StoreMachine(RuleBasedStateMachine):
         self.loop = asyncio.new_event_loop()
         self.dir = Path(tempfile.mkdtemp())
         self.db = self.dir / "sm.db"
-        self.store = self.run(EventStore.open(self.db))
-        self.other: EventStore | None = None  # a second writer on the same file
+        self.store = self.run(EventWriter.open(self.db))
+        self.other: EventWriter | None = None  # a second writer on the same file
         self.model: dict[str, list[int]] = {}
         self.order: list[tuple[str, int, int]] = []  # (case, seq, i) in commit order
         self.counter = 0
@@ -277,7 +277,7 @@ class StoreMachine(RuleBasedStateMachine):
         seq = self._next(case)
         first, second = self._batch(case, seq, n1), self._batch(case, seq, n2)
         if two_files and self.other is None:
-            self.other = self.run(EventStore.open(self.db, create=False))
+            self.other = self.run(EventWriter.open(self.db, create=False))
         rival = self.other if two_files and self.other is not None else self.store
 
         async def race() -> list[Any]:
@@ -295,11 +295,11 @@ class StoreMachine(RuleBasedStateMachine):
     @rule()
     def reopen(self) -> None:
         self.run(self.store.close())
-        self.store = self.run(EventStore.open(self.db, create=False))
+        self.store = self.run(EventWriter.open(self.db, create=False))
 
     @invariant()
     def log_equals_model(self) -> None:
-        with EventLog(self.db) as log:
+        with EventReader(self.db) as log:
             rows = [
                 (e.case_id, e.seq, e.event.data["i"])  # type: ignore[union-attr]
                 for e in log.events("camp")

@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from harness.engine import RunSummary
-from harness.log import EventLog
 from harness.report import Table, build_report
+from harness.store.reader import EventReader
 
 
 def echo_summary(summary: RunSummary, db: Path) -> None:
@@ -44,5 +44,5 @@ def render_tables(tables: list[Table], console: Console | None = None) -> None:
 
 
 def echo_report(db: Path, campaign: str | None = None) -> None:
-    with EventLog(db) as log:
+    with EventReader(db) as log:
         render_tables(build_report(log, campaign))

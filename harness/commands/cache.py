@@ -6,7 +6,7 @@ import click
 
 from harness.cache import explain_case
 from harness.commands.show import find_case
-from harness.log import EventLog
+from harness.store.reader import EventReader
 
 
 @click.group("cache")
@@ -32,7 +32,7 @@ def explain(
 ) -> None:
     """For each turn of CASE in DB: would it hit the cache built from --from, and if not,
     which of model / params / messages / repeat differ from the closest recorded call."""
-    with EventLog(db) as log:
+    with EventReader(db) as log:
         campaign = campaign or log.latest_campaign()
         case_id = find_case(log, campaign, case)
     click.echo(f"{case_id} against {', '.join(old)}")

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from harness.export import write_jsonl
+from harness.conversation_export import write_jsonl
 
 
 @click.command("export")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from harness.commands._render import render_tables
-from harness.log import EventLog
 from harness.report import build_report, to_csv, to_json
+from harness.store.reader import EventReader
 
 
 @click.command("report")
@@ -27,7 +27,7 @@ def command(
     options: dict[str, object] = {"top": top}
     if mode:
         options["mode"] = mode
-    with EventLog(db) as log:
+    with EventReader(db) as log:
         tables = build_report(log, campaign, **options)
     if fmt == "text" and out is None:
         render_tables(tables)

@@ -11,10 +11,10 @@ from rich.panel import Panel
 
 from harness.errors import StoreError
 from harness.fold import fold_case
-from harness.log import EventLog
+from harness.store.reader import EventReader
 
 
-def find_case(log: EventLog, campaign: str, wanted: str) -> str:
+def find_case(log: EventReader, campaign: str, wanted: str) -> str:
     """A case id given exactly, by its position (1-based) or by a unique substring."""
     ids = [
         row[0]
@@ -44,7 +44,7 @@ def find_case(log: EventLog, campaign: str, wanted: str) -> str:
 def command(db: str, case: str, campaign: str | None) -> None:
     """Print CASE (an id, a unique part of one, or its number) of the log DB."""
     console = Console()
-    with EventLog(db) as log:
+    with EventReader(db) as log:
         campaign = campaign or log.latest_campaign()
         case_id = find_case(log, campaign, case)
         state = fold_case(log.case_events(campaign, case_id))

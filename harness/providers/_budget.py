@@ -1,5 +1,5 @@
 """Admission control for vendor models: adaptive calls in flight, request and token rates,
-and a spending ceiling. `VendorGate` implements `harness.limits.CallGate`.
+and a spending ceiling. `VendorGate` implements `harness.gates.CallGate`.
 
 Rates use `aiolimiter.AsyncLimiter` (a leaky bucket). A bucket that may fill to the whole
 per-minute budget can admit nearly twice the budget in one minute (a full burst, then a

@@ -17,7 +17,7 @@ from harness.providers._pricing import price_for
 
 DEFAULT_TURNS_PER_CASE = 2.0
 DEFAULT_PROMPT_TOKENS = 300  # a prompt plus the history it carries, on average
-DEFAULT_REPLY_TOKENS = 256  # matches harness.limits.estimate_tokens' allowance
+DEFAULT_REPLY_TOKENS = 256  # matches harness.gates.estimate_tokens' allowance
 
 
 class PlannedRelations(Protocol):

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.errors import ConfigError
-from harness.limits import CallGate, InFlightGate
+from harness.gates import CallGate, InFlightGate
 from harness.model import ModelSpec
 from harness.providers._budget import CostMeter, GateSnapshot, VendorGate
 from harness.providers._options import VENDOR_SCHEMES, parse_options

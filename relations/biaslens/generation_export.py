@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.log import EventLog
+from harness.store.reader import EventReader
 from relations.biaslens.questionset import QType, Question, QuestionSet, without_role
 
 
@@ -27,7 +27,7 @@ def _slug(text: str) -> str:
 def read_generation(db: str | Path, campaign: str | None = None) -> Generated:
     out = Generated()
     seen: set[str] = set()
-    with EventLog(db) as log:
+    with EventReader(db) as log:
         campaign = campaign or log.latest_campaign()
         rows = log.connection.execute(
             "SELECT relation, outcome, evidence FROM verdicts WHERE campaign = ?"

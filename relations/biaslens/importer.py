@@ -46,7 +46,7 @@ from harness.relation import (
     derive_seed,
 )
 from harness.runner import code_version, harness_version
-from harness.store import EventStore, PendingEvent
+from harness.store.writer import EventWriter, PendingEvent
 from relations.biaslens.released import (
     VARIANT_DIRS,
     AnswerFile,
@@ -87,7 +87,7 @@ def _folder_notes(src: Path) -> dict[str, Any]:
 
 
 class _Importer:
-    def __init__(self, store: EventStore, campaign: str, batch_events: int, relation: Relation):
+    def __init__(self, store: EventWriter, campaign: str, batch_events: int, relation: Relation):
         self.store = store
         self.campaign = campaign
         self.batch_events = batch_events
@@ -184,7 +184,7 @@ async def import_released(
         campaign or "biaslens-" + hashlib.sha1(f"{src}|{time.time_ns()}".encode()).hexdigest()[:8]
     )
     summary = ImportSummary(campaign=campaign_id, models=model_names, files=len(folder.files))
-    async with await EventStore.open(db, max_group=8) as store:
+    async with await EventWriter.open(db, max_group=8) as store:
         head: list[Event] = [
             CampaignStarted(
                 name=config.name,

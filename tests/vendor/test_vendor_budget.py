@@ -15,7 +15,7 @@ from harness.errors import (
     ModelTimeoutError,
     RateLimitedError,
 )
-from harness.limits import InFlightGate
+from harness.gates import InFlightGate
 from harness.model import ModelSpec, Reply, Usage
 from harness.providers import (
     AdaptiveConcurrency,

@@ -14,9 +14,9 @@ from vendor_support import base_url
 
 from harness.errors import CampaignAbortedError
 from harness.events import AskFailed, AskSent, CampaignFinished, ReplyReceived
-from harness.log import EventLog
 from harness.model import build_model
 from harness.providers import VendorGate, build_budgets, spent_so_far
+from harness.store.reader import EventReader
 
 FAULT_MIX = [
     ("500", 0.02),
@@ -143,7 +143,7 @@ async def test_thousands_of_calls_against_a_throttling_failing_vendor(
     assert max(limits_seen[limits_seen.index(lowest) :]) > lowest
     snap = budgets.snapshot()
     assert snap.models[0].rate_limited == kinds["rate_limited"]
-    assert snap.spent_usd == pytest.approx(spent_so_far(EventLog(db), "c1"))
+    assert snap.spent_usd == pytest.approx(spent_so_far(EventReader(db), "c1"))
 
 
 async def test_authentication_error_stops_the_campaign_at_once(
@@ -169,7 +169,7 @@ async def test_authentication_error_stops_the_campaign_at_once(
     message = str(caught.value)
     assert "authentication" in message.lower() or "401" in message
     assert canary_keys["ANTHROPIC_API_KEY"] not in message
-    with EventLog(db) as log:
+    with EventReader(db) as log:
         finished = [e.event for e in log.events(kinds=("CampaignFinished",))]
         failed = [e.event for e in log.events(kinds=("AskFailed",))]
     assert isinstance(finished[-1], CampaignFinished) and finished[-1].status == "aborted"
@@ -203,7 +203,7 @@ async def test_spending_ceiling_stops_cleanly(
         await model.aclose()
     assert summary.status == "stopped" and "ceiling" in summary.reason
     assert 0 < summary.cases_closed < 200
-    with EventLog(db) as log:
+    with EventReader(db) as log:
         spent = spent_so_far(log, "c1")
     assert 0.4 < spent <= 0.5
     assert budgets.meter.spent_usd == pytest.approx(spent)

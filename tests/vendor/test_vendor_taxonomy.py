@@ -228,7 +228,7 @@ def test_adapters_catch_the_sdk_base_classes(module: str, names: list[str]) -> N
 
 
 def test_retryable_kinds_match_the_retry_policy() -> None:
-    from harness.limits import RetryPolicy
+    from harness.retry import RetryPolicy
 
     policy = RetryPolicy()
     assert policy.decide(errors.BadRequestError("x"), 1).action == "give_up"

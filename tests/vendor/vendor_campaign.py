@@ -9,8 +9,7 @@ from typing import Any
 from harness.campaign import CampaignConfig, parse_campaign
 from harness.engine import Engine, RunSummary
 from harness.events import AskFailed, AskSent, ReplyReceived
-from harness.limits import CallGate
-from harness.log import EventLog, StoredEvent
+from harness.gates import CallGate
 from harness.model import Model
 from harness.registry import Family, register_family
 from harness.relation import (
@@ -21,7 +20,8 @@ from harness.relation import (
     Transcript,
     Verdict,
 )
-from harness.store import EventStore
+from harness.store.reader import EventReader, StoredEvent
+from harness.store.writer import EventWriter
 
 
 class VendorProbe(RelationBase):
@@ -79,7 +79,7 @@ async def run_engine(
     gates: dict[str, CallGate],
     campaign: str = "c1",
 ) -> RunSummary:
-    async with await EventStore.open(db) as store:
+    async with await EventWriter.open(db) as store:
         engine = Engine(store, config, campaign, models, [], gates=gates)
         engine.retry = type(engine.retry)(
             max_attempts=config.limits.max_attempts, base_s=0.05, cap_s=5.0, seed=config.seed
@@ -96,5 +96,5 @@ def attempts_by_turn(events: list[StoredEvent]) -> dict[tuple[str, int], list[St
 
 
 def read_events(db: Path, campaign: str = "c1") -> list[StoredEvent]:
-    with EventLog(db) as log:
+    with EventReader(db) as log:
         return list(log.events(campaign))

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from harness.fold import CaseState, TurnState
-from harness.log import EventLog
 from harness.replay import fold_or_raise
+from harness.store.reader import EventReader
 
 
 def _turn(t: TurnState) -> dict[str, Any]:
@@ -63,7 +63,7 @@ def conversation(campaign: str, state: CaseState) -> dict[str, Any]:
 
 
 def conversations(db: str | Path, campaign: str | None = None) -> Iterator[dict[str, Any]]:
-    with EventLog(db) as log:
+    with EventReader(db) as log:
         campaign = campaign or log.latest_campaign()
         for case_id, events in log.cases(campaign):
             yield conversation(campaign, fold_or_raise(case_id, events))

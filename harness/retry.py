@@ -1,46 +1,17 @@
-"""Call gates and retry decisions.
+"""Retry decisions: whether a failed attempt is retried, given up or aborts the campaign.
 
-A `CallGate` decides when a call to one model may start (calls in flight, and for vendors
-rates, tokens and spend) and learns from how it ended. Retry decisions are values
-(`RetryDecision`) that the engine logs in `AskFailed` before acting on them.
+Decisions are values (`RetryDecision`) that are logged in `AskFailed` before the caller
+acts on them.
 """
 
 from __future__ import annotations
 
-import asyncio
 import random
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal
 
 from harness.errors import AuthenticationError, ModelError
 from harness.events import AskFailed
-from harness.model import Reply
-
-
-class CallGate(Protocol):
-    """Admission control for one model."""
-
-    async def acquire(self, estimated_tokens: int) -> None:
-        """Wait until a call may start. May raise `BudgetExceededError`."""
-        ...
-
-    def release(self, reply: Reply | None, error: ModelError | None) -> None:
-        """Called exactly once per successful ``acquire``, with how the call ended."""
-        ...
-
-
-class InFlightGate:
-    """Plain limit on calls in flight; the default for local and simulated models."""
-
-    def __init__(self, max_in_flight: int) -> None:
-        self.max_in_flight = max_in_flight
-        self._sem = asyncio.Semaphore(max_in_flight)
-
-    async def acquire(self, estimated_tokens: int) -> None:
-        await self._sem.acquire()
-
-    def release(self, reply: Reply | None, error: ModelError | None) -> None:
-        self._sem.release()
 
 
 @dataclass(frozen=True)
@@ -89,8 +60,3 @@ class RetryPolicy:
         backoff = min(self.cap_s, self.base_s * 2 ** (attempt - 1))
         wait = random.Random(self.seed * 1000 + attempt).uniform(backoff / 2, backoff)
         return RetryDecision("retry", wait, "backoff")
-
-
-def estimate_tokens(text_chars: int, max_tokens: int | None) -> int:
-    """Rough pre-call token estimate (4 characters a token) plus the reply allowance."""
-    return text_chars // 4 + 1 + (max_tokens or 256)

@@ -1,7 +1,7 @@
 """Read side of the event log: synchronous, streaming, for reports, show, replay and resume.
 
-Folding never loads the whole log: `EventLog.events` streams rows in commit order and
-`EventLog.cases` groups one case at a time (rows are read ordered by case).
+Folding never loads the whole log: `EventReader.events` streams rows in commit order and
+`EventReader.cases` groups one case at a time (rows are read ordered by case).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from harness.errors import NotAHarnessLogError, StoreError
 from harness.events import CampaignStarted, Event, decode_event
-from harness.store import READER_PRAGMAS, apply_pragmas, check_log_format
+from harness.store.schema import READER_PRAGMAS, apply_pragmas, check_log_format
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class StoredEvent:
     event: Event
 
 
-class EventLog:
+class EventReader:
     """A read-only view of an event log file."""
 
     def __init__(self, path: str | Path) -> None:
@@ -43,7 +43,7 @@ class EventLog:
     def close(self) -> None:
         self._conn.close()
 
-    def __enter__(self) -> EventLog:
+    def __enter__(self) -> EventReader:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -130,4 +130,4 @@ class EventLog:
         return bool(row) and row[0] == "ok"
 
 
-__all__ = ["EventLog", "StoredEvent", "apply_pragmas", "check_log_format"]
+__all__ = ["EventReader", "StoredEvent", "apply_pragmas", "check_log_format"]

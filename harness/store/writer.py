@@ -1,4 +1,4 @@
-"""The event store: an append-only SQLite log.
+"""Write side of the event log: an append-only SQLite file with one writer.
 
 One writer task owns the only writing connection and commits in groups: every append
 waiting when a transaction starts goes into it, each batch inside its own savepoint so a
@@ -6,7 +6,8 @@ conflicting batch fails alone. Transactions use ``BEGIN IMMEDIATE`` (a deferred
 read-then-write transaction cannot be rescued by ``busy_timeout``), the journal is WAL
 and ``synchronous=FULL``, so an append whose future has resolved survives a power cut.
 
-Readers (`harness.log.EventLog`) use their own connections and never block the writer.
+Readers (`harness.store.reader.EventReader`) use their own connections and never block
+the writer.
 """
 
 from __future__ import annotations
@@ -23,72 +24,7 @@ import aiosqlite
 
 from harness.errors import ConcurrencyError, NotAHarnessLogError, StoreClosedError, StoreError
 from harness.events import Event, encode_event
-
-LOG_FORMAT = "bias-harness-event-log/1"
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS events (
-    gseq            INTEGER PRIMARY KEY AUTOINCREMENT,  -- global order of commits
-    campaign        TEXT    NOT NULL,
-    case_id         TEXT    NOT NULL,                   -- '' for campaign-level events
-    seq             INTEGER NOT NULL,                   -- per-case sequence, from 1
-    kind            TEXT    NOT NULL,
-    schema_version  INTEGER NOT NULL,
-    turn            INTEGER,                            -- set on AskSent/ReplyReceived/AskFailed
-    attempt         INTEGER,
-    batch           INTEGER NOT NULL,                   -- events appended atomically together
-    ts              REAL    NOT NULL,
-    payload         TEXT    NOT NULL,
-    UNIQUE (campaign, case_id, seq)
-);
-CREATE INDEX IF NOT EXISTS events_by_kind ON events (campaign, kind);
-CREATE INDEX IF NOT EXISTS events_by_turn ON events (campaign, case_id, turn, attempt);
--- Lets the views find a case's CaseOpened without statistics (else a quadratic join).
-CREATE INDEX IF NOT EXISTS events_by_case_kind ON events (campaign, case_id, kind);
-
--- One row per attempt at a turn, with its outcome. Query with the sqlite3 shell.
-CREATE VIEW IF NOT EXISTS turns AS
-SELECT s.campaign,
-       s.case_id,
-       s.turn,
-       s.attempt,
-       json_extract(s.payload, '$.model')       AS model,
-       json_extract(s.payload, '$.ask.thread')  AS thread,
-       json_extract(s.payload, '$.ask.role')    AS role,
-       json_extract(s.payload, '$.ask.prompt')  AS prompt,
-       json_extract(s.payload, '$.request_key') AS request_key,
-       json_extract(r.payload, '$.reply.text')  AS reply,
-       json_extract(r.payload, '$.reply.usage.input_tokens')  AS input_tokens,
-       json_extract(r.payload, '$.reply.usage.output_tokens') AS output_tokens,
-       json_extract(r.payload, '$.reply.latency_s')           AS latency_s,
-       json_extract(r.payload, '$.reply.finish_reason')       AS finish_reason,
-       json_extract(f.payload, '$.error_kind')  AS error_kind,
-       json_extract(f.payload, '$.decision')    AS decision,
-       s.ts AS sent_at
-FROM events s
-LEFT JOIN events r ON r.campaign = s.campaign AND r.case_id = s.case_id
-      AND r.turn = s.turn AND r.attempt = s.attempt AND r.kind = 'ReplyReceived'
-LEFT JOIN events f ON f.campaign = s.campaign AND f.case_id = s.case_id
-      AND f.turn = s.turn AND f.attempt = s.attempt AND f.kind = 'AskFailed'
-WHERE s.kind = 'AskSent';
-
--- One row per verdict (the relation's own, and any later judge's).
-CREATE VIEW IF NOT EXISTS verdicts AS
-SELECT v.campaign,
-       v.case_id,
-       json_extract(o.payload, '$.case.relation') AS relation,
-       json_extract(o.payload, '$.case.model')    AS model,
-       json_extract(o.payload, '$.case.repeat')   AS repeat,
-       json_extract(v.payload, '$.verdict.outcome') AS outcome,
-       json_extract(v.payload, '$.verdict.reason')  AS reason,
-       json_extract(v.payload, '$.verdict.evidence') AS evidence,
-       json_extract(v.payload, '$.source')          AS source,
-       v.ts AS decided_at
-FROM events v
-JOIN events o ON o.campaign = v.campaign AND o.case_id = v.case_id AND o.kind = 'CaseOpened'
-WHERE v.kind = 'VerdictReached';
-"""
+from harness.store.schema import LOG_FORMAT, SCHEMA, WRITER_PRAGMAS
 
 _TURN_KINDS = frozenset({"AskSent", "ReplyReceived", "AskFailed"})
 
@@ -109,34 +45,8 @@ class _Batch:
     future: asyncio.Future[list[int]] = field(repr=False)
 
 
-# The connection settings of the log, in one place: the writer's (WAL, durable commits) and
-# the readers' (`harness.log.EventLog`, read-only: they only wait out a busy writer).
-WRITER_PRAGMAS = (
-    "PRAGMA journal_mode=WAL",
-    "PRAGMA synchronous=FULL",
-    "PRAGMA busy_timeout=10000",
-)
-READER_PRAGMAS = ("PRAGMA busy_timeout=10000",)
-
-
-def apply_pragmas(conn: sqlite3.Connection, pragmas: Sequence[str] = WRITER_PRAGMAS) -> None:
-    for pragma in pragmas:
-        conn.execute(pragma)
-
-
-def check_log_format(conn: sqlite3.Connection, path: Path) -> None:
-    try:
-        row = conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
-    except sqlite3.DatabaseError as exc:
-        raise NotAHarnessLogError(f"{path} is not a harness event log: {exc}") from exc
-    if row is None or row[0] != LOG_FORMAT:
-        raise NotAHarnessLogError(
-            f"{path} is not a harness event log (format marker {row[0] if row else 'missing'!r})"
-        )
-
-
-class EventStore:
-    """Async append side of the log. Use ``async with await EventStore.open(path)``."""
+class EventWriter:
+    """Async append side of the log. Use ``async with await EventWriter.open(path)``."""
 
     def __init__(self, conn: aiosqlite.Connection, path: Path, max_group: int) -> None:
         self._conn = conn
@@ -152,7 +62,7 @@ class EventStore:
     @classmethod
     async def open(
         cls, path: str | Path, *, create: bool = True, max_group: int = 512
-    ) -> EventStore:
+    ) -> EventWriter:
         path = Path(path)
         if not create and not path.exists():
             raise StoreError(f"{path} does not exist")
@@ -167,7 +77,7 @@ class EventStore:
             raise
 
     @classmethod
-    async def _prepare(cls, conn: aiosqlite.Connection, path: Path, max_group: int) -> EventStore:
+    async def _prepare(cls, conn: aiosqlite.Connection, path: Path, max_group: int) -> EventWriter:
         try:
             for pragma in WRITER_PRAGMAS:
                 await conn.execute(pragma)
@@ -198,7 +108,7 @@ class EventStore:
         store._writer = asyncio.create_task(store._write_loop(), name="event-store-writer")
         return store
 
-    async def __aenter__(self) -> EventStore:
+    async def __aenter__(self) -> EventWriter:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -1,0 +1,44 @@
+"""Call gates: when a call to one model may start.
+
+A `CallGate` decides when a call may start (calls in flight, and for vendors rates, tokens
+and spend; `harness.providers`) and learns from how it ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Protocol
+
+from harness.errors import ModelError
+from harness.model import Reply
+
+
+class CallGate(Protocol):
+    """Admission control for one model."""
+
+    async def acquire(self, estimated_tokens: int) -> None:
+        """Wait until a call may start. May raise `BudgetExceededError`."""
+        ...
+
+    def release(self, reply: Reply | None, error: ModelError | None) -> None:
+        """Called exactly once per successful ``acquire``, with how the call ended."""
+        ...
+
+
+class InFlightGate:
+    """Plain limit on calls in flight; the default for local and simulated models."""
+
+    def __init__(self, max_in_flight: int) -> None:
+        self.max_in_flight = max_in_flight
+        self._sem = asyncio.Semaphore(max_in_flight)
+
+    async def acquire(self, estimated_tokens: int) -> None:
+        await self._sem.acquire()
+
+    def release(self, reply: Reply | None, error: ModelError | None) -> None:
+        self._sem.release()
+
+
+def estimate_tokens(text_chars: int, max_tokens: int | None) -> int:
+    """Rough pre-call token estimate (4 characters a token) plus the reply allowance."""
+    return text_chars // 4 + 1 + (max_tokens or 256)

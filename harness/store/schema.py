@@ -1,0 +1,101 @@
+"""The event log's SQLite layout: the format marker, tables, indexes, views and the
+connection settings, shared by the writer and the readers."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.errors import NotAHarnessLogError
+
+LOG_FORMAT = "bias-harness-event-log/1"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS events (
+    gseq            INTEGER PRIMARY KEY AUTOINCREMENT,  -- global order of commits
+    campaign        TEXT    NOT NULL,
+    case_id         TEXT    NOT NULL,                   -- '' for campaign-level events
+    seq             INTEGER NOT NULL,                   -- per-case sequence, from 1
+    kind            TEXT    NOT NULL,
+    schema_version  INTEGER NOT NULL,
+    turn            INTEGER,                            -- set on AskSent/ReplyReceived/AskFailed
+    attempt         INTEGER,
+    batch           INTEGER NOT NULL,                   -- events appended atomically together
+    ts              REAL    NOT NULL,
+    payload         TEXT    NOT NULL,
+    UNIQUE (campaign, case_id, seq)
+);
+CREATE INDEX IF NOT EXISTS events_by_kind ON events (campaign, kind);
+CREATE INDEX IF NOT EXISTS events_by_turn ON events (campaign, case_id, turn, attempt);
+-- Lets the views find a case's CaseOpened without statistics (else a quadratic join).
+CREATE INDEX IF NOT EXISTS events_by_case_kind ON events (campaign, case_id, kind);
+
+-- One row per attempt at a turn, with its outcome. Query with the sqlite3 shell.
+CREATE VIEW IF NOT EXISTS turns AS
+SELECT s.campaign,
+       s.case_id,
+       s.turn,
+       s.attempt,
+       json_extract(s.payload, '$.model')       AS model,
+       json_extract(s.payload, '$.ask.thread')  AS thread,
+       json_extract(s.payload, '$.ask.role')    AS role,
+       json_extract(s.payload, '$.ask.prompt')  AS prompt,
+       json_extract(s.payload, '$.request_key') AS request_key,
+       json_extract(r.payload, '$.reply.text')  AS reply,
+       json_extract(r.payload, '$.reply.usage.input_tokens')  AS input_tokens,
+       json_extract(r.payload, '$.reply.usage.output_tokens') AS output_tokens,
+       json_extract(r.payload, '$.reply.latency_s')           AS latency_s,
+       json_extract(r.payload, '$.reply.finish_reason')       AS finish_reason,
+       json_extract(f.payload, '$.error_kind')  AS error_kind,
+       json_extract(f.payload, '$.decision')    AS decision,
+       s.ts AS sent_at
+FROM events s
+LEFT JOIN events r ON r.campaign = s.campaign AND r.case_id = s.case_id
+      AND r.turn = s.turn AND r.attempt = s.attempt AND r.kind = 'ReplyReceived'
+LEFT JOIN events f ON f.campaign = s.campaign AND f.case_id = s.case_id
+      AND f.turn = s.turn AND f.attempt = s.attempt AND f.kind = 'AskFailed'
+WHERE s.kind = 'AskSent';
+
+-- One row per verdict (the relation's own, and any later judge's).
+CREATE VIEW IF NOT EXISTS verdicts AS
+SELECT v.campaign,
+       v.case_id,
+       json_extract(o.payload, '$.case.relation') AS relation,
+       json_extract(o.payload, '$.case.model')    AS model,
+       json_extract(o.payload, '$.case.repeat')   AS repeat,
+       json_extract(v.payload, '$.verdict.outcome') AS outcome,
+       json_extract(v.payload, '$.verdict.reason')  AS reason,
+       json_extract(v.payload, '$.verdict.evidence') AS evidence,
+       json_extract(v.payload, '$.source')          AS source,
+       v.ts AS decided_at
+FROM events v
+JOIN events o ON o.campaign = v.campaign AND o.case_id = v.case_id AND o.kind = 'CaseOpened'
+WHERE v.kind = 'VerdictReached';
+"""
+
+# The connection settings of the log, in one place: the writer's (WAL, durable commits) and
+# the readers' (`harness.store.reader.EventReader`, read-only: they only wait out a busy writer).
+WRITER_PRAGMAS = (
+    "PRAGMA journal_mode=WAL",
+    "PRAGMA synchronous=FULL",
+    "PRAGMA busy_timeout=10000",
+)
+READER_PRAGMAS = ("PRAGMA busy_timeout=10000",)
+
+
+def apply_pragmas(conn: sqlite3.Connection, pragmas: Sequence[str] = WRITER_PRAGMAS) -> None:
+    for pragma in pragmas:
+        conn.execute(pragma)
+
+
+def check_log_format(conn: sqlite3.Connection, path: Path) -> None:
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise NotAHarnessLogError(f"{path} is not a harness event log: {exc}") from exc
+    if row is None or row[0] != LOG_FORMAT:
+        raise NotAHarnessLogError(
+            f"{path} is not a harness event log (format marker {row[0] if row else 'missing'!r})"
+        )
