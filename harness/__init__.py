@@ -1,0 +1,145 @@
+"""bias-harness as a library: run, resume, verify, re-judge and report campaigns from Python.
+
+    import harness
+
+    summary = harness.run("sim", "sim.db")        # a TOML path, an embedded name, a dict
+    print(summary.status, summary.outcomes)        #   or a CampaignConfig
+    for table in harness.report_tables("sim.db"):  # the same tables as `harness report`
+        print(table.title, table.rows[:3])
+    assert not harness.verify("sim.db").differences  # offline replay, no network
+    harness.rejudge_campaign("sim.db", "sim:judge")  # verdicts by another model
+    harness.resume("crashed.db")                   # after kill -9 or Ctrl-C
+
+The functions block until done (they run their own event loop); inside a running loop use
+the coroutines `run_campaign`, `resume_campaign` and `rejudge` of `harness.runner` and
+`harness.rejudge`. Everything they raise on purpose is a `HarnessError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from harness.cache import open_cache
+from harness.campaign import CampaignConfig, load_campaign, parse_campaign, resolve_campaign
+from harness.engine import ProgressSink, RunSummary
+from harness.errors import ConfigError, HarnessError
+from harness.registry import Family, families, relation_classes
+from harness.rejudge import RejudgeSummary, judge_spec
+from harness.rejudge import rejudge as _rejudge
+from harness.relation import Ask, Case, Outcome, RelationBase, Transcript, Verdict
+from harness.replay import VerifyResult, verify_log
+from harness.report import build_report, to_csv, to_json
+from harness.runner import resume_campaign, run_campaign
+from harness.store.reader import EventReader
+from harness.tables import Table
+
+__all__ = [
+    "Ask",
+    "CampaignConfig",
+    "Case",
+    "ConfigError",
+    "EventReader",
+    "Family",
+    "HarnessError",
+    "Outcome",
+    "RejudgeSummary",
+    "RelationBase",
+    "RunSummary",
+    "Table",
+    "Transcript",
+    "Verdict",
+    "VerifyResult",
+    "campaign_config",
+    "families",
+    "rejudge_campaign",
+    "relation_classes",
+    "report_tables",
+    "report_text",
+    "resume",
+    "run",
+    "verify",
+]
+
+
+def campaign_config(campaign: str | Path | Mapping[str, Any] | CampaignConfig) -> CampaignConfig:
+    """A validated campaign: a TOML file, an embedded name (``demo``, ``sim``), the TOML's
+    contents as a dict, or a `CampaignConfig` as is."""
+    if isinstance(campaign, CampaignConfig):
+        return campaign
+    if isinstance(campaign, Mapping):
+        return parse_campaign(dict(campaign), source="campaign (Python)")
+    if isinstance(campaign, Path):
+        return load_campaign(campaign)
+    return resolve_campaign(campaign)[0]
+
+
+def run(
+    campaign: str | Path | Mapping[str, Any] | CampaignConfig,
+    db: str | Path,
+    *,
+    reuse: Iterable[str | Path] = (),
+    progress: ProgressSink | None = None,
+) -> RunSummary:
+    """Run a campaign to the end, logging every turn in ``db``; answers recorded in the
+    ``reuse`` logs are not paid again."""
+    config = campaign_config(campaign)
+    cache = open_cache(tuple(str(p) for p in reuse))
+    return asyncio.run(run_campaign(config, db, progress=progress, cache=cache))
+
+
+def resume(
+    db: str | Path,
+    *,
+    campaign: str | None = None,
+    spend_ceiling_usd: float | None = None,
+    reuse: Iterable[str | Path] = (),
+    progress: ProgressSink | None = None,
+) -> RunSummary:
+    """Continue an interrupted campaign of ``db`` (default: the latest); recorded replies
+    are never paid again."""
+    updates = {} if spend_ceiling_usd is None else {"limits.spend_ceiling_usd": spend_ceiling_usd}
+    cache = open_cache(tuple(str(p) for p in reuse))
+    return asyncio.run(
+        resume_campaign(
+            db, campaign=campaign, config_updates=updates, progress=progress, cache=cache
+        )
+    )
+
+
+def verify(db: str | Path, *, campaign: str | None = None) -> VerifyResult:
+    """Replay a campaign offline and list every ask or verdict today's code computes
+    differently (``.differences`` is empty when nothing changed)."""
+    return verify_log(db, campaign)
+
+
+def rejudge_campaign(
+    db: str | Path,
+    judge: str,
+    *,
+    campaign: str | None = None,
+    options: Mapping[str, object] | None = None,
+    limit: int | None = None,
+) -> RejudgeSummary:
+    """Ask the model ``judge`` (e.g. ``"sim:judge"``) about every closed case; its verdicts
+    are appended beside the relation's own."""
+    spec = judge_spec(judge, dict(options or {}))
+    return asyncio.run(_rejudge(db, spec, campaign=campaign, limit=limit))
+
+
+def report_tables(db: str | Path, *, campaign: str | None = None, **options: Any) -> list[Table]:
+    """Every report table of a campaign (default: the latest in ``db``)."""
+    with EventReader(db) as log:
+        return build_report(log, campaign, **options)
+
+
+def report_text(
+    db: str | Path, *, format: str = "json", campaign: str | None = None, **options: Any
+) -> str:
+    """The report as ``json`` or ``csv`` text, exactly as ``harness report --format``."""
+    render = {"json": to_json, "csv": to_csv}.get(format)
+    if render is None:
+        raise ConfigError(f"unknown report format {format!r}", field="format", fix="use json or csv")
+    return render(report_tables(db, campaign=campaign, **options))

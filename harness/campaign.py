@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import tomllib
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -129,3 +130,23 @@ def read_toml_file(path: Path, what: str) -> dict[str, Any]:
 def load_campaign(path: str | Path) -> CampaignConfig:
     path = Path(path)
     return parse_campaign(read_toml_file(path, "campaign file"), source=str(path))
+
+
+EMBEDDED = ("demo", "sim")
+
+
+def embedded_campaign(name: str) -> CampaignConfig:
+    """A campaign shipped inside the package (``demo``: the local model; ``sim``)."""
+    text = resources.files("harness.campaigns").joinpath(f"{name}.toml").read_text("utf-8")
+    return parse_campaign(tomllib.loads(text), source=f"embedded campaign {name!r}")
+
+
+def resolve_campaign(target: str | None) -> tuple[CampaignConfig, str]:
+    """A campaign named on the command line (a TOML path or an embedded name; default
+    ``demo``) and the stem its log is named after."""
+    if target is None:
+        return embedded_campaign("demo"), "demo"
+    if target in EMBEDDED and not Path(target).exists():
+        return embedded_campaign(target), target
+    config = load_campaign(target)
+    return config, Path(target).stem

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from test_report import assert_formats_agree, rows_as_dicts
 
-from harness.commands.run import embedded_campaign
+from harness.campaign import embedded_campaign
 from harness.report import build_report
 from harness.runner import run_campaign
 from harness.store.reader import EventReader

@@ -3,36 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-from importlib import resources
 from pathlib import Path
 
 import click
 
 from harness.cache import open_cache
-from harness.campaign import CampaignConfig, load_campaign, parse_campaign
+from harness.campaign import resolve_campaign
 from harness.commands._render import echo_report, echo_summary
 from harness.plan import Plan
 from harness.progress import RichProgress
 from harness.providers import VENDOR_SCHEMES, estimate_cost, format_estimate
 from harness.runner import run_campaign
-
-EMBEDDED = ("demo", "sim")
-
-
-def embedded_campaign(name: str) -> CampaignConfig:
-    import tomllib
-
-    text = resources.files("harness.campaigns").joinpath(f"{name}.toml").read_text("utf-8")
-    return parse_campaign(tomllib.loads(text), source=f"embedded campaign {name!r}")
-
-
-def resolve_campaign(target: str | None) -> tuple[CampaignConfig, str]:
-    if target is None:
-        return embedded_campaign("demo"), "demo"
-    if target in EMBEDDED and not Path(target).exists():
-        return embedded_campaign(target), target
-    config = load_campaign(target)
-    return config, Path(target).stem
 
 
 @click.command("run")
