@@ -141,5 +141,7 @@ def report_text(
     """The report as ``json`` or ``csv`` text, exactly as ``harness report --format``."""
     render = {"json": to_json, "csv": to_csv}.get(format)
     if render is None:
-        raise ConfigError(f"unknown report format {format!r}", field="format", fix="use json or csv")
+        raise ConfigError(
+            f"unknown report format {format!r}", field="format", fix="use json or csv"
+        )
     return render(report_tables(db, campaign=campaign, **options))
