@@ -141,6 +141,8 @@ class CallLoop:
         reply: Reply | None = None
         started = time.monotonic()
         try:
+            await gate.ready()  # the AskSent commit took a moment: a pause may have begun
+            started = time.monotonic()
             reply = await asyncio.wait_for(model.complete(messages, params), timeout=self.timeout_s)
         except ModelError as exc:
             error = exc

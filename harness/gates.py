@@ -20,6 +20,11 @@ class CallGate(Protocol):
         """Wait until a call may start. May raise `BudgetExceededError`."""
         ...
 
+    async def ready(self) -> None:
+        """Called after ``acquire``, just before the call goes out: waits while something
+        that began since ``acquire`` (a vendor's Retry-After pause) forbids the call now."""
+        ...
+
     def release(self, reply: Reply | None, error: ModelError | None) -> None:
         """Called exactly once per successful ``acquire``, with how the call ended."""
         ...
@@ -34,6 +39,9 @@ class InFlightGate:
 
     async def acquire(self, estimated_tokens: int) -> None:
         await self._sem.acquire()
+
+    async def ready(self) -> None:
+        return None
 
     def release(self, reply: Reply | None, error: ModelError | None) -> None:
         self._sem.release()

@@ -230,6 +230,10 @@ class VendorGate:
                     await self.requests.acquire(1)
                 if self.tokens is not None:
                     await self.tokens.acquire(estimated_tokens)
+                # A 429 may have paused the model while this call waited for its slot or
+                # its rate budget: it waits out the pause holding the slot, so a freed slot
+                # never lets a call out early.
+                await self._wait_pause()
             except BaseException:
                 self.concurrency.release()
                 raise
@@ -240,6 +244,10 @@ class VendorGate:
         self._outstanding_tokens += estimated_tokens
         self._outstanding_usd += reserve
         self.calls_started += 1
+
+    async def ready(self) -> None:
+        """Wait out a pause that began between ``acquire`` and the send (the slot is held)."""
+        await self._wait_pause()
 
     def release(self, reply: Reply | None, error: ModelError | None) -> None:
         ticket = self._ticket.get() or self._average_ticket()
