@@ -69,14 +69,20 @@ class CallLoop:
         params: GenerationParams,
         *,
         first_attempt: int = 1,
+        counted_attempts: int = 0,
         cached: Callable[[], Reply | None] | None = None,
     ) -> CallOutcome | None:
         """The turn's outcome, or None when the loop stopped before it had one.
 
+        ``first_attempt``: the number logged with the next attempt (attempts already in the
+        log keep theirs). ``counted_attempts``: earlier attempts of the turn that count
+        toward ``max_attempts`` (`TurnState.counted_attempts`): only those that got a
+        vendor error, never one cancelled at a stop or lost in a crash.
         ``cached``: looks up an answer reused from an earlier log (no call, no gate).
         """
         key = request_key(model.name, messages, params)
         attempt = first_attempt
+        counted = counted_attempts
         while True:
             if self.stop.is_set():
                 return None
@@ -115,7 +121,8 @@ class CallLoop:
             if reply is not None:
                 return CallOutcome(ReplyReceived(turn=turn, attempt=attempt, reply=reply), reply)
             assert error is not None
-            decision = self.retry.decide(error, attempt)
+            counted += 1
+            decision = self.retry.decide(error, counted)
             failed = failure_event(turn, attempt, error, decision)
             if decision.action != "retry":
                 return CallOutcome(failed, error=error, decision=decision)

@@ -332,7 +332,13 @@ class Engine:
     async def _resend(self, state: CaseState, turn: TurnState) -> Turn | None:
         last = turn.sent[-1]
         return await self._call(
-            state, turn.ask, turn.turn, last.messages, last.params, first_attempt=last.attempt + 1
+            state,
+            turn.ask,
+            turn.turn,
+            last.messages,
+            last.params,
+            first_attempt=last.attempt + 1,
+            counted_attempts=turn.counted_attempts,
         )
 
     async def _ask(
@@ -351,6 +357,7 @@ class Engine:
         params: GenerationParams,
         *,
         first_attempt: int,
+        counted_attempts: int = 0,
     ) -> Turn | None:
         case = state.case
         model = self._model_for(case, ask)
@@ -372,6 +379,7 @@ class Engine:
             messages,
             params,
             first_attempt=first_attempt,
+            counted_attempts=counted_attempts,
             cached=lookup,
         )
         if outcome is None:

@@ -42,6 +42,15 @@ class TurnState:
         )
 
     @property
+    def counted_attempts(self) -> int:
+        """Attempts that count toward ``max_attempts``: those that got a vendor error.
+
+        An attempt cancelled at a stop, or sent and lost in a crash, never reached an
+        outcome from the model, so interruptions do not use up a turn's retries.
+        """
+        return sum(1 for f in self.failures if f.error_kind != "cancelled")
+
+    @property
     def in_flight(self) -> bool:
         """Sent and no outcome for the last attempt: the call was under way at a crash."""
         if self.finished or not self.sent:

@@ -147,7 +147,13 @@ class _Rejudge:
             last = previous.sent[-1]
             self.summary.resent_in_flight += int(previous.in_flight)
             await self._call(
-                state, rubric, previous.turn, last.ask, last.messages, last.attempt + 1
+                state,
+                rubric,
+                previous.turn,
+                last.ask,
+                last.messages,
+                last.attempt + 1,
+                counted_attempts=previous.counted_attempts,
             )
             return
         task = rubric.task(case, transcript)
@@ -170,6 +176,8 @@ class _Rejudge:
         ask: Ask,
         messages: list[Message],
         attempt: int,
+        *,
+        counted_attempts: int = 0,
     ) -> None:
         outcome = await self.calls.send(
             functools.partial(self._append, state),
@@ -180,6 +188,7 @@ class _Rejudge:
             messages,
             self.params,
             first_attempt=attempt,
+            counted_attempts=counted_attempts,
         )
         if outcome is None:
             return  # stopped: a later rejudge re-sends the turn
