@@ -1,35 +1,50 @@
 """Report section: how judges agree with the relations' own verdicts and with each other.
 
 Raters are verdict sources: "relation" (the case's oracle) and each "judge:<model>" that
-re-judged the log. Per model and relation: cases both rated, raw agreement, Cohen's kappa
-over the labels VIOLATED / HELD / INVALID.
+re-judged the log. Per model and relation: cases both rated, the valid pairs among them
+(both raters reached VIOLATED or HELD), and raw agreement and Cohen's kappa over those
+valid pairs. INVALID means "could not tell": two raters that both could not tell have not
+agreed about anything, so such pairs are counted apart, never as agreement.
 """
 
 from __future__ import annotations
 
 import math
-from collections import Counter
+import warnings
 from collections.abc import Sequence
 from itertools import combinations
 from typing import Any
 
+import numpy as np
+from statsmodels.stats.inter_rater import cohens_kappa
+
 from harness.tables import ReportContext, ReportSection, Table, rounded
 
 LABELS = ("VIOLATED", "HELD", "INVALID")
+VALID = frozenset({"VIOLATED", "HELD"})
 
 
 def cohen_kappa(pairs: Sequence[tuple[str, str]]) -> float:
-    """Cohen's kappa of two raters' labels; NaN when undefined (no pairs, or chance = 1)."""
-    n = len(pairs)
-    if n == 0:
+    """Cohen's kappa of two raters' labels (statsmodels); NaN when undefined (no pairs, or
+    agreement by chance = 1)."""
+    if not pairs:
         return math.nan
-    observed = sum(1 for a, b in pairs if a == b) / n
-    left = Counter(a for a, _ in pairs)
-    right = Counter(b for _, b in pairs)
-    expected = sum(left[k] * right[k] for k in set(left) | set(right)) / (n * n)
-    if expected >= 1.0:
-        return math.nan
-    return (observed - expected) / (1 - expected)
+    labels = sorted({x for pair in pairs for x in pair})
+    index = {label: i for i, label in enumerate(labels)}
+    table = np.zeros((len(labels), len(labels)))
+    for a, b in pairs:
+        table[index[a], index[b]] += 1
+    if len(labels) == 1:
+        return math.nan  # one label for both raters: chance agreement is 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # 0/0 when chance agreement is 1
+        kappa = float(cohens_kappa(table).kappa)
+    return kappa
+
+
+def valid_pairs(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The pairs in which both raters reached a verdict (VIOLATED or HELD)."""
+    return [(a, b) for a, b in pairs if a in VALID and b in VALID]
 
 
 def _sources(ctx: ReportContext) -> list[str]:
@@ -62,15 +77,18 @@ def judge_agreement(ctx: ReportContext) -> list[Table]:
                 "rater_a",
                 "rater_b",
                 "cases",
+                "valid_pairs",
                 "agreement",
                 "kappa",
                 "a_violated",
                 "b_violated",
+                "a_invalid",
                 "b_invalid",
             ],
             rows,
-            note="cases rated by both; agreement = share with the same label; Cohen's kappa "
-            "over VIOLATED / HELD / INVALID",
+            note="cases rated by both; valid_pairs = those both raters judged VIOLATED or "
+            "HELD; agreement (share with the same label) and Cohen's kappa over the valid "
+            "pairs only (an INVALID from both is not agreement)",
         )
     ]
 
@@ -95,17 +113,20 @@ def _rows(
 
 
 def _row(model: str, relation: str, a: str, b: str, pairs: list[tuple[str, str]]) -> list[Any]:
-    agree = sum(1 for x, y in pairs if x == y) / len(pairs)
+    valid = valid_pairs(pairs)
+    agree = sum(1 for x, y in valid if x == y) / len(valid) if valid else math.nan
     return [
         model,
         relation,
         a,
         b,
         len(pairs),
+        len(valid),
         rounded(agree),
-        rounded(cohen_kappa(pairs)),
+        rounded(cohen_kappa(valid)),
         sum(1 for x, _ in pairs if x == "VIOLATED"),
         sum(1 for _, y in pairs if y == "VIOLATED"),
+        sum(1 for x, _ in pairs if x == "INVALID"),
         sum(1 for _, y in pairs if y == "INVALID"),
     ]
 
