@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from harness.config_errors import config_error
-from harness.errors import ConfigError
+from harness.errors import ConfigError, strip_url_credentials
 from harness.model import GenerationParams, ModelSpec, known_schemes
 from harness.providers import check_vendor_options
 from harness.relation import build_relation
@@ -59,12 +59,27 @@ class CampaignConfig(BaseModel):
         return self
 
     def resolved(self) -> dict[str, Any]:
-        """The campaign as stored in CampaignStarted (no secrets are ever in a config)."""
-        return self.model_dump(mode="json")
+        """The campaign as stored in CampaignStarted. Keys never belong in a config; a
+        credential inside a URL option (``http://user:key@host``, ``?key=``) is removed."""
+        data = self.model_dump(mode="json")
+        for group in ("models", "judges"):
+            for spec in data[group]:
+                spec["options"] = _without_url_credentials(spec["options"])
+        return data
 
     def config_hash(self) -> str:
         blob = json.dumps(self.resolved(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _without_url_credentials(value: Any) -> Any:
+    if isinstance(value, str):
+        return strip_url_credentials(value)
+    if isinstance(value, dict):
+        return {k: _without_url_credentials(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_url_credentials(v) for v in value]
+    return value
 
 
 def parse_campaign(data: dict[str, Any], *, source: str = "campaign") -> CampaignConfig:

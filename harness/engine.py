@@ -33,6 +33,7 @@ from harness.fold import CaseState, TurnState, messages_for
 from harness.gates import CallGate, InFlightGate
 from harness.model import GenerationParams, Message, Model, ModelSpec, Reply
 from harness.plan import Plan
+from harness.reachability import ReachabilityWatch
 from harness.relation import (
     Ask,
     Case,
@@ -148,6 +149,7 @@ class Engine:
         self._cancelled_at_stop = False
         self._stop_reason = ""
         self._abort: BaseException | None = None
+        self.reachability = ReachabilityWatch()
 
     # --- control ---------------------------------------------------------------------
 
@@ -404,6 +406,10 @@ class Engine:
         self.progress.call_ended(model, reply, error)
         if error is not None:
             self.summary.failures += 1
+        unreachable = self.reachability.observe(model, reply, error)
+        if unreachable is not None and self._abort is None:
+            self._abort = CampaignAbortedError(unreachable)
+            self.request_stop(unreachable)
 
     def retry_scheduled(self, model: str, wait_s: float) -> None:
         self.progress.retry_scheduled(model, wait_s)

@@ -17,6 +17,20 @@ _BEARER = re.compile(r"(?i)(bearer\s+|api[-_]?key[=:\s]+|x-goog-api-key[=:\s]+)[
 _KEY_SHAPES = re.compile(
     r"\b(sk-[A-Za-z0-9_\-]{8,}|sk-ant-[A-Za-z0-9_\-]{8,}|AIza[0-9A-Za-z_\-]{20,})"
 )
+# Credentials a URL can carry: ``scheme://user:secret@host`` and query parameters named
+# like keys (``?key=...`` is how Gemini takes one).
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s@?#]+@")
+_URL_SECRET_PARAM = re.compile(
+    r"(?i)([?&;](?:key|api[-_]?key|apikey|token|access[-_]?token|secret|password|pass|sig"
+    r"|signature|auth|x-goog-api-key)=)[^&#\s]*"
+)
+
+
+def strip_url_credentials(text: str) -> str:
+    """``text`` with credentials removed from every URL in it (user:secret@ and key-like
+    query parameters), so a base URL can be logged, reported or shown in an error."""
+    text = _URL_USERINFO.sub(lambda m: m.group(1), text)
+    return _URL_SECRET_PARAM.sub(lambda m: m.group(1) + "***", text)
 
 
 def secret_values(environ: dict[str, str] | None = None) -> list[str]:
@@ -36,7 +50,7 @@ def redact(text: str, extra: Iterable[str] = ()) -> str:
         if value:
             text = text.replace(value, "***")
     text = _BEARER.sub(lambda m: m.group(1) + "***", text)
-    return _KEY_SHAPES.sub("***", text)
+    return _KEY_SHAPES.sub("***", strip_url_credentials(text))
 
 
 class HarnessError(Exception):

@@ -31,6 +31,10 @@ class CampaignStarted(_Event):
     code_version: str
     harness_version: str
     planned_cases: int | None = None
+    # Vendor model name -> {"url", "source"}: the base URL its SDK was given (credentials
+    # removed) and where it came from (options.base_url, an environment variable, or the
+    # SDK default). Empty in logs written before it was recorded.
+    endpoints: dict[str, dict[str, str]] = Field(default_factory=dict)
 
 
 class CampaignResumed(_Event):
@@ -39,6 +43,7 @@ class CampaignResumed(_Event):
     open_cases: int
     in_flight_resent: int
     config_overrides: dict[str, Any] = Field(default_factory=dict)
+    endpoints: dict[str, dict[str, str]] = Field(default_factory=dict)  # as CampaignStarted
 
 
 class CaseOpened(_Event):

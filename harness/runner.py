@@ -20,7 +20,7 @@ from harness.fold import CaseState, fold_case
 from harness.gates import CallGate, InFlightGate
 from harness.model import Model, build_model
 from harness.plan import Plan
-from harness.providers import Budgets, build_budgets
+from harness.providers import Budgets, build_budgets, campaign_endpoints
 from harness.store.reader import EventReader
 from harness.store.writer import EventWriter, PendingEvent
 
@@ -123,6 +123,7 @@ async def run_campaign(
             code_version=code_version(),
             harness_version=harness_version(),
             planned_cases=plan.total_cases,
+            endpoints=campaign_endpoints(config),
         )
         await store.append([PendingEvent(campaign_id, "", 1, started)])
         engine = Engine(
@@ -232,6 +233,7 @@ async def resume_campaign(
             open_cases=len(point.open_cases),
             in_flight_resent=in_flight,
             config_overrides=dict(config_updates or {}),
+            endpoints=campaign_endpoints(config),
         )
         await store.append(
             [PendingEvent(point.campaign, "", await store.next_seq(point.campaign, ""), resumed)]

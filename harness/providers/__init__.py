@@ -19,6 +19,7 @@ from harness.providers._budget import (
     RateBudget,
     VendorGate,
 )
+from harness.providers._endpoint import Endpoint, campaign_endpoints, endpoint_for
 from harness.providers._estimate import (
     CostEstimate,
     estimate_cost,
@@ -94,6 +95,7 @@ __all__ = [
     "Budgets",
     "CostEstimate",
     "CostMeter",
+    "Endpoint",
     "GateSnapshot",
     "GeminiModel",
     "OpenAIChatModel",
@@ -105,7 +107,9 @@ __all__ = [
     "build_budgets",
     "build_gate",
     "build_vendor_gate",
+    "campaign_endpoints",
     "check_vendor_options",
+    "endpoint_for",
     "estimate_cost",
     "format_estimate",
     "list_price",

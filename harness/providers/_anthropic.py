@@ -31,9 +31,11 @@ class AnthropicModel(VendorModel):
 
     def __init__(self, spec: ModelSpec, options: VendorOptions, key: str) -> None:
         super().__init__(spec, options, key)
-        kwargs: dict[str, Any] = {"api_key": key, "max_retries": 0}
-        if options.base_url:
-            kwargs["base_url"] = options.base_url
+        kwargs: dict[str, Any] = {
+            "api_key": key,
+            "max_retries": 0,
+            "base_url": self.endpoint.url,  # options, else ANTHROPIC_BASE_URL, else the default
+        }
         if options.timeout:
             kwargs["timeout"] = options.timeout
         self.client = anthropic.AsyncAnthropic(**kwargs)

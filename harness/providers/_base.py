@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from harness.errors import ModelError
+from harness.errors import ConnectionFailedError, ModelError, NotFoundError
 from harness.model import GenerationParams, Message, ModelSpec, Reply, Usage
+from harness.providers._endpoint import endpoint_for
 from harness.providers._errors import from_transport, unexpected
 from harness.providers._options import VendorOptions, parse_options
 from harness.providers._pricing import Price, price_for
@@ -50,6 +51,8 @@ class VendorModel(ABC):
         self.name = spec.name
         self.identifier = spec.identifier
         self.options = options
+        # The URL the SDK is given explicitly: the one logged and shown is the one used.
+        self.endpoint = endpoint_for(spec, options)
         self._secrets = (key,)
         self.price: Price | None = price_for(
             spec.scheme, spec.identifier, options.price_in_per_mtok, options.price_out_per_mtok
@@ -88,12 +91,24 @@ class VendorModel(ABC):
         )
 
     def translate(self, exc: BaseException) -> ModelError:
-        """Vendor rules first, then transport/JSON failures, then the last resort."""
-        return (
+        """Vendor rules first, then transport/JSON failures, then the last resort.
+
+        A failure to reach the server or a 404 names the base URL and the URL shape the
+        SDK expects: a wrong base URL is the usual cause.
+        """
+        error = (
             self._translate(exc)
             or from_transport(exc, secrets=self._secrets)
             or unexpected(exc, self.vendor, secrets=self._secrets)
         )
+        if isinstance(error, ConnectionFailedError | NotFoundError):
+            error = type(error)(
+                f"{error} at {self.endpoint.describe()}",
+                status=error.status,
+                retry_after=error.retry_after,
+                request_id=error.request_id,
+            )
+        return error
 
     @abstractmethod
     def _translate(self, exc: BaseException) -> ModelError | None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from harness.model import ModelSpec
+from harness.providers._endpoint import endpoint_for
 from harness.providers._options import VENDOR_SCHEMES, parse_options
 from harness.providers._pricing import price_for
 
@@ -34,6 +35,8 @@ class CostEstimate:
     input_tokens: int
     output_tokens: int
     usd: float | None  # None: price unknown (set price_in_per_mtok / price_out_per_mtok)
+    base_url: str | None = None  # vendor models: effective base URL, credentials removed
+    base_url_source: str | None = None  # options.base_url, an environment variable, default
 
 
 def _reply_tokens(spec: ModelSpec, config: Any) -> int:
@@ -45,8 +48,10 @@ def _estimate(
 ) -> CostEstimate:
     reply = _reply_tokens(spec, config)
     usd: float | None = 0.0
+    endpoint = None
     if spec.scheme in VENDOR_SCHEMES:
         options = parse_options(spec, where)
+        endpoint = endpoint_for(spec, options)
         price = price_for(
             spec.scheme, spec.identifier, options.price_in_per_mtok, options.price_out_per_mtok
         )
@@ -55,7 +60,15 @@ def _estimate(
             if price is None
             else (calls * (prompt_tokens * price.in_per_mtok + reply * price.out_per_mtok) / 1e6)
         )
-    return CostEstimate(spec.name, calls, calls * prompt_tokens, calls * reply, usd)
+    return CostEstimate(
+        spec.name,
+        calls,
+        calls * prompt_tokens,
+        calls * reply,
+        usd,
+        base_url=endpoint.shown if endpoint is not None else None,
+        base_url_source=endpoint.source if endpoint is not None else None,
+    )
 
 
 def estimate_cost(
@@ -109,6 +122,11 @@ def format_estimate(estimates: list[CostEstimate]) -> str:
         f"{'total (upper estimate)':<36} {'':>8} {'':>11} {'':>11} "
         f"{total:>10.2f}{' +unknown' if unknown else ''}"
     )
+    # Where each vendor model's calls go, so a leftover OPENAI_BASE_URL is seen before
+    # anything is sent.
+    for e in estimates:
+        if e.base_url is not None:
+            rows.append(f"{e.model} -> {e.base_url} (from {e.base_url_source})")
     return "\n".join(rows)
 
 

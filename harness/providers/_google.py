@@ -47,7 +47,7 @@ class GeminiModel(VendorModel):
     def __init__(self, spec: ModelSpec, options: VendorOptions, key: str) -> None:
         super().__init__(spec, options, key)
         http = types.HttpOptions(
-            base_url=options.base_url,
+            base_url=self.endpoint.url,  # options, else GOOGLE_GEMINI_BASE_URL, else default
             timeout=int(options.timeout * 1000) if options.timeout else None,
             retry_options=types.HttpRetryOptions(attempts=1),
         )

@@ -35,9 +35,11 @@ class OpenAIChatModel(VendorModel):
     def __init__(self, spec: ModelSpec, options: VendorOptions, key: str, *, compat: bool) -> None:
         super().__init__(spec, options, key)
         self.compat = compat
-        kwargs: dict[str, Any] = {"api_key": key, "max_retries": 0}
-        if options.base_url:
-            kwargs["base_url"] = options.base_url  # else the SDK reads OPENAI_BASE_URL
+        kwargs: dict[str, Any] = {
+            "api_key": key,
+            "max_retries": 0,
+            "base_url": self.endpoint.url,  # options, else OPENAI_BASE_URL, else the default
+        }
         if options.timeout:
             kwargs["timeout"] = options.timeout
         self.client = openai.AsyncOpenAI(**kwargs)
