@@ -81,6 +81,7 @@ class RunSummary:
     resent_in_flight: int = 0
     cached: int = 0
     elapsed_s: float = 0.0
+    ceiling_usd: float | None = None  # set when the spending ceiling stopped the run
 
 
 class AnswerCache(Protocol):
@@ -245,6 +246,7 @@ class Engine:
             try:
                 await self._run_case(case, relation)
             except BudgetExceededError as exc:
+                self.summary.ceiling_usd = self.config.limits.spend_ceiling_usd
                 self.request_stop(f"spending ceiling reached: {exc}")
             except CampaignAbortedError as exc:
                 self._abort = exc

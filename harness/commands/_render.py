@@ -23,7 +23,14 @@ def echo_summary(summary: RunSummary, db: Path) -> None:
     )
     if summary.reason:
         click.echo(f"reason: {summary.reason}", err=True)
-    if summary.status == "stopped":
+    if summary.status == "stopped" and summary.ceiling_usd is not None:
+        # Resuming with the same ceiling would stop again at once: say how to raise it.
+        click.echo(
+            f"resume with a higher ceiling (it was ${summary.ceiling_usd:g}): "
+            f"harness resume {db} --spend-ceiling {max(2 * summary.ceiling_usd, 1):g}",
+            err=True,
+        )
+    elif summary.status == "stopped":
         click.echo(f"resume with: harness resume {db}", err=True)
 
 

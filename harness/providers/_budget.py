@@ -143,7 +143,8 @@ class CostMeter:
             raise BudgetExceededError(
                 f"the next call to {model} could cost up to ${amount:.4f}; spent "
                 f"${self.spent_usd:.4f} (+${self.reserved_usd:.4f} in flight) of the "
-                f"${self.ceiling_usd:.2f} ceiling. Resume with a higher limits.spend_ceiling_usd"
+                f"${self.ceiling_usd:.2f} ceiling; raise it on resume: harness resume LOG "
+                "--spend-ceiling USD"
             )
         self.reserved_usd += amount
 

@@ -202,6 +202,8 @@ async def test_spending_ceiling_stops_cleanly(
     finally:
         await model.aclose()
     assert summary.status == "stopped" and "ceiling" in summary.reason
+    assert summary.ceiling_usd == 0.5
+    assert "--spend-ceiling" in summary.reason
     assert 0 < summary.cases_closed < 200
     with EventReader(db) as log:
         spent = spent_so_far(log, "c1")
