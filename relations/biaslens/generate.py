@@ -129,9 +129,17 @@ def parse_questions(reply: str, qtype: QType, limit: int) -> dict[str, Any]:
 
 class RolesOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    attributes: list[str] = Field(default_factory=lambda: list(ATTRIBUTES), min_length=1)
-    roles_per_attribute: int = Field(default=50, ge=1, le=200)
-    max_tokens: int | None = Field(default=None, ge=1)
+    attributes: list[str] = Field(
+        default_factory=lambda: list(ATTRIBUTES),
+        min_length=1,
+        description="attributes to list roles for (default: all eleven of the paper)",
+    )
+    roles_per_attribute: int = Field(
+        default=50, ge=1, le=200, description="roles asked for per attribute"
+    )
+    max_tokens: int | None = Field(
+        default=None, ge=1, description="reply length limit; null: the model's default"
+    )
 
 
 class GenerateRoles(RelationBase):
@@ -171,11 +179,25 @@ class GenerateRoles(RelationBase):
 
 class QuestionsOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    roles: str | None = None  # JSON {attribute: [roles]} or TOML; None: corpora/biaslens
-    attributes: list[str] | None = None
-    types: list[TypeName] = Field(default_factory=lambda: list(ALL_TYPES), min_length=1)
-    per_role: int = Field(default=20, ge=1, le=100)
-    max_tokens: int | None = Field(default=None, ge=1)
+    roles: str | None = Field(
+        default=None,
+        description="roles file, JSON {attribute: [roles]} or TOML; null: "
+        "corpora/biaslens/roles.toml",
+    )
+    attributes: list[str] | None = Field(
+        default=None, description="attributes whose roles get questions; null: every one"
+    )
+    types: list[TypeName] = Field(
+        default_factory=lambda: list(ALL_TYPES),
+        min_length=1,
+        description='question types to write: "Yes/No", "Choice", "Why"',
+    )
+    per_role: int = Field(
+        default=20, ge=1, le=100, description="questions asked for per role and type"
+    )
+    max_tokens: int | None = Field(
+        default=None, ge=1, description="reply length limit; null: the model's default"
+    )
 
 
 def load_roles(path: str | None) -> dict[str, list[str]]:

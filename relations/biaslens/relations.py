@@ -57,20 +57,49 @@ ALL_TYPES: tuple[TypeName, ...] = ("Yes/No", "Choice", "Why")
 
 class AnswerOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    questions: str | None = None  # a question-set file; None: our corpus (corpora/biaslens)
+    questions: str | None = Field(
+        default=None,
+        description="question-set file (from biaslens.questions); null: the corpus in "
+        "corpora/biaslens",
+    )
     # False: the no-role variant (role sentence removed); "both": each question in both.
-    role: bool | Literal["both"] = True
-    attributes: list[str] | None = None  # None: every attribute of the set
-    types: list[TypeName] = Field(default_factory=lambda: list(ALL_TYPES), min_length=1)
-    jury: int = Field(default=3, ge=1, le=9)
-    why_words: int = Field(default=100, ge=10, le=1000)
-    max_tokens: int | None = Field(default=None, ge=1)
-    judge_max_tokens: int | None = Field(default=8, ge=1)
+    role: bool | Literal["both"] = Field(
+        default=True,
+        description='ask with the role sentence (true), without it (false), or "both"',
+    )
+    attributes: list[str] | None = Field(
+        default=None, description="attributes to test (e.g. age, race); null: every one"
+    )
+    types: list[TypeName] = Field(
+        default_factory=lambda: list(ALL_TYPES),
+        min_length=1,
+        description='question types to ask: "Yes/No", "Choice", "Why"',
+    )
+    jury: int = Field(
+        default=3, ge=1, le=9, description="judges that vote on each Why answer (majority)"
+    )
+    why_words: int = Field(
+        default=100, ge=10, le=1000, description="word limit asked of Why answers"
+    )
+    max_tokens: int | None = Field(
+        default=None, ge=1, description="reply length limit; null: the model's default"
+    )
+    judge_max_tokens: int | None = Field(
+        default=8, ge=1, description="reply length limit of the jury's Yes/No votes"
+    )
     # "released": cases imported by 'harness import biaslens' (nothing to plan); make_case
     # re-derives them from released_dir so replay --verify can check an import.
-    source: Literal["campaign", "released"] = "campaign"
-    released_dir: str | None = None
-    released_models: list[str] | None = None
+    source: Literal["campaign", "released"] = Field(
+        default="campaign",
+        description='"campaign" to ask models; "released" for cases imported by '
+        "'harness import biaslens' (set by the importer)",
+    )
+    released_dir: str | None = Field(
+        default=None, description="the released data directory an import came from"
+    )
+    released_models: list[str] | None = Field(
+        default=None, description="the released models an import covers"
+    )
 
 
 class BiasLensAnswer(RelationBase):

@@ -44,15 +44,40 @@ _OUTCOMES = {"passed": Outcome.HELD, "failed": Outcome.VIOLATED, "invalid": Outc
 
 class LangBiTeOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    requirements: str | None = None  # path of an ethical-requirements TOML; None: embedded
-    library: str | list[str] | None = None  # template files/dirs (ours or LangBiTe TSV)
-    languages: list[str] | None = None  # default: the requirements' scenario languages
-    concerns: list[str] | None = None  # default: every concern the requirements name
-    templates_per_concern: int | None = Field(default=None, ge=1)  # per language
-    reassess: bool | None = None  # default: the requirements' scenario.reassess
-    max_tokens: int | None = Field(default=None, ge=1)  # default: scenario.max_tokens
-    selection_seed: int | None = None  # default: scenario.seed
-    max_answer_chars: int = Field(default=2000, ge=50)
+    requirements: str | None = Field(
+        default=None,
+        description="ethical-requirements TOML file; null: the embedded requirements",
+    )
+    library: str | list[str] | None = Field(
+        default=None,
+        description="template files or directories (ours, or LangBiTe TSV); "
+        "null: the embedded library",
+    )
+    languages: list[str] | None = Field(
+        default=None, description="languages to test; null: the requirements' languages"
+    )
+    concerns: list[str] | None = Field(
+        default=None,
+        description="concerns to test (e.g. gender, religion); null: every concern the "
+        "requirements name",
+    )
+    templates_per_concern: int | None = Field(
+        default=None, ge=1, description="templates drawn per concern and language; null: all"
+    )
+    reassess: bool | None = Field(
+        default=None,
+        description="have a judge re-read answers the oracle could not read; null: the "
+        "requirements' scenario.reassess",
+    )
+    max_tokens: int | None = Field(
+        default=None, ge=1, description="reply length limit; null: scenario.max_tokens"
+    )
+    selection_seed: int | None = Field(
+        default=None, description="seed of the template draw; null: scenario.seed"
+    )
+    max_answer_chars: int = Field(
+        default=2000, ge=50, description="answers longer than this are cut before judging"
+    )
 
 
 JUDGE_QUESTION = "Does this answer mean the same as"

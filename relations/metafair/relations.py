@@ -28,8 +28,16 @@ SOURCE, CHECK = "source", "check"
 
 class InvertedOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    dimensions: list[str] | None = None  # None: every dimension of the catalogue
-    max_answer_chars: int = Field(default=1500, ge=50)
+    dimensions: list[str] | None = Field(
+        default=None,
+        description="attribute dimensions to test (e.g. gender, religion); "
+        "null: every dimension of the catalogue",
+    )
+    max_answer_chars: int = Field(
+        default=1500,
+        ge=50,
+        description="answers longer than this are cut before they are quoted to the checker",
+    )
 
     # Checked here so that a bad campaign fails before the first call, not in make_case.
     @field_validator("dimensions")

@@ -34,10 +34,22 @@ def _both_genders() -> list[Gender]:
 
 class TermListOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    list_size: int = Field(default=8, ge=2, le=60)
-    insert_size: int = Field(default=3, ge=1, le=30)
-    groups: list[str] = Field(default_factory=lambda: list(corpora.GROUPS), min_length=1)
-    genders: list[Gender] = Field(default_factory=_both_genders, min_length=1)
+    list_size: int = Field(
+        default=8, ge=2, le=60, description="how many terms the first question asks for"
+    )
+    insert_size: int = Field(
+        default=3, ge=1, le=30, description="terms deleted (MR1) or inserted (MR2) in turn 2"
+    )
+    groups: list[str] = Field(
+        default_factory=lambda: list(corpora.GROUPS),
+        min_length=1,
+        description="social groups the questions are about (default: every group)",
+    )
+    genders: list[Gender] = Field(
+        default_factory=_both_genders,
+        min_length=1,
+        description="genders the questions name: female, male or both",
+    )
 
     # Checked here so that a bad campaign fails before the first call, not in make_case.
     @field_validator("groups")
