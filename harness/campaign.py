@@ -25,7 +25,8 @@ from harness.relation import build_relation
 class RelationSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     name: str
-    cases: int | None = Field(default=None, ge=1)  # None: every case the relation has
+    # Strict: ``cases = "3"`` (a string) is a mistake in the file, not a number to guess.
+    cases: int | None = Field(default=None, ge=1, strict=True)  # None: every case it has
     options: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -43,7 +44,7 @@ class CampaignConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     name: str = "campaign"
     seed: int = 0
-    repeats: int = Field(default=1, ge=1)
+    repeats: int = Field(default=1, ge=1, strict=True)
     models: list[ModelSpec] = Field(min_length=1)
     judges: list[ModelSpec] = Field(default_factory=list)
     relations: list[RelationSpec] = Field(min_length=1)
@@ -104,6 +105,7 @@ def _check_references(config: CampaignConfig) -> None:
                 fix=f"name models as 'scheme:identifier' with scheme one of {schemes}",
             )
     check_vendor_options(config)
+    _check_params(config)
     for i, rel in enumerate(config.relations):
         relation = build_relation(rel.name, rel.options, field=f"relations[{i}]")
         needed = int(getattr(relation, "judges_needed", 0))
@@ -122,12 +124,46 @@ def _check_references(config: CampaignConfig) -> None:
             )
 
 
+# Sampling parameters every backend accepts; outside them a vendor rejects every call, or a
+# local model samples nonsense (a negative temperature) without saying so.
+_PARAM_RANGES = {
+    "temperature": (0.0, 2.0, "a temperature from 0 (greedy) to 2"),
+    "top_p": (0.0, 1.0, "a top_p above 0 and at most 1"),
+    "max_tokens": (1, None, "a max_tokens of at least 1, or leave it out"),
+}
+
+
+def _check_params(config: CampaignConfig) -> None:
+    """Sampling parameters in range, before the first call (``defaults`` and per model)."""
+    where = [("defaults", config.defaults)]
+    for group in ("models", "judges"):
+        where += [(f"{group}[{i}].params", s.params) for i, s in enumerate(getattr(config, group))]
+    for prefix, params in where:
+        for name, (low, high, fix) in _PARAM_RANGES.items():
+            value = getattr(params, name)
+            if value is None:
+                continue
+            too_low = value <= low if name == "top_p" else value < low
+            if too_low or (high is not None and value > high):
+                raise ConfigError(
+                    f"{name} = {value} is out of range", field=f"{prefix}.{name}", fix=f"give {fix}"
+                )
+
+
 def read_user_text(path: Path, what: str, *, encoding: str = "utf-8") -> str:
     """A user's file as text, or a ConfigError that says what is wrong with it."""
     try:
         return path.read_text(encoding=encoding)
     except FileNotFoundError as exc:
         raise ConfigError(f"{what} {path} does not exist", fix="check the path") from exc
+    except IsADirectoryError as exc:
+        raise ConfigError(
+            f"{what} {path} is a directory", fix="give the path of a file inside it"
+        ) from exc
+    except OSError as exc:
+        raise ConfigError(
+            f"{what} {path} cannot be read: {exc.strerror}", fix="check the path"
+        ) from exc
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path} is not UTF-8 text", fix="save it as UTF-8") from exc
 

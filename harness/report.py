@@ -8,12 +8,14 @@ import csv
 import io
 import json
 import math
+import sqlite3
 from collections import Counter
 from typing import Any
 
+from harness.errors import ConfigError, StoreError
 from harness.registry import report_sections
 from harness.store.reader import EventReader
-from harness.tables import ReportContext, ReportSection, Table, rounded, wilson
+from harness.tables import ReportContext, ReportOptions, ReportSection, Table, rounded, wilson
 
 
 def violation_rates(ctx: ReportContext) -> list[Table]:
@@ -93,12 +95,46 @@ CORE_SECTIONS = (
 )
 
 
+# Options only some sections have: given for a log none of whose sections reads them, they
+# would change nothing, silently.
+SECTION_OPTIONS = {"mode": "only BiasLens reports have oracle modes (strict, released)"}
+
+
 def build_report(log: EventReader, campaign: str | None = None, **options: Any) -> list[Table]:
-    ctx = ReportContext(log, campaign or log.latest_campaign(), options)
+    read = ReportOptions(options)
+    ctx = ReportContext(log, campaign or log.latest_campaign(), read)
     tables: list[Table] = []
-    for section in sorted(report_sections(), key=lambda s: (s.order, s.name)):
-        tables.extend(section.build(ctx))
+    try:
+        for section in sorted(report_sections(), key=lambda s: (s.order, s.name)):
+            tables.extend(section.build(ctx))
+    except sqlite3.Error as exc:
+        raise StoreError(
+            f"{log.path}: the report could not read the log ({exc}){_first_bad_row(log)}; "
+            "the log is damaged: use a copy made before the damage"
+        ) from exc
+    for name, why in SECTION_OPTIONS.items():
+        if options.get(name) is not None and name not in read.read:
+            raise ConfigError(
+                f"no part of this report has a {name!r} option: {why}",
+                field=f"--{name}",
+                fix=f"leave --{name} out for this log",
+            )
     return tables
+
+
+def _first_bad_row(log: EventReader) -> str:
+    """Where the first event whose payload is not JSON is, if that is the cause."""
+    try:
+        row = log.connection.execute(
+            "SELECT campaign, case_id, seq, kind FROM events WHERE NOT json_valid(payload) LIMIT 1"
+        ).fetchone()
+    except sqlite3.Error:
+        return ""
+    if row is None:
+        return ""
+    campaign, case_id, seq, kind = row
+    where = f"event {kind} #{seq} of case {case_id!r} (campaign {campaign})"
+    return f"; the payload of {where} is not JSON"
 
 
 def to_json(tables: list[Table]) -> str:

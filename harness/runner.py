@@ -14,7 +14,7 @@ from pathlib import Path
 
 from harness.campaign import CampaignConfig, parse_campaign
 from harness.engine import AnswerCache, Engine, ProgressSink, RunSummary
-from harness.errors import StoreError
+from harness.errors import ConfigError, StoreError
 from harness.events import CampaignResumed, CampaignStarted, ReplyReceived
 from harness.fold import CaseState, fold_case
 from harness.gates import CallGate, InFlightGate
@@ -112,6 +112,7 @@ async def run_campaign(
 
     ``plan``: the plan of ``config`` if the caller built it already (one per run)."""
     plan = plan if plan is not None else Plan(config)
+    check_plan_has_cases(plan)
     session = Session.build(config, overrides)
     session.attach(progress)
     campaign_id = uuid.uuid4().hex[:12]
@@ -145,6 +146,21 @@ async def run_campaign(
             await session.aclose()
 
 
+def check_plan_has_cases(plan: Plan) -> None:
+    """A new campaign whose relation selects no case fails before the first call, instead
+    of "completing" with nothing asked (a question file that is not one, an unknown
+    attribute...)."""
+    for i, (name, _relation, count) in enumerate(plan.relations):
+        if count == 0:
+            options = plan.config.relations[i].options
+            raise ConfigError(
+                f"relation {name} has no case to run with the options {options}",
+                field=f"relations[{i}].options",
+                fix="check the options that select cases (a file path, attributes, concerns, "
+                "languages...): 'harness relations --verbose' lists them",
+            )
+
+
 @dataclass
 class ResumePoint:
     campaign: str
@@ -159,8 +175,14 @@ def load_resume_point(db: str | Path, campaign: str | None = None) -> ResumePoin
     open cases with their state, the ids of the closed ones, and the spend so far."""
     with EventReader(db) as log:
         campaign = campaign or log.latest_campaign()
-        started = next(e.event for e in log.events(campaign, kinds=("CampaignStarted",)))
-        assert isinstance(started, CampaignStarted)
+        started = next((e.event for e in log.events(campaign, kinds=("CampaignStarted",))), None)
+        if not isinstance(started, CampaignStarted):
+            known = ", ".join(c for c, _ in log.campaigns()) or "none"
+            raise ConfigError(
+                f"{db} holds no campaign {campaign!r} (campaigns: {known})",
+                field="--campaign",
+                fix="give one of those ids, or leave --campaign out for the latest",
+            )
         config = parse_campaign(started.config, source=f"{db} (recorded campaign)")
         open_cases: dict[str, CaseState] = {}
         closed: set[str] = set()

@@ -36,11 +36,29 @@ class VerdictRow:
     source: str
 
 
+class ReportOptions(dict[str, Any]):
+    """The report's options (``top``, ``mode``...), remembering which ones a section read,
+    so an option no section of this log uses (``--mode`` without BiasLens) is an error,
+    not silently ignored."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.read: set[str] = set()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.read.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        self.read.add(key)
+        return super().__getitem__(key)
+
+
 @dataclass
 class ReportContext:
     log: EventReader
     campaign: str
-    options: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=ReportOptions)
 
     def verdicts(self, source: str = "relation") -> Iterator[VerdictRow]:
         """The latest verdict of each case from ``source``, streamed from the ``verdicts`` view."""

@@ -40,9 +40,13 @@ def _options(pairs: tuple[str, ...]) -> dict[str, object]:
     multiple=True,
     help="Judge model option KEY=VALUE (repeatable), e.g. base_url=http://127.0.0.1:8080/v1.",
 )
-@click.option("--limit", type=int, help="Judge at most this many cases (the rest later).")
 @click.option(
-    "--max-in-flight", type=int, help="Judge calls at once (default 8; 1 for local: models)."
+    "--limit", type=click.IntRange(min=1), help="Judge at most this many cases (the rest later)."
+)
+@click.option(
+    "--max-in-flight",
+    type=click.IntRange(min=1),
+    help="Judge calls at once (default 8; 1 for local: models).",
 )
 @click.option("--report/--no-report", default=True)
 def command(

@@ -13,7 +13,13 @@ from harness.store.reader import EventReader
 @click.argument("db", type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "csv"]), default="text")
 @click.option("--campaign", help="Campaign id (default: the latest in the log).")
-@click.option("--top", default=15, show_default=True, help="Rows in the top-N tables.")
+@click.option(
+    "--top",
+    type=click.IntRange(min=1),
+    default=15,
+    show_default=True,
+    help="Rows in the top-N tables.",
+)
 @click.option(
     "--mode", default=None, help="Oracle mode for suites that have several (e.g. strict, released)."
 )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from harness.errors import ConfigError
 from harness.relation import (
@@ -78,6 +78,14 @@ class LangBiTeOptions(BaseModel):
     max_answer_chars: int = Field(
         default=2000, ge=50, description="answers longer than this are cut before judging"
     )
+
+    # An empty list would select nothing and fail later with a message about the library.
+    @field_validator("languages", "concerns")
+    @classmethod
+    def _not_empty(cls, values: list[str] | None) -> list[str] | None:
+        if values is not None and not values:
+            raise ValueError("give at least one, or leave the option out for all")
+        return values
 
 
 JUDGE_QUESTION = "Does this answer mean the same as"

@@ -122,7 +122,7 @@ async def test_ceiling_stops_before_the_next_call_could_exceed_it() -> None:
     assert meter.spent_usd <= 0.01
     assert meter.spent_usd + 0.003 > 0.01  # it stopped only when the next call could exceed
     assert spent_calls == 5
-    assert "spend_ceiling_usd" in str(caught.value)
+    assert "--spend-ceiling" in str(caught.value)
     assert meter.reserved_usd == 0 and gate.concurrency.in_flight == 0
 
 
