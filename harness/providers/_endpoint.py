@@ -66,7 +66,9 @@ def endpoint_for(spec: ModelSpec, options: VendorOptions | None = None) -> Endpo
     value = os.environ.get(env, "").strip() if env else ""
     if env and value:
         return Endpoint(spec.scheme, value, env)
-    return Endpoint(spec.scheme, DEFAULT_URLS.get(spec.scheme, ""), "SDK default")
+    if spec.scheme not in DEFAULT_URLS:
+        return Endpoint(spec.scheme, "", "nowhere: set options.base_url")  # openai-compat
+    return Endpoint(spec.scheme, DEFAULT_URLS[spec.scheme], "SDK default")
 
 
 def campaign_endpoints(config: Any) -> dict[str, dict[str, str]]:

@@ -133,3 +133,27 @@ async def test_base_url_from_the_environment_is_recorded_and_printed(
         started = next(e.event for e in log.events(kinds=("CampaignStarted",)))
     assert isinstance(started, CampaignStarted)
     assert started.endpoints == {"openai:gpt-4o-mini": expected}
+
+
+def test_every_sdk_default_and_a_missing_compat_url_are_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from harness.model import ModelSpec
+    from harness.providers import endpoint_for
+
+    for name in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "GOOGLE_GEMINI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    shown = {
+        scheme: endpoint_for(ModelSpec(name=f"{scheme}:m")).shown
+        for scheme in ("openai", "anthropic", "google")
+    }
+    assert shown == {
+        "openai": "https://api.openai.com/v1",
+        "anthropic": "https://api.anthropic.com",
+        "google": "https://generativelanguage.googleapis.com/",
+    }
+    compat = endpoint_for(ModelSpec(name="openai-compat:m"))
+    assert compat.url == "" and "options.base_url" in compat.source
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://u:p4ss@proxy:8080")
+    via_env = endpoint_for(ModelSpec(name="anthropic:m"))
+    assert (via_env.shown, via_env.source) == ("http://proxy:8080", "ANTHROPIC_BASE_URL")
