@@ -42,7 +42,7 @@ class ReachabilityWatch:
         if self._streak[model] < self.threshold:
             return None
         return (
-            f"{model}: the first {self._streak[model]} calls all failed and none succeeded; "
+            f"{model}: {self._streak[model]} calls in a row failed and none has succeeded; "
             f"last error: {error}. The campaign stopped before closing cases as INVALID: fix "
             "the model's base URL (options.base_url or the SDK's environment variable) or "
             "its name, then run the campaign again"
