@@ -10,6 +10,7 @@ import click
 
 from harness.errors import HarnessError
 from harness.registry import commands
+from harness.terminal_text import printable
 
 
 class _MainGroup(click.Group):
@@ -25,7 +26,7 @@ class _MainGroup(click.Group):
         try:
             return super().invoke(ctx)
         except HarnessError as exc:
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {printable(exc)}", err=True)
             sys.exit(2)
 
 

@@ -94,7 +94,7 @@ CORE_SECTIONS = (
 
 
 def build_report(log: EventReader, campaign: str | None = None, **options: Any) -> list[Table]:
-    ctx = ReportContext(log, campaign or log.latest_campaign(), options)
+    ctx = ReportContext(log, log.campaign_id(campaign), options)
     tables: list[Table] = []
     for section in sorted(report_sections(), key=lambda s: (s.order, s.name)):
         tables.extend(section.build(ctx))

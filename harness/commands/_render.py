@@ -11,6 +11,7 @@ from rich.table import Table as RichTable
 from harness.engine import RunSummary
 from harness.report import Table, build_report
 from harness.store.reader import EventReader
+from harness.terminal_text import printable, rich_text
 
 
 def echo_summary(summary: RunSummary, db: Path) -> None:
@@ -22,7 +23,7 @@ def echo_summary(summary: RunSummary, db: Path) -> None:
         err=True,
     )
     if summary.reason:
-        click.echo(f"reason: {summary.reason}", err=True)
+        click.echo(f"reason: {printable(summary.reason)}", err=True)
     if summary.status == "stopped":
         click.echo(f"resume with: harness resume {db}", err=True)
 
@@ -35,11 +36,16 @@ def render_tables(tables: list[Table], console: Console | None = None) -> None:
     if not tables:
         console.print("(no verdicts in this log yet)")
     for t in tables:
-        table = RichTable(title=t.title, caption=t.note or None, title_justify="left")
+        # Cells hold model text: Text objects are never parsed as markup.
+        table = RichTable(
+            title=rich_text(t.title),
+            caption=rich_text(t.note) if t.note else None,
+            title_justify="left",
+        )
         for col in t.columns:
-            table.add_column(col, overflow="fold")
+            table.add_column(rich_text(col), overflow="fold")
         for row in t.rows:
-            table.add_row(*("" if v is None else str(v) for v in row))
+            table.add_row(*(rich_text("" if v is None else v) for v in row))
         console.print(table)
 
 

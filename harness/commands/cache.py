@@ -33,7 +33,7 @@ def explain(
     """For each turn of CASE in DB: would it hit the cache built from --from, and if not,
     which of model / params / messages / repeat differ from the closest recorded call."""
     with EventReader(db) as log:
-        campaign = campaign or log.latest_campaign()
+        campaign = log.campaign_id(campaign)
         case_id = find_case(log, campaign, case)
     click.echo(f"{case_id} against {', '.join(old)}")
     for item in explain_case(db, campaign, case_id, old):

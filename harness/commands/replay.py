@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from harness.commands._render import echo_report
+from harness.output_files import check_new_log
 from harness.replay import describe, replay_into, verify_log
 
 
@@ -26,6 +27,8 @@ from harness.replay import describe, replay_into, verify_log
 def command(db: str, campaign: str | None, verify: bool, out: str | None, limit: int) -> None:
     """Recompute every follow-up and verdict of DB from its recorded replies, without
     network, and list the asks and verdicts today's code computes differently."""
+    if out is not None:
+        check_new_log(out, inputs=[db])
     result = verify_log(db, campaign)
     for line in describe(result, limit):
         click.echo(line)

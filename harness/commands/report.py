@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from io import StringIO
+
 import click
+from rich.console import Console
 
 from harness.commands._render import render_tables
+from harness.output_files import check_output, write_output, write_stdout
 from harness.report import build_report, to_csv, to_json
 from harness.store.reader import EventReader
 
@@ -20,10 +24,19 @@ from harness.store.reader import EventReader
 @click.option(
     "--out", type=click.Path(dir_okay=False), help="Write to this file instead of stdout."
 )
+@click.option("--force", is_flag=True, help="Replace the --out file if it exists.")
 def command(
-    db: str, fmt: str, campaign: str | None, top: int, mode: str | None, out: str | None
+    db: str,
+    fmt: str,
+    campaign: str | None,
+    top: int,
+    mode: str | None,
+    out: str | None,
+    force: bool,
 ) -> None:
     """Violation rates with 95% Wilson intervals, violating terms per group, co-violations."""
+    if out is not None:
+        check_output(out, inputs=[db], force=force)
     options: dict[str, object] = {"top": top}
     if mode:
         options["mode"] = mode
@@ -34,15 +47,10 @@ def command(
         return
     text = to_json(tables) if fmt == "json" else to_csv(tables) if fmt == "csv" else ""
     if fmt == "text":
-        from io import StringIO
-
-        from rich.console import Console
-
         buf = StringIO()
         render_tables(tables, Console(file=buf, width=140))
         text = buf.getvalue()
     if out:
-        with open(out, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        write_output(out, text, inputs=[db], force=force)
     else:
-        click.echo(text)
+        write_stdout(text + "\n")
