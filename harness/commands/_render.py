@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -9,9 +10,20 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from harness.engine import RunSummary
+from harness.exit_codes import campaign_exit_code, unfinished_reason
 from harness.report import Table, build_report
 from harness.store.reader import EventReader
 from harness.terminal_text import printable, rich_text
+
+
+def finish(summary: RunSummary, cases_to_close: int | None) -> None:
+    """End `run`/`resume` with the exit status of the table in `harness.exit_codes`."""
+    why = unfinished_reason(summary, cases_to_close) if summary.status == "completed" else ""
+    if why:
+        click.echo(f"unfinished: {why}", err=True)
+    code = campaign_exit_code(summary, cases_to_close)
+    if code:
+        sys.exit(code)
 
 
 def echo_summary(summary: RunSummary, db: Path) -> None:

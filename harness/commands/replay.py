@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from harness.commands._render import echo_report
+from harness.exit_codes import ExitCode
 from harness.output_files import check_new_log
 from harness.replay import describe, replay_into, verify_log
 
@@ -41,4 +42,4 @@ def command(db: str, campaign: str | None, verify: bool, out: str | None, limit:
         )
         echo_report(Path(out), result.campaign)
     if verify and result.differences:
-        sys.exit(1)
+        sys.exit(ExitCode.DIFFERENCES)

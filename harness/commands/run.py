@@ -9,7 +9,7 @@ import click
 
 from harness.cache import open_cache
 from harness.campaign import resolve_campaign
-from harness.commands._render import echo_report, echo_summary
+from harness.commands._render import echo_report, echo_summary, finish
 from harness.plan import Plan
 from harness.progress import RichProgress
 from harness.providers import VENDOR_SCHEMES, estimate_cost, format_estimate
@@ -57,3 +57,4 @@ def command(campaign: str | None, db: str | None, report: bool, reuse: tuple[str
         click.echo(f"answers reused from earlier logs: {summary.cached}", err=True)
     if report:
         echo_report(db_path, summary.campaign)
+    finish(summary, plan.total_cases)
