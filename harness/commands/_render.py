@@ -9,6 +9,7 @@ import click
 from rich.console import Console
 from rich.table import Table as RichTable
 
+from harness.campaign_status import report_header
 from harness.engine import RunSummary
 from harness.exit_codes import campaign_exit_code, unfinished_reason
 from harness.report import Table, build_report
@@ -40,14 +41,31 @@ def echo_summary(summary: RunSummary, db: Path) -> None:
         click.echo(f"resume with: harness resume {db}", err=True)
 
 
-def render_tables(tables: list[Table], console: Console | None = None) -> None:
+# Rows of one table shown in a text report unless --all: a large log has tables of
+# hundreds of thousands of rows (every disagreement, every unreadable answer).
+TEXT_ROW_LIMIT = 100
+
+
+def render_tables(
+    tables: list[Table],
+    console: Console | None = None,
+    *,
+    row_limit: int | None = None,
+    empty: str = "(no verdicts in this log yet)",
+) -> None:
+    """Tables as text. ``row_limit``: rows shown per table, the rest counted in a line
+    that names the option showing them all (None: every row)."""
     if console is None:
         console = Console()
         if not console.is_terminal:
             console = Console(width=160)
-    if not tables:
-        console.print("(no verdicts in this log yet)")
+    if not [t for t in tables if t.name != "campaign"]:
+        tables = [*tables, Table("", "", [], [], note=empty)]
     for t in tables:
+        if not t.columns:
+            console.print(rich_text(t.note))
+            continue
+        rows = t.rows if row_limit is None else t.rows[:row_limit]
         # Cells hold model text: Text objects are never parsed as markup.
         table = RichTable(
             title=rich_text(t.title),
@@ -56,11 +74,20 @@ def render_tables(tables: list[Table], console: Console | None = None) -> None:
         )
         for col in t.columns:
             table.add_column(rich_text(col), overflow="fold")
-        for row in t.rows:
+        for row in rows:
             table.add_row(*(rich_text("" if v is None else v) for v in row))
         console.print(table)
+        if len(rows) < len(t.rows):
+            console.print(
+                rich_text(
+                    f"... {len(t.rows) - len(rows)} more rows of {len(t.rows)} in "
+                    f"{t.name!r} not shown: harness report --all shows every row; "
+                    "--format json or csv always has them all"
+                )
+            )
 
 
 def echo_report(db: Path, campaign: str | None = None) -> None:
     with EventReader(db) as log:
-        render_tables(build_report(log, campaign))
+        tables = [*report_header(log, campaign), *build_report(log, campaign)]
+    render_tables(tables, row_limit=TEXT_ROW_LIMIT)
