@@ -7,6 +7,7 @@ import click
 from harness.cache import explain_case
 from harness.commands.show import find_case
 from harness.store.reader import EventReader
+from harness.terminal_text import printable
 
 
 @click.group("cache")
@@ -47,6 +48,7 @@ def explain(
         if item.closest is None:
             click.echo("  the cache is empty: no recorded answer to compare with")
             continue
-        click.echo(f"  closest recorded call: {item.closest}")
+        click.echo(f"  closest recorded call: {printable(item.closest)}")
         for diff in item.differences:
-            click.echo(f"  {diff.part:<8} {diff.detail}")
+            # The detail quotes prompts, which hold model text: shown, never obeyed.
+            click.echo(f"  {diff.part:<8} {printable(diff.detail)}")

@@ -12,6 +12,7 @@ from harness.commands._render import echo_report
 from harness.exit_codes import ExitCode
 from harness.output_files import check_new_log
 from harness.replay import describe, replay_into, verify_log
+from harness.terminal_text import printable
 
 
 @click.command("replay")
@@ -32,7 +33,8 @@ def command(db: str, campaign: str | None, verify: bool, out: str | None, limit:
         check_new_log(out, inputs=[db])
     result = verify_log(db, campaign)
     for line in describe(result, limit):
-        click.echo(line)
+        # Differences quote asks built from model text: shown, never obeyed.
+        click.echo(printable(line))
     if out is not None:
         run = asyncio.run(replay_into(db, out, result.campaign))
         click.echo(
