@@ -31,6 +31,14 @@ def is_event_log(path: Path) -> bool:
         return False
 
 
+def _is_stream(path: Path) -> bool:
+    """/dev/stdout, a named pipe: written through, there is no file to replace."""
+    try:
+        return path.exists() and not path.is_file()
+    except OSError:
+        return False
+
+
 def _same_file(a: Path, b: Path) -> bool:
     try:
         return a.exists() and b.exists() and os.path.samefile(a, b)
@@ -56,6 +64,8 @@ def check_output(
             )
     if target.is_dir():
         raise ConfigError(f"{target} is a directory", field=option, fix="give a file name")
+    if _is_stream(target):
+        return target
     if target.exists():
         if is_event_log(target):
             raise ConfigError(
@@ -94,6 +104,10 @@ def atomic_output(
 ) -> Iterator[TextIO]:
     """A text file handle whose content replaces ``path`` only when the block succeeds."""
     target = check_output(path, inputs=inputs, force=force, option=option)
+    if _is_stream(target):
+        with target.open("w", encoding="utf-8", newline=newline) as stream:
+            yield stream
+        return
     directory = target.parent if str(target.parent) else Path(".")
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
     tmp = Path(tmp_name)

@@ -4,6 +4,8 @@ existing file only with --force, and a failed write leaves no empty or partial f
 from __future__ import annotations
 
 import hashlib
+import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -163,3 +165,15 @@ def test_config_error_names_the_option_and_the_fix(tmp_path: Path) -> None:
     existing.write_text("", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"--questions: .*exists.*fix: .*--force"):
         check_output(existing, option="--questions")
+
+
+def test_a_stream_is_written_through(log: Path, tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received: list[str] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text(encoding="utf-8")))
+    reader.start()
+    result = invoke("report", log, "--format", "json", "--out", fifo)
+    reader.join(timeout=30)
+    assert result.exit_code == 0, result.output
+    assert '"campaign"' in received[0]
