@@ -130,9 +130,12 @@ def rejudge_campaign(
 
 
 def report_tables(db: str | Path, *, campaign: str | None = None, **options: Any) -> list[Table]:
-    """Every report table of a campaign (default: the latest in ``db``)."""
+    """Every report table of a campaign (default: the latest in ``db``), after the header
+    table ``campaign`` (name, id, times, status, cases closed of planned, models, seed)."""
+    from harness.campaign_status import report_header
+
     with EventReader(db) as log:
-        return build_report(log, campaign, **options)
+        return [*report_header(log, campaign), *build_report(log, campaign, **options)]
 
 
 def report_text(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from harness.commands import (
     cache,
+    campaigns,
     corpora,
     export,
     importers,
@@ -46,6 +47,7 @@ CORE = Family(
         export.command,
         importers.group,
         cache.group,
+        campaigns.command,
         relations.command,
         corpora.command,
     ),

@@ -8,12 +8,15 @@ import sys
 
 import click
 
-from harness.errors import HarnessError
+from harness.errors import CampaignAbortedError, HarnessError
+from harness.exit_codes import ExitCode
 from harness.registry import commands
+from harness.terminal_text import printable
 
 
 class _MainGroup(click.Group):
-    """Registered commands; every HarnessError becomes one clear line and exit code 2."""
+    """Registered commands; every HarnessError becomes one clear line and the exit status of
+    `harness.exit_codes` (3 for an aborted campaign, 2 for any other error, 130 on Ctrl-C)."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [c.name for c in commands() if c.name]
@@ -24,9 +27,15 @@ class _MainGroup(click.Group):
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
+        except CampaignAbortedError as exc:
+            click.echo(f"aborted: {printable(exc)}", err=True)
+            sys.exit(ExitCode.ABORTED)
         except HarnessError as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(2)
+            click.echo(f"error: {printable(exc)}", err=True)
+            sys.exit(ExitCode.USAGE)
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            sys.exit(ExitCode.INTERRUPTED)
 
 
 @click.group(cls=_MainGroup)

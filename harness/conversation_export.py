@@ -64,7 +64,7 @@ def conversation(campaign: str, state: CaseState) -> dict[str, Any]:
 
 def conversations(db: str | Path, campaign: str | None = None) -> Iterator[dict[str, Any]]:
     with EventReader(db) as log:
-        campaign = campaign or log.latest_campaign()
+        campaign = log.campaign_id(campaign)
         for case_id, events in log.cases(campaign):
             yield conversation(campaign, fold_or_raise(case_id, events))
 

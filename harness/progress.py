@@ -8,15 +8,29 @@ from collections.abc import Callable
 from types import TracebackType
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Column
 
 from harness.errors import ModelError
 from harness.model import Reply
 from harness.relation import Case, Verdict
+from harness.terminal_text import printable
 
 
 class RichProgress:
-    """A `ProgressSink` drawing one bar on stderr (a plain line per second when not a TTY)."""
+    """A `ProgressSink` drawing one bar on stderr (a plain line per second when not a TTY).
+
+    At 80 columns the essentials stay visible: done/total, the case rate, the ETA, the
+    spend and the elapsed time come first and have fixed widths; the bar shrinks and the
+    detail (outcomes, calls, tokens, retries, vendor status) is cut with an ellipsis.
+    """
 
     def __init__(self, total: int, *, console: Console | None = None, label: str = "cases") -> None:
         self.console = console or Console(stderr=True)
@@ -26,15 +40,25 @@ class RichProgress:
         self.spend = 0.0
         self._started = time.monotonic()
         self._progress = Progress(
-            TextColumn(f"[bold]{label}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[stats]}"),
-            TimeElapsedColumn(),
+            TextColumn(printable(label, keep_layout=False), markup=False),
+            BarColumn(bar_width=None, table_column=Column(min_width=4, ratio=1)),
+            MofNCompleteColumn(table_column=Column(no_wrap=True)),
+            # Rates, spend and the detail are data, never markup.
+            TextColumn("{task.fields[rate]}", markup=False, table_column=Column(no_wrap=True)),
+            TextColumn("ETA", markup=False, table_column=Column(no_wrap=True)),
+            TimeRemainingColumn(table_column=Column(no_wrap=True)),
+            TextColumn("{task.fields[spend]}", markup=False, table_column=Column(no_wrap=True)),
+            TimeElapsedColumn(table_column=Column(no_wrap=True)),
+            TextColumn(
+                "{task.fields[stats]}",
+                markup=False,
+                table_column=Column(no_wrap=True, overflow="ellipsis", ratio=3, min_width=1),
+            ),
             console=self.console,
             transient=False,
+            expand=True,
         )
-        self._task = self._progress.add_task(label, total=total, stats="")
+        self._task = self._progress.add_task(label, total=total, stats="", rate="", spend="")
         self._status: Callable[[], str] | None = None
 
     def set_status_source(self, source: Callable[[], str]) -> None:
@@ -57,17 +81,21 @@ class RichProgress:
     def _refresh(self) -> None:
         elapsed = max(time.monotonic() - self._started, 1e-6)
         o = self.outcomes
+        done = sum(o.values())
         stats = (
             f"violated {o['VIOLATED']} held {o['HELD']} invalid {o['INVALID']} | "
             f"calls {self.calls} ({self.calls / elapsed:.1f}/s) tokens {self.tokens} "
             f"retries {self.retries} failed {self.failures}"
         )
-        if self.spend:
-            stats += f" spend ${self.spend:.4f}"
         extra = self._status() if self._status is not None else ""
         if extra:
             stats += f" | {extra}"
-        self._progress.update(self._task, stats=stats)
+        self._progress.update(
+            self._task,
+            stats=printable(stats, keep_layout=False),
+            rate=f"{done / elapsed:.1f}/s",
+            spend=f"${self.spend:.4f}",
+        )
 
     def case_started(self, case: Case) -> None:
         pass

@@ -212,7 +212,7 @@ def verify_log(db: str | Path, campaign: str | None = None) -> VerifyResult:
     """Re-derive every case of ``campaign`` (default: the latest) from the log alone."""
     started_at = time.monotonic()
     with EventReader(db) as log:
-        campaign = campaign or log.latest_campaign()
+        campaign = log.campaign_id(campaign)
         _, config = recorded_config(log, campaign)
         relations = relations_of(config)
         result = VerifyResult(campaign)
@@ -338,7 +338,7 @@ async def replay_into(db: str | Path, out: str | Path, campaign: str | None = No
     if out.exists():
         raise StoreError(f"{out} exists; replay writes a new log (choose another path)")
     with EventReader(db) as log:
-        campaign = campaign or log.latest_campaign()
+        campaign = log.campaign_id(campaign)
         started, config = recorded_config(log, campaign)
     index = ReplayIndex.from_log(db, campaign)
     # Replies are instant: more case workers make a replay fast; requests do not change.

@@ -102,7 +102,7 @@ SECTION_OPTIONS = {"mode": "only BiasLens reports have oracle modes (strict, rel
 
 def build_report(log: EventReader, campaign: str | None = None, **options: Any) -> list[Table]:
     read = ReportOptions(options)
-    ctx = ReportContext(log, campaign or log.latest_campaign(), read)
+    ctx = ReportContext(log, log.campaign_id(campaign), read)
     tables: list[Table] = []
     try:
         for section in sorted(report_sections(), key=lambda s: (s.order, s.name)):

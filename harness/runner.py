@@ -13,6 +13,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from harness.campaign import CampaignConfig, parse_campaign
+from harness.campaign_status import refuse_resume_of_import
 from harness.engine import AnswerCache, Engine, ProgressSink, RunSummary
 from harness.errors import ConfigError, StoreError
 from harness.events import CampaignResumed, CampaignStarted, ReplyReceived
@@ -174,6 +175,7 @@ def load_resume_point(db: str | Path, campaign: str | None = None) -> ResumePoin
     """Fold every case of ``campaign`` (default: the latest) in one pass over the log: the
     open cases with their state, the ids of the closed ones, and the spend so far."""
     with EventReader(db) as log:
+        refuse_resume_of_import(log, campaign)
         campaign = campaign or log.latest_campaign()
         started = next((e.event for e in log.events(campaign, kinds=("CampaignStarted",))), None)
         if not isinstance(started, CampaignStarted):

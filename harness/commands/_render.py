@@ -2,15 +2,29 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.table import Table as RichTable
 
+from harness.campaign_status import report_header
 from harness.engine import RunSummary
+from harness.exit_codes import campaign_exit_code, unfinished_reason
 from harness.report import Table, build_report
 from harness.store.reader import EventReader
+from harness.terminal_text import printable, rich_text
+
+
+def finish(summary: RunSummary, cases_to_close: int | None) -> None:
+    """End `run`/`resume` with the exit status of the table in `harness.exit_codes`."""
+    why = unfinished_reason(summary, cases_to_close) if summary.status == "completed" else ""
+    if why:
+        click.echo(f"unfinished: {why}", err=True)
+    code = campaign_exit_code(summary, cases_to_close)
+    if code:
+        sys.exit(code)
 
 
 def echo_summary(summary: RunSummary, db: Path) -> None:
@@ -22,7 +36,7 @@ def echo_summary(summary: RunSummary, db: Path) -> None:
         err=True,
     )
     if summary.reason:
-        click.echo(f"reason: {summary.reason}", err=True)
+        click.echo(f"reason: {printable(summary.reason)}", err=True)
     if summary.status == "stopped" and summary.ceiling_usd is not None:
         # Resuming with the same ceiling would stop again at once: say how to raise it.
         click.echo(
@@ -34,22 +48,53 @@ def echo_summary(summary: RunSummary, db: Path) -> None:
         click.echo(f"resume with: harness resume {db}", err=True)
 
 
-def render_tables(tables: list[Table], console: Console | None = None) -> None:
+# Rows of one table shown in a text report unless --all: a large log has tables of
+# hundreds of thousands of rows (every disagreement, every unreadable answer).
+TEXT_ROW_LIMIT = 100
+
+
+def render_tables(
+    tables: list[Table],
+    console: Console | None = None,
+    *,
+    row_limit: int | None = None,
+    empty: str = "(no verdicts in this log yet)",
+) -> None:
+    """Tables as text. ``row_limit``: rows shown per table, the rest counted in a line
+    that names the option showing them all (None: every row)."""
     if console is None:
         console = Console()
         if not console.is_terminal:
             console = Console(width=160)
-    if not tables:
-        console.print("(no verdicts in this log yet)")
+    if not [t for t in tables if t.name != "campaign"]:
+        tables = [*tables, Table("", "", [], [], note=empty)]
     for t in tables:
-        table = RichTable(title=t.title, caption=t.note or None, title_justify="left")
+        if not t.columns:
+            console.print(rich_text(t.note))
+            continue
+        rows = t.rows if row_limit is None else t.rows[:row_limit]
+        # Cells hold model text: Text objects are never parsed as markup.
+        table = RichTable(
+            title=rich_text(t.title),
+            caption=rich_text(t.note) if t.note else None,
+            title_justify="left",
+        )
         for col in t.columns:
-            table.add_column(col, overflow="fold")
-        for row in t.rows:
-            table.add_row(*("" if v is None else str(v) for v in row))
+            table.add_column(rich_text(col), overflow="fold")
+        for row in rows:
+            table.add_row(*(rich_text("" if v is None else v) for v in row))
         console.print(table)
+        if len(rows) < len(t.rows):
+            console.print(
+                rich_text(
+                    f"... {len(t.rows) - len(rows)} more rows of {len(t.rows)} in "
+                    f"{t.name!r} not shown: harness report --all shows every row; "
+                    "--format json or csv always has them all"
+                )
+            )
 
 
 def echo_report(db: Path, campaign: str | None = None) -> None:
     with EventReader(db) as log:
-        render_tables(build_report(log, campaign))
+        tables = [*report_header(log, campaign), *build_report(log, campaign)]
+    render_tables(tables, row_limit=TEXT_ROW_LIMIT)

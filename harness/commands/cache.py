@@ -7,6 +7,7 @@ import click
 from harness.cache import explain_case
 from harness.commands.show import find_case
 from harness.store.reader import EventReader
+from harness.terminal_text import printable
 
 
 @click.group("cache")
@@ -33,7 +34,7 @@ def explain(
     """For each turn of CASE in DB: would it hit the cache built from --from, and if not,
     which of model / params / messages / repeat differ from the closest recorded call."""
     with EventReader(db) as log:
-        campaign = campaign or log.latest_campaign()
+        campaign = log.campaign_id(campaign)
         case_id = find_case(log, campaign, case)
     click.echo(f"{case_id} against {', '.join(old)}")
     for item in explain_case(db, campaign, case_id, old):
@@ -47,6 +48,7 @@ def explain(
         if item.closest is None:
             click.echo("  the cache is empty: no recorded answer to compare with")
             continue
-        click.echo(f"  closest recorded call: {item.closest}")
+        click.echo(f"  closest recorded call: {printable(item.closest)}")
         for diff in item.differences:
-            click.echo(f"  {diff.part:<8} {diff.detail}")
+            # The detail quotes prompts, which hold model text: shown, never obeyed.
+            click.echo(f"  {diff.part:<8} {printable(diff.detail)}")

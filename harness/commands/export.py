@@ -7,6 +7,7 @@ import sys
 import click
 
 from harness.conversation_export import write_jsonl
+from harness.output_files import atomic_output, check_output
 
 
 @click.command("export")
@@ -14,12 +15,14 @@ from harness.conversation_export import write_jsonl
 @click.option("--format", "fmt", type=click.Choice(["jsonl"]), default="jsonl", show_default=True)
 @click.option("--campaign", help="Campaign id (default: the latest in the log).")
 @click.option("--out", type=click.Path(dir_okay=False), help="Write here instead of stdout.")
-def command(db: str, fmt: str, campaign: str | None, out: str | None) -> None:
+@click.option("--force", is_flag=True, help="Replace the --out file if it exists.")
+def command(db: str, fmt: str, campaign: str | None, out: str | None, force: bool) -> None:
     """Write every case of DB as one JSON object per line: case data, turns (prompt, full
     request, reply or error, usage) and verdicts (the relation's and any judge's)."""
     if out is None:
         n = write_jsonl(db, sys.stdout, campaign)
     else:
-        with open(out, "w", encoding="utf-8") as fh:
+        check_output(out, inputs=[db], force=force)
+        with atomic_output(out, inputs=[db], force=force) as fh:
             n = write_jsonl(db, fh, campaign)
     click.echo(f"exported {n} conversations", err=True)

@@ -9,7 +9,10 @@ from pathlib import Path
 import click
 
 from harness.commands._render import echo_report
+from harness.exit_codes import ExitCode
+from harness.output_files import check_new_log
 from harness.replay import describe, replay_into, verify_log
+from harness.terminal_text import printable
 
 
 @click.command("replay")
@@ -26,9 +29,12 @@ from harness.replay import describe, replay_into, verify_log
 def command(db: str, campaign: str | None, verify: bool, out: str | None, limit: int) -> None:
     """Recompute every follow-up and verdict of DB from its recorded replies, without
     network, and list the asks and verdicts today's code computes differently."""
+    if out is not None:
+        check_new_log(out, inputs=[db])
     result = verify_log(db, campaign)
     for line in describe(result, limit):
-        click.echo(line)
+        # Differences quote asks built from model text: shown, never obeyed.
+        click.echo(printable(line))
     if out is not None:
         run = asyncio.run(replay_into(db, out, result.campaign))
         click.echo(
@@ -38,4 +44,4 @@ def command(db: str, campaign: str | None, verify: bool, out: str | None, limit:
         )
         echo_report(Path(out), result.campaign)
     if verify and result.differences:
-        sys.exit(1)
+        sys.exit(ExitCode.DIFFERENCES)

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from harness.cache import open_cache
-from harness.commands._render import echo_report, echo_summary
+from harness.commands._render import echo_report, echo_summary, finish
 from harness.plan import Plan
 from harness.progress import RichProgress
 from harness.runner import load_resume_point, resume_campaign, updated_config
@@ -62,3 +62,4 @@ def command(
         click.echo(f"answers reused from earlier logs: {summary.cached}", err=True)
     if report:
         echo_report(Path(db), point.campaign)
+    finish(summary, total - len(point.closed))

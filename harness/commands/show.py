@@ -6,12 +6,13 @@ import json
 
 import click
 from rich.console import Console
-from rich.markup import escape
 from rich.panel import Panel
 
 from harness.errors import StoreError
 from harness.fold import fold_case
 from harness.store.reader import EventReader
+from harness.terminal_text import markup_safe as escape
+from harness.terminal_text import rich_text
 
 
 def find_case(log: EventReader, campaign: str, wanted: str) -> str:
@@ -43,29 +44,30 @@ def find_case(log: EventReader, campaign: str, wanted: str) -> str:
 @click.option("--campaign", help="Campaign id (default: the latest in the log).")
 def command(db: str, case: str, campaign: str | None) -> None:
     """Print CASE (an id, a unique part of one, or its number) of the log DB."""
-    console = Console()
+    # No highlighting: its regexes take minutes on a long reply, and model text is data.
+    console = Console(highlight=False)
     with EventReader(db) as log:
-        campaign = campaign or log.latest_campaign()
+        campaign = log.campaign_id(campaign)
         case_id = find_case(log, campaign, case)
         state = fold_case(log.case_events(campaign, case_id))
     c = state.case
     console.print(
-        f"[bold]{c.case_id}[/]  relation {c.relation}  model {c.model}  "
+        f"[bold]{escape(c.case_id)}[/]  relation {escape(c.relation)}  model {escape(c.model)}  "
         f"repeat {c.repeat}  seed {c.seed}"
     )
     console.print(f"data: {escape(json.dumps(c.data, ensure_ascii=False))}", highlight=False)
     for turn_no, turn in sorted(state.turns.items()):
         ask = turn.ask
-        header = f"turn {turn_no} · thread {ask.thread}" + (
-            f" (fork of {ask.fork_of})" if ask.fork_of else ""
+        header = f"turn {turn_no} · thread {escape(ask.thread)}" + (
+            f" (fork of {escape(ask.fork_of)})" if ask.fork_of else ""
         )
         header += f" · {ask.role}" + (f" · {len(turn.sent)} attempts" if len(turn.sent) > 1 else "")
         # Prompts and replies hold bracketed lists: escape them or rich eats them as markup.
         body = f"[bold cyan]prompt[/]\n{escape(ask.prompt)}\n"
         for failure in turn.failures:
             body += (
-                f"[red]attempt {failure.attempt} failed[/] {failure.error_kind}: "
-                f"{escape(failure.message)} -> {failure.decision}\n"
+                f"[red]attempt {failure.attempt} failed[/] {escape(failure.error_kind)}: "
+                f"{escape(failure.message)} -> {escape(failure.decision)}\n"
             )
         if turn.reply is not None:
             r = turn.reply.reply
@@ -80,6 +82,9 @@ def command(db: str, case: str, campaign: str | None) -> None:
             f"{escape(verdict.reason)}"
         )
         if verdict.evidence:
-            console.print_json(json.dumps(verdict.evidence, ensure_ascii=False))
+            console.print(
+                rich_text(json.dumps(verdict.evidence, ensure_ascii=False, indent=2)),
+                highlight=False,
+            )
     if not state.verdicts:
         console.print("[yellow]no verdict yet[/]")

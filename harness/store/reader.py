@@ -67,6 +67,24 @@ class EventReader:
             raise StoreError(f"{self.path} holds no campaign")
         return found[-1][0]
 
+    def campaign_id(self, wanted: str | None = None) -> str:
+        """The id of campaign ``wanted`` (an id or a unique prefix of one); the latest
+        campaign when None. An unknown id is an error listing the campaigns of the log."""
+        if wanted is None:
+            return self.latest_campaign()
+        ids = [cid for cid, _ in self.campaigns()]
+        if wanted in ids:
+            return wanted
+        matches = [cid for cid in ids if cid.startswith(wanted)] if wanted else []
+        if len(matches) == 1:
+            return matches[0]
+        raise StoreError(
+            f"{self.path} has no campaign {wanted!r}"
+            + (f" ({len(matches)} ids start with it)" if matches else "")
+            + f"; its campaigns: {', '.join(ids) or 'none'} (list them: harness campaigns "
+            f"{self.path})"
+        )
+
     def _rows(self, sql: str, args: Iterable[object]) -> Iterator[StoredEvent]:
         try:
             cur = self._conn.execute(sql, tuple(args))

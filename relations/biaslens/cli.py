@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from harness.output_files import check_output
+
 
 @click.group("biaslens")
 def group() -> None:
@@ -29,8 +31,13 @@ def group() -> None:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the generated questions here (.json or .csv), for a biaslens.answer campaign.",
 )
+@click.option("--force", is_flag=True, help="Replace the --roles/--questions files if they exist.")
 def export(
-    db: Path, campaign: str | None, roles_out: Path | None, questions_out: Path | None
+    db: Path,
+    campaign: str | None,
+    roles_out: Path | None,
+    questions_out: Path | None,
+    force: bool,
 ) -> None:
     """Export the roles and questions a generation campaign in DB produced."""
     from relations.biaslens.generation_export import question_set, read_generation, write_roles
@@ -38,13 +45,23 @@ def export(
 
     if roles_out is None and questions_out is None:
         raise click.UsageError("give --roles FILE and/or --questions FILE")
+    # Both outputs are checked before anything is written; neither may be the other.
+    if roles_out is not None:
+        check_output(roles_out, inputs=[db], force=force, option="--roles")
+    if questions_out is not None:
+        check_output(
+            questions_out,
+            inputs=[db, *([roles_out] if roles_out else [])],
+            force=force,
+            option="--questions",
+        )
     generated = read_generation(db, campaign)
     if roles_out is not None:
-        write_roles(generated.roles, roles_out)
+        write_roles(generated.roles, roles_out, inputs=[db], force=force)
         total = sum(len(r) for r in generated.roles.values())
         click.echo(f"{total} roles for {len(generated.roles)} attributes -> {roles_out}", err=True)
     if questions_out is not None:
-        write_questions(question_set(generated, str(db)), questions_out)
+        write_questions(question_set(generated, str(db)), questions_out, inputs=[db], force=force)
         click.echo(
             f"{len(generated.questions)} questions -> {questions_out}; dropped "
             f"{generated.dropped_placeholder} with Group A/B placeholders and "

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.output_files import write_output
 from harness.store.reader import EventReader
 from relations.biaslens.questionset import QType, Question, QuestionSet, without_role
 
@@ -28,7 +30,7 @@ def read_generation(db: str | Path, campaign: str | None = None) -> Generated:
     out = Generated()
     seen: set[str] = set()
     with EventReader(db) as log:
-        campaign = campaign or log.latest_campaign()
+        campaign = log.campaign_id(campaign)
         rows = log.connection.execute(
             "SELECT relation, outcome, evidence FROM verdicts WHERE campaign = ?"
             " AND source = 'relation' AND relation IN ('biaslens.roles', 'biaslens.questions')"
@@ -65,8 +67,16 @@ def read_generation(db: str | Path, campaign: str | None = None) -> Generated:
     return out
 
 
-def write_roles(roles: dict[str, list[str]], path: str | Path) -> None:
-    Path(path).write_text(json.dumps(roles, indent=2, ensure_ascii=False), encoding="utf-8")
+def write_roles(
+    roles: dict[str, list[str]],
+    path: str | Path,
+    *,
+    inputs: Iterable[str | Path] = (),
+    force: bool = False,
+) -> None:
+    """Write the roles file whole; never over ``inputs`` or a log, over a file only forced."""
+    text = json.dumps(roles, indent=2, ensure_ascii=False)
+    write_output(path, text, inputs=inputs, force=force, option="--roles")
 
 
 def question_set(generated: Generated, source: str) -> QuestionSet:

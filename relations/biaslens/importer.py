@@ -184,6 +184,13 @@ async def import_released(
         campaign or "biaslens-" + hashlib.sha1(f"{src}|{time.time_ns()}".encode()).hexdigest()[:8]
     )
     summary = ImportSummary(campaign=campaign_id, models=model_names, files=len(folder.files))
+    # Planned = the rows that become cases: a killed import then reads "unfinished, N of M".
+    planned = sum(
+        1
+        for f, rows in zip(folder.files, folder.rows, strict=True)
+        for row_no, row in enumerate(rows)
+        if row_case_data(f, row_no, row) is not None
+    )
     async with await EventWriter.open(db, max_group=8) as store:
         head: list[Event] = [
             CampaignStarted(
@@ -192,12 +199,14 @@ async def import_released(
                 config_hash=config.config_hash(),
                 code_version=code_version(),
                 harness_version=harness_version(),
-                planned_cases=0,
+                planned_cases=planned,
             ),
             Note(
                 topic=IMPORT_TOPIC,
                 data={
                     "source": str(src),
+                    # An import is not resumed (harness.campaign_status): it is run again.
+                    "command": f"harness import biaslens {src} --db NEW.db",
                     "models": model_names,
                     "prompt": "the bare question: the released files do not record the "
                     "answer-format instruction appended by the authors",

@@ -16,6 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness.errors import ConfigError
+from harness.output_files import write_output
 
 ATTRIBUTES = (
     "ability",
@@ -130,10 +131,19 @@ def _csv_rows(text: str) -> Iterable[Question]:
         )
 
 
-def write_questions(qset: QuestionSet, path: str | Path) -> None:
+def write_questions(
+    qset: QuestionSet,
+    path: str | Path,
+    *,
+    inputs: Iterable[str | Path] = (),
+    force: bool = False,
+) -> None:
+    """Write a question set (JSON or CSV by suffix) whole; never over ``inputs`` or a log,
+    over another existing file only when ``force``."""
     path = Path(path)
     if path.suffix.lower() == ".json":
-        path.write_text(qset.model_dump_json(indent=2), encoding="utf-8")
+        text = qset.model_dump_json(indent=2)
+        write_output(path, text, inputs=inputs, force=force, option="--questions")
         return
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
@@ -142,7 +152,7 @@ def write_questions(qset: QuestionSet, path: str | Path) -> None:
         writer.writerow(
             [q.id, q.attribute, q.role, q.type.value, q.question, q.question_without_role]
         )
-    path.write_text(out.getvalue(), encoding="utf-8")
+    write_output(path, out.getvalue(), inputs=inputs, force=force, option="--questions")
 
 
 __all__ = [

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from harness.output_files import check_output, write_output, write_stdout
 from relations.langbite.concerns import normalize_language
 from relations.langbite.importer import import_langbite
 from relations.langbite.library import load_library, to_toml
@@ -19,22 +20,25 @@ def group() -> None:
     """LangBiTe template suites: libraries, ethical requirements, campaigns."""
 
 
-def _write(text: str, out: str | None) -> None:
+def _write(text: str, out: str | None, *, inputs: list[str], force: bool) -> None:
     if out:
-        Path(out).write_text(text, encoding="utf-8")
+        write_output(out, text, inputs=inputs, force=force)
     else:
-        click.echo(text, nl=False)
+        write_stdout(text)
 
 
 @group.command("import")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, exists=True))
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the library here (TOML).")
+@click.option("--force", is_flag=True, help="Replace the --out file if it exists.")
 @click.option("--language", help="Language of the rows (default: from the file name).")
 @click.option("--skip-bad", is_flag=True, help="Leave bad rows out (listed) instead of failing.")
 def import_command(
-    files: tuple[str, ...], out: str | None, language: str | None, skip_bad: bool
+    files: tuple[str, ...], out: str | None, language: str | None, skip_bad: bool, force: bool
 ) -> None:
     """Convert LangBiTe's tab-separated prompt library FILES into our template format."""
+    if out is not None:
+        check_output(out, inputs=files, force=force)
     templates = []
     for file in files:
         result = import_langbite(file, language=language, on_error="skip" if skip_bad else "raise")
@@ -44,7 +48,7 @@ def import_command(
         templates.extend(result.templates)
     header = "Imported from LangBiTe's prompt library (MIT) by 'harness langbite import':\n"
     header += "\n".join(f"  {Path(f).name}" for f in files)
-    _write(to_toml(templates, header=header), out)
+    _write(to_toml(templates, header=header), out, inputs=list(files), force=force)
 
 
 @group.command("check")
@@ -80,7 +84,11 @@ def check_command(
 @group.command("campaign")
 @click.argument("requirements", required=False, type=click.Path(dir_okay=False))
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the campaign here.")
-def campaign_command(requirements: str | None, out: str | None) -> None:
+@click.option("--force", is_flag=True, help="Replace the --out file if it exists.")
+def campaign_command(requirements: str | None, out: str | None, force: bool) -> None:
     """Write a campaign file for the models and settings of REQUIREMENTS' [scenario]."""
+    inputs = [requirements] if requirements else []
+    if out is not None:
+        check_output(out, inputs=inputs, force=force)
     reqs = load_requirements(requirements)
-    _write(campaign_toml(reqs, requirements), out)
+    _write(campaign_toml(reqs, requirements), out, inputs=inputs, force=force)
