@@ -105,7 +105,7 @@ def log(tmp_path: Path) -> Path:
 
 
 def test_resume_unknown_campaign(log: Path) -> None:
-    _fails_cleanly(["resume", str(log), "--campaign", "bogus"], "--campaign", "bogus", "b4ade")
+    _fails_cleanly(["resume", str(log), "--campaign", "bogus"], "bogus", "b4ade")
 
 
 def test_rejudge_max_in_flight_zero(log: Path) -> None:
