@@ -40,7 +40,11 @@ class RichProgress:
         self.spend = 0.0
         self._started = time.monotonic()
         self._progress = Progress(
-            TextColumn(printable(label, keep_layout=False), markup=False),
+            # TextColumn formats its text with str.format: braces in a label are literal.
+            TextColumn(
+                printable(label, keep_layout=False).replace("{", "{{").replace("}", "}}"),
+                markup=False,
+            ),
             BarColumn(bar_width=None, table_column=Column(min_width=4, ratio=1)),
             MofNCompleteColumn(table_column=Column(no_wrap=True)),
             # Rates, spend and the detail are data, never markup.
