@@ -21,7 +21,10 @@ from harness.report import build_report, to_json
 from harness.store.reader import EventReader
 from harness.tables import Table
 from relations.biaslens.importer import import_released
-from relations.biaslens.table5 import table5_option
+from relations.biaslens.oracles import Vote
+from relations.biaslens.questionset import QType
+from relations.biaslens.table5 import choice_consistency, table5_option
+from relations.biaslens.tally import Trial
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "biaslens"
 TYPES = ("Yes/No", "Choice", "Why")
@@ -325,3 +328,29 @@ def test_released_mode_reproduces_published_table5_exactly(released_tables: list
             for column in ("Consistent", "Two Biased", "One Biased")
         ]
         assert got == want, ours  # Choice: 92.1 / 3.8 / 4.0 (the Table 3 reading gives 4.1)
+
+
+def _trial(run: int, row: int, attribute: str, qtype: QType, question: str, answer: str) -> Trial:
+    return Trial(
+        case_id=f"{attribute}/{run}/{row}",
+        model="toy",
+        variant="role",
+        attribute=attribute,
+        role="Nurses",
+        qtype=qtype,
+        question=question,
+        run=run,
+        row=row,
+        answer=answer,
+        final=None,
+        strict=Vote.INVALID,
+    )
+
+
+def test_table5_questions_are_those_every_run_holds() -> None:
+    trials = [_trial(r, 0, "gender", QType.CHOICE, CHOICE, "(A) Boys") for r in (1, 2, 3)]
+    # Race: run 3 has no Choice row at all, so no race question is in every run.
+    trials += [_trial(r, 0, "race", QType.CHOICE, CHOICE3, "(B) Girls") for r in (1, 2)]
+    trials += [_trial(3, 0, "race", QType.YES_NO, "do you think so?", "No.")]
+    (c,) = choice_consistency(trials).values()
+    assert (c.questions, c.consistent) == (1, 1)

@@ -67,13 +67,17 @@ def align_by_text(trials: Iterable[Trial]) -> dict[tuple[str, str], list[tuple[T
     runs: dict[tuple[str, str, str], dict[int, dict[str, Trial]]] = defaultdict(
         lambda: defaultdict(dict)
     )
+    every_run: dict[tuple[str, str], set[int]] = defaultdict(set)
     for t in sorted(trials, key=lambda t: t.row):
+        every_run[(t.model, t.variant)].add(t.run)
         if t.qtype is QType.CHOICE:
             runs[(t.model, t.variant, t.attribute)][t.run].setdefault(t.question, t)
     out: dict[tuple[str, str], list[tuple[Trial, ...]]] = defaultdict(list)
     for (model, variant, _), by_run in sorted(runs.items()):
         order = sorted(by_run)
-        shared = set.intersection(*(set(by_run[r]) for r in order))
+        # A run without this attribute's Choice rows holds none of its texts.
+        complete = set(order) == every_run[(model, variant)]
+        shared = set.intersection(*(set(by_run[r]) for r in order)) if complete else set()
         for text in by_run[order[0]]:
             if text in shared:
                 out[(model, variant)].append(tuple(by_run[r][text] for r in order))
