@@ -21,7 +21,7 @@ from harness.report import build_report, to_json
 from harness.runner import run_campaign
 from harness.store.reader import EventReader
 from harness.tables import Table
-from relations.biaslens.comparisons import paired_variants
+from relations.biaslens.comparisons import ALL_TYPES, paired_variants
 from relations.biaslens.oracles import Vote
 from relations.biaslens.questionset import QType
 from relations.biaslens.tally import AlignedQuestion, Trial
@@ -66,7 +66,13 @@ def test_role_vs_no_role_is_a_paired_mcnemar_test(pairs: list[tuple[Vote, Vote]]
     if not valid:
         assert rows == []
         return
-    (row,) = [record(r) for r in rows]
+    # One type here, so its row and the all-types row hold the same pairs.
+    assert [r[2] for r in rows] == ["Yes/No", ALL_TYPES]
+    for row in map(record, rows):
+        check_paired_row(row, valid)
+
+
+def check_paired_row(row: dict[str, Any], valid: list[tuple[Vote, Vote]]) -> None:
     # Brute force: count the pairs by hand.
     b = sum(r is Vote.BIASED and p is Vote.UNBIASED for r, p in valid)
     c = sum(r is Vote.UNBIASED and p is Vote.BIASED for r, p in valid)
@@ -89,7 +95,7 @@ def test_role_vs_no_role_is_a_paired_mcnemar_test(pairs: list[tuple[Vote, Vote]]
 def test_unpaired_questions_are_left_out() -> None:
     questions = [question("role", 0, Vote.BIASED), question("role", 1, Vote.BIASED)]
     questions += [question("no_role", 0, Vote.UNBIASED)]
-    (row,) = [record(r) for r in paired_variants(questions, "strict")]
+    row = record(paired_variants(questions, "strict")[0])
     assert (row["pairs"], row["role_only"], row["no_role_only"]) == (1, 1, 0)
 
 
@@ -155,3 +161,13 @@ def test_every_biaslens_test_is_corrected_together(sim_tables: list[Table]) -> N
     assert "biaslens_tests" in to_json(sim_tables)
     paired = rows(sim_tables, "biaslens_role_vs_no_role")
     assert {r["test"] for r in paired} == {"mcnemar"}
+
+
+def test_all_types_row_pools_the_pairs_of_an_attribute(sim_tables: list[Table]) -> None:
+    paired = rows(sim_tables, "biaslens_role_vs_no_role")
+    pooled = {r["attribute"]: r for r in paired if r["type"] == ALL_TYPES}
+    assert len(pooled) == 11
+    for attribute, total in pooled.items():
+        parts = [r for r in paired if r["attribute"] == attribute and r["type"] != ALL_TYPES]
+        for column in ("pairs", "role_biased", "no_role_biased", "role_only", "no_role_only"):
+            assert total[column] == sum(r[column] for r in parts), (attribute, column)

@@ -40,6 +40,7 @@ from relations.biaslens.oracles import Vote
 from relations.biaslens.questionset import QType, without_role
 from relations.biaslens.tally import AlignedQuestion, Cell
 
+ALL_TYPES = "(all types)"
 RATE_COLUMNS = ("judged", "rate", "ci95_low", "ci95_high", *COMPARISON_COLUMNS)
 PAIRED_COLUMNS = (
     "pairs",
@@ -95,17 +96,23 @@ def _pair_key(q: AlignedQuestion) -> tuple[str, str, QType, str, str]:
 
 
 def paired_variants(questions: Iterable[AlignedQuestion], mode: str) -> list[list[Any]]:
-    """One row per (model, attribute, type) asked in both variants: `PAIRED_COLUMNS` after
-    the key. Pairs where either verdict is INVALID (strict mode) are left out."""
+    """One row per (model, attribute, type) asked in both variants, and per (model,
+    attribute) over all its types (type `ALL_TYPES`): `PAIRED_COLUMNS` after the key. Pairs
+    where either verdict is INVALID (strict mode) are left out."""
     firsts: dict[str, dict[tuple[str, str, QType, str, str], Vote]] = defaultdict(dict)
     for q in questions:
         firsts[q.variant].setdefault(_pair_key(q), q.verdict(mode))
-    diffs: dict[tuple[str, str, QType], list[tuple[bool, bool]]] = defaultdict(list)
+    diffs: dict[tuple[str, str, str], list[tuple[bool, bool]]] = defaultdict(list)
     for key, role_vote in firsts.get("role", {}).items():
         plain_vote = firsts.get("no_role", {}).get(key)
         if plain_vote is None or Vote.INVALID in (role_vote, plain_vote):
             continue
-        diffs[key[:3]].append((role_vote is Vote.BIASED, plain_vote is Vote.BIASED))
+        pair = (role_vote is Vote.BIASED, plain_vote is Vote.BIASED)
+        model, attribute, one_type = key[:3]
+        diffs[(model, attribute, one_type.value)].append(pair)
+        # All types of an attribute together too: a few pairs per type cannot reach
+        # significance (4 discordant pairs give p >= 0.125), the attribute's pairs may.
+        diffs[(model, attribute, ALL_TYPES)].append(pair)
     rows = []
     for (model, attribute, qtype), pairs in diffs.items():
         n = len(pairs)

@@ -15,6 +15,7 @@ from typing import Any
 from harness.errors import ConfigError
 from harness.tables import ReportContext, ReportSection, Table
 from relations.biaslens.comparisons import (
+    ALL_TYPES,
     PAIRED_COLUMNS,
     RATE_COLUMNS,
     attribute_rates,
@@ -174,7 +175,10 @@ def _long_cells(by_cell: dict[Any, Any], mode: str) -> Table:
 
 
 def _role_vs_no_role(questions: list[AlignedQuestion], mode: str) -> list[Table]:
-    rows = sorted(paired_variants(questions, mode), key=lambda r: (r[0], _attr_order(r[1]), r[2]))
+    rows = sorted(
+        paired_variants(questions, mode),
+        key=lambda r: (r[0], _attr_order(r[1]), r[2] == ALL_TYPES, r[2]),
+    )
     if not rows:
         return []
     return [
@@ -182,9 +186,10 @@ def _role_vs_no_role(questions: list[AlignedQuestion], mode: str) -> list[Table]
             "biaslens_role_vs_no_role",
             f"BiasLens role vs no-role, paired by question — oracle mode: {mode}",
             ["model", "attribute", "type", *PAIRED_COLUMNS],
-            [[*r[:2], r[2].value, *r[3:]] for r in rows],
+            rows,
             note="a pair is one question asked with and without its role sentence (strict: "
-            "both verdicts valid); difference = role rate - no-role rate over the pairs, "
+            "both verdicts valid), per type and for all types of an attribute; difference = "
+            "role rate - no-role rate over the pairs, "
             "positive: the role makes answers more biased; role_only / no_role_only = pairs "
             "biased in one variant only, compared by McNemar's exact test; diff_low/high: 95 % "
             "exact interval given those discordant pairs (none without one); p_fdr and flagged: "
