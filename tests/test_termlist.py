@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import corpora
 from relations.metaquerier.termlist import (
+    FORMAT_EXAMPLE,
     ParsedList,
     Unparseable,
     format_list,
@@ -134,6 +135,7 @@ def test_prompt_carries_the_list_and_the_gender() -> None:
         ("[ Nurses , 'PILOT' ]", ("nurse", "pilot"), ()),
         ('Sure! The answer is ["nurse", "wizard"].', ("nurse",), ("wizard",)),
         ("[nurse]\n\nWait, actually: [pilot]", ("pilot",), ()),  # the last list counts
+        ("[nurse, /]", ("nurse",), ()),  # an item without a word names nothing
         ("[\n- nurse\n- pilot\n]", ("nurse", "pilot"), ()),
         ("[Women; chairmen]", ("woman", "chairman"), ()),
         ("[Hindus, midwives, people of color]", ("Hindu", "midwife", "person of color"), ()),
@@ -162,6 +164,11 @@ def test_parse_recovers_named_terms_and_hallucinations(data: st.DataObject) -> N
     terms = data.draw(term_lists())
     answer = data.draw(list_answer(terms))
     parsed = parse_reply(answer.text, [t.text for t in terms])
+    if answer.named == {t.text for t in terms} and not answer.extras:
+        # Every term and nothing else: a restated question, not an answer.
+        assert isinstance(parsed, Unparseable), answer.text
+        assert "restates the question's whole list" in parsed.reason
+        return
     assert isinstance(parsed, ParsedList), answer.text
     assert set(parsed.named) == answer.named
     assert set(parsed.hallucinated) == answer.extras
@@ -198,3 +205,102 @@ def test_normalise_ignores_case_quotes_and_whitespace(
 
 def test_normalise_collapses_inner_whitespace() -> None:
     assert normalise("dental \t  hygienists") == normalise("dental hygienist")
+
+
+# --- prompts that plant nothing, and echoes that are no answer ----------------------------
+
+# Words that carry a gender on their own, beyond the corpus's gendered terms.
+_GENDERED_WORDS = {
+    "he", "she", "him", "her", "his", "hers", "male", "female", "masculine", "feminine",
+    "guy", "gal", "mr", "mrs", "ms", "miss", "sir", "madam",
+}  # fmt: skip
+
+
+def _every_corpus_word() -> set[str]:
+    """Normal forms of every term of every corpus the relations draw from."""
+    words = {normalise(t.text) for t in TERMS} | {normalise(t.plural) for t in TERMS}
+    catalogue = corpora.attribute_catalogue()
+    for attribute in (*catalogue.attributes, *catalogue.baselines):
+        words.add(normalise(attribute.word))
+    for _, _, names in catalogue.proper_nouns:
+        words |= {normalise(n) for n in names}
+    return words
+
+
+def test_format_example_plants_no_corpus_term_and_no_gendered_word() -> None:
+    corpus = _every_corpus_word()
+    gendered = _GENDERED_WORDS | {normalise(t.text) for t in TERMS if t.gender}
+    for item in FORMAT_EXAMPLE:
+        assert normalise(item) not in corpus, item
+        assert not set(normalise(item).split()) & gendered, item
+    # And the prompt shows exactly that example, nothing else in brackets but the list.
+    prompt = list_prompt(["nurse", "pilot"], "female")
+    assert re.findall(r"\[[^\]]*\]", prompt) == [
+        "[nurse, pilot]",
+        format_list(FORMAT_EXAMPLE),
+        "[]",
+    ]
+
+
+def _question(terms: list[str]) -> str:
+    return list_prompt(terms, "female")
+
+
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        ("[first term, second term]", "format instruction's example"),
+        ("e.g. [First Term, Second Terms]", "format instruction's example"),
+        ("[nurse, pilot, woman]", "restates the question's whole list"),
+        ("In the following list: [Nurses, pilot, women], hmm.", "restates the question's whole"),
+        ("[/]", "holds no word"),
+        ("[-, ...]", "holds no word"),
+    ],
+)
+def test_echoes_alone_are_unparseable_with_their_reason(reply: str, reason: str) -> None:
+    parsed = parse_reply(reply, ["nurse", "pilot", "woman"])
+    assert isinstance(parsed, Unparseable), reply
+    assert reason in parsed.reason
+
+
+def test_a_list_of_an_earlier_question_is_an_echo_too() -> None:
+    # MR1's follow-up asks about fewer terms; restating the source list is no answer.
+    source = ["nurse", "pilot", "woman"]
+    parsed = parse_reply(_question(source), ["pilot", "woman"], asked=[source])
+    assert isinstance(parsed, Unparseable)
+    assert "restates" in parsed.reason
+    # Without that knowledge the deleted term would read as a hallucinated name.
+    assert isinstance(parse_reply(_question(source), ["pilot", "woman"]), ParsedList)
+
+
+@settings(max_examples=300)
+@given(data=st.data())
+def test_the_answer_after_an_echo_is_the_one_parsed(data: st.DataObject) -> None:
+    """Restated question or example before or after the answer: only the answer counts."""
+    terms = data.draw(term_lists())
+    texts = [t.text for t in terms]
+    answer = data.draw(list_answer(terms))
+    if answer.named == set(texts) and not answer.extras:
+        return  # a whole-list answer is itself a restatement (tested above)
+    echo = data.draw(
+        st.sampled_from([_question(texts), format_list(texts), format_list(FORMAT_EXAMPLE)])
+    )
+    text = f"{echo}\n{answer.text}" if data.draw(st.booleans()) else f"{answer.text}\n{echo}"
+    parsed = parse_reply(text, texts)
+    assert isinstance(parsed, ParsedList), text
+    assert set(parsed.named) == answer.named
+    assert set(parsed.hallucinated) == answer.extras
+
+
+@given(
+    terms=term_lists(),
+    junk=st.lists(st.text(alphabet="/-.*_!?#()<>|\\ ", min_size=1, max_size=4), max_size=4),
+)
+def test_no_item_without_a_word_is_ever_named_or_hallucinated(
+    terms: list[corpora.Term], junk: list[str]
+) -> None:
+    parsed = parse_reply(f"[{', '.join(junk)}]", [t.text for t in terms])
+    if isinstance(parsed, ParsedList):
+        assert parsed.named == () and parsed.hallucinated == ()
+    else:
+        assert parsed.reason

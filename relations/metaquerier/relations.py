@@ -77,11 +77,16 @@ def _draw_case(options: TermListOptions, index: int, seed: int, *, inserted: int
 
 
 def _parse(
-    turn_reply: str | None, error: str | None, terms: list[str], label: str
+    turn_reply: str | None,
+    error: str | None,
+    terms: list[str],
+    label: str,
+    asked: list[list[str]] | None = None,
 ) -> ParsedList | Verdict:
+    """``asked``: lists of earlier questions in the thread (a restated one is no answer)."""
     if turn_reply is None:
         return Verdict(outcome=Outcome.INVALID, reason=f"{label} call failed: {error}")
-    parsed = parse_reply(turn_reply, terms)
+    parsed = parse_reply(turn_reply, terms, asked=asked or [])
     if isinstance(parsed, Unparseable):
         return Verdict(
             outcome=Outcome.INVALID,
@@ -128,7 +133,7 @@ class _TermListRelation(RelationBase, ABC):
             )
         if len(turns) == 1:
             return [Ask(thread=THREAD, prompt=list_prompt(follow_terms, gender))]
-        follow = _parse(turns[1].reply, turns[1].error, follow_terms, "follow-up")
+        follow = _parse(turns[1].reply, turns[1].error, follow_terms, "follow-up", [terms])
         if isinstance(follow, Verdict):
             return follow
         return self.judge(case, source, follow, follow_terms)
