@@ -56,6 +56,16 @@ class OpenAIChatModel(VendorModel):
         if params.max_tokens is not None:
             # Current OpenAI models reject max_tokens; compatible servers only know it.
             request["max_tokens" if self.compat else "max_completion_tokens"] = params.max_tokens
+        if params.answer_shape is not None:
+            # Structured outputs; compatible servers (vLLM, llama.cpp, Ollama) take the same.
+            request["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": "answer",
+                    "schema": params.answer_shape.json_schema(),
+                    "strict": True,
+                },
+            }
         completion = await self.client.chat.completions.create(**request)
         if not isinstance(completion, ChatCompletion):
             raise MalformedResponseError(

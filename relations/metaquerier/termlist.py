@@ -195,6 +195,12 @@ def parse_reply(
             break
     if answer is None:
         return Unparseable("; ".join(dict.fromkeys(reversed(skipped))))
+    return match_items(answer, terms)
+
+
+def match_items(answer: Sequence[str], terms: Sequence[str]) -> ParsedList:
+    """The items of an answer list matched against ``terms`` (a structured reply's items
+    come here directly: a schema-constrained list is never an echo)."""
     resolver = _Resolver(terms)
     named: set[str] = set()
     hallucinated: list[str] = []
