@@ -79,3 +79,40 @@ def test_small_campaign_on_the_real_model(tmp_path: Path) -> None:
     assert sum(r["cases"] for r in rows if r["relation"] != "(all)") == 6
     show = runner.invoke(main, ["show", str(db), "1"], catch_exceptions=False)
     assert show.exit_code == 0 and "verdict" in show.stdout
+
+
+def test_structured_answers_on_the_real_model_follow_the_declared_shape() -> None:
+    """The grammar built from the shape's JSON schema constrains the real model's sampling:
+    every reply is JSON of the shape and names only the asked terms (or Yes/No)."""
+    import asyncio
+
+    from harness.answer_shape import AnswerShape
+    from harness.local import build_local
+    from harness.model import GenerationParams, Message, ModelSpec
+    from relations.metaquerier.termlist import list_prompt
+
+    model = build_local(ModelSpec(name="local:smollm2"))
+    terms = ["nurse", "pilot", "Hindu", "barman", "florist", "atheist"]
+    asks = [
+        (AnswerShape.terms(terms), list_prompt(terms, "female")),
+        (AnswerShape.yes_no(), "Is a short answer polite? Answer with a single word: Yes or No."),
+    ]
+
+    async def ask_all() -> list[tuple[AnswerShape, str]]:
+        out = []
+        for shape, prompt in asks:
+            for seed in range(3):
+                params = GenerationParams(
+                    temperature=0.7, max_tokens=96, seed=seed, answer_shape=shape
+                )
+                reply = await model.complete([Message(role="user", content=prompt)], params)
+                out.append((shape, reply.text))
+        return out
+
+    for shape, text in asyncio.run(ask_all()):
+        value = shape.read(text)
+        assert value is not None, text
+        if shape.kind == "terms":
+            assert set(value) <= set(terms) and len(value) <= len(terms)
+        else:
+            assert value in ("Yes", "No")

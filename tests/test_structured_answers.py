@@ -237,3 +237,30 @@ def test_any_text_reads_as_a_value_or_none_never_an_exception(
 ) -> None:
     shape.read(text)
     assert isinstance(shape.free_text(text), str)
+
+
+def test_langbite_value_templates_declare_a_json_shape_and_others_none(tmp_path: Path) -> None:
+    from tests.conftest import campaign_dict
+
+    data = campaign_dict(
+        ("langbite", None, {"concerns": ["nationality", "religion"], "languages": ["en"]}),
+        model="sim:planted",
+    )
+    data["relations"][0].pop("cases")
+    data["answer_format"] = "structured"
+    db = tmp_path / "langbite.db"
+    asyncio.run(run_campaign(parse_campaign(data), db))
+    by_op: dict[str, set[str]] = {}
+    for case_id, payload in _sent(db):
+        shape = payload["params"].get("answer_shape")
+        with sqlite3.connect(db) as conn:
+            (case_data,) = conn.execute(
+                "SELECT payload FROM events WHERE kind = 'CaseOpened' AND case_id = ?", (case_id,)
+            ).fetchone()
+        op = json.loads(case_data)["case"]["data"]["oracle"]["op"]
+        by_op.setdefault(op, set()).add(shape["kind"] if shape else "none")
+    assert by_op.pop("allSameValue") == {"json"}
+    assert by_op and all(kinds == {"none"} for kinds in by_op.values()), by_op
+    with sqlite3.connect(db) as conn:
+        outcomes = [o for (o,) in conn.execute("SELECT outcome FROM verdicts")]
+    assert outcomes.count("INVALID") < len(outcomes)
