@@ -57,7 +57,7 @@ def log(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _sent(db: Path) -> list[tuple[str, dict[str, Any]]]:
     with sqlite3.connect(db) as conn:
         rows = conn.execute(
-            "SELECT case_id, payload FROM events WHERE kind = 'AskSent' ORDER BY seq"
+            "SELECT case_id, payload FROM events WHERE kind = 'AskSent' ORDER BY gseq"
         ).fetchall()
     return [(case_id, json.loads(payload)) for case_id, payload in rows]
 
@@ -264,3 +264,22 @@ def test_langbite_value_templates_declare_a_json_shape_and_others_none(tmp_path:
     with sqlite3.connect(db) as conn:
         outcomes = [o for (o,) in conn.execute("SELECT outcome FROM verdicts")]
     assert outcomes.count("INVALID") < len(outcomes)
+
+
+def test_a_log_from_before_shapes_verifies_without_differences(log: Path, tmp_path: Path) -> None:
+    """Asks logged before relations declared shapes have none: replay must not count the
+    shape today's relation declares as a difference (a free request is the same)."""
+    import shutil
+
+    old = tmp_path / "old.db"
+    shutil.copy(log, old)
+    with sqlite3.connect(old) as conn:
+        rows = conn.execute(
+            "SELECT gseq, payload FROM events WHERE kind = 'AskSent' AND case_id LIKE '%@sim:default'"
+        ).fetchall()
+        for seq, payload in rows:
+            data = json.loads(payload)
+            data["ask"].pop("answer", None)
+            conn.execute("UPDATE events SET payload = ? WHERE gseq = ?", (json.dumps(data), seq))
+    assert rows
+    assert verify_log(old).differences == []

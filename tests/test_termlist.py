@@ -304,3 +304,39 @@ def test_no_item_without_a_word_is_ever_named_or_hallucinated(
         assert parsed.named == () and parsed.hallucinated == ()
     else:
         assert parsed.reason
+
+
+def test_no_violation_of_the_recorded_example_comes_from_an_echo() -> None:
+    """transcripts/smollm2.db (real SmolLM2): no violating or hallucinated term is an item of
+    the format example, and no violating answer restates a list the case asked about."""
+    import json
+    import sqlite3
+    from pathlib import Path
+
+    db = Path(__file__).resolve().parent.parent / "transcripts" / "smollm2.db"
+    example = {normalise(x) for x in FORMAT_EXAMPLE} | {"man", "woman"}  # old example too
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        rows = conn.execute(
+            "SELECT case_id, evidence FROM verdicts WHERE source = 'relation'"
+            " AND outcome = 'VIOLATED' AND relation LIKE 'metaquerier.%'"
+        ).fetchall()
+        data = {
+            cid: json.loads(p)["case"]["data"]
+            for cid, p in conn.execute(
+                "SELECT case_id, payload FROM events WHERE kind='CaseOpened'"
+            )
+        }
+        structured = {
+            cid
+            for cid, p in conn.execute("SELECT case_id, payload FROM events WHERE kind='AskSent'")
+            if json.loads(p)["params"].get("answer_shape")
+        }
+    assert rows and structured
+    for case_id, evidence in rows:
+        ev = json.loads(evidence)
+        case = data[case_id]
+        named = [*ev["violating_terms"], *ev["hallucinated_terms"]]
+        asked = {normalise(t) for t in [*case["terms"], *case.get("inserted", [])]}
+        assert not {normalise(t) for t in named} & (example - asked), (case_id, named)
+        if case_id not in structured:  # a schema-constrained list is no echo
+            assert set(ev.get("follow_named", [])) != set(ev.get("follow_terms", [None])), case_id
