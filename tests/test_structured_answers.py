@@ -275,7 +275,8 @@ def test_a_log_from_before_shapes_verifies_without_differences(log: Path, tmp_pa
     shutil.copy(log, old)
     with sqlite3.connect(old) as conn:
         rows = conn.execute(
-            "SELECT gseq, payload FROM events WHERE kind = 'AskSent' AND case_id LIKE '%@sim:default'"
+            "SELECT gseq, payload FROM events"
+            " WHERE kind = 'AskSent' AND case_id LIKE '%@sim:default'"
         ).fetchall()
         for seq, payload in rows:
             data = json.loads(payload)

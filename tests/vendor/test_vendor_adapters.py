@@ -280,3 +280,13 @@ async def test_gemini_structured_sends_a_response_schema(
     assert value["type"].lower() == "integer"
     assert (value["minimum"], value["maximum"]) == (1, 5) and "enum" not in value
     assert "additionalProperties" not in schema
+
+
+async def test_compat_json_object_dialect_sends_the_schema_beside_the_type(
+    vendor: FakeVendor, make_model: ModelMaker
+) -> None:
+    # llama-cpp-python's server takes {"type": "json_object", "schema": ...} only.
+    model = make_model("openai-compat", response_format="json_object")
+    await model.complete(MESSAGES, STRUCTURED)
+    fmt = vendor.requests[0].body["response_format"]
+    assert fmt == {"type": "json_object", "schema": SHAPE.json_schema()}
