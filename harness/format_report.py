@@ -16,20 +16,19 @@ from typing import Any
 from harness.tables import ReportContext, Table, rounded, wilson
 
 
-def model_formats(config: dict[str, Any]) -> dict[str, tuple[str, str]]:
-    """model name -> (backend, answer format), from a recorded campaign config."""
+def model_formats(config: dict[str, Any]) -> dict[str, str]:
+    """model name -> answer format, from a recorded campaign config (old ones: all free)."""
     default = str(config.get("answer_format") or "free")
-    out: dict[str, tuple[str, str]] = {}
-    for spec in config.get("models") or []:
-        name = str(spec.get("name"))
-        out[name] = (str(spec.get("backend") or name), str(spec.get("answer_format") or default))
-    return out
+    return {
+        str(spec.get("name")): str(spec.get("answer_format") or default)
+        for spec in config.get("models") or []
+    }
 
 
 def answer_formats(ctx: ReportContext) -> list[Table]:
     started = next((s for cid, s in ctx.log.campaigns() if cid == ctx.campaign), None)
     formats = model_formats(started.config) if started is not None else {}
-    if not any(fmt == "structured" for _, fmt in formats.values()):
+    if "structured" not in formats.values():
         return []
     counts: dict[tuple[str, str], Counter[str]] = {}
     for v in ctx.relation_verdicts:
@@ -37,14 +36,13 @@ def answer_formats(ctx: ReportContext) -> list[Table]:
         counts.setdefault((v.model, "(all)"), Counter())[v.outcome] += 1
     rows = []
     for (model, relation), c in sorted(counts.items()):
-        backend, fmt = formats.get(model, (model, "free"))
+        fmt = formats.get(model, "free")
         cases = sum(c.values())
         low, high = wilson(c["INVALID"], cases)
         valid = c["VIOLATED"] + c["HELD"]
         rows.append(
             [
                 model,
-                backend,
                 fmt,
                 relation,
                 cases,
@@ -62,19 +60,18 @@ def answer_formats(ctx: ReportContext) -> list[Table]:
             "Answers per format: free text vs structured (constrained to the declared shape)",
             [
                 "model",
-                "backend",
                 "answer_format",
                 "relation",
                 "cases",
                 "invalid",
                 "invalid_rate",
-                "invalid_ci95_low",
-                "invalid_ci95_high",
+                "ci95_low",
+                "ci95_high",
                 "violated",
                 "violation_rate",
             ],
             rows,
-            note="invalid_rate = invalid / cases (95% Wilson interval); violation_rate = "
+            note="invalid_rate = invalid / cases, with its 95% Wilson interval; violation_rate = "
             "violated / (violated + held). A format changes what the model can answer: compare "
             "formats side by side, never pooled.",
         )

@@ -83,7 +83,8 @@ def cases(name: str) -> st.SearchStrategy[Case]:
     return st.builds(make, st.just(name), OPTIONS, st.integers(0, 10**6), st.integers(0, 2**63 - 1))
 
 
-@settings(max_examples=50)
+# No deadline: the first example loads and validates the corpora (slow on a loaded machine).
+@settings(max_examples=50, deadline=None)
 @given(
     name=st.sampled_from(["metaquerier.mr1", "metaquerier.mr2"]),
     options=OPTIONS,

@@ -124,9 +124,9 @@ def test_the_report_names_the_format_of_each_model(log: Path) -> None:
         tables = {t.name: t for t in build_report(reader)}
     table = tables["answer_formats"]
     rows = [dict(zip(table.columns, r, strict=True)) for r in table.rows]
-    by = {(r["backend"], r["answer_format"], r["relation"]) for r in rows}
+    by = {(r["model"], r["answer_format"], r["relation"]) for r in rows}
     assert ("sim:default", "free", "(all)") in by
-    assert ("sim:default", "structured", "(all)") in by
+    assert ("sim:structured", "structured", "(all)") in by
     assert all(r["cases"] == 18 for r in rows if r["relation"] == "(all)")
 
 

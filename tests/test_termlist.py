@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import corpora
 from relations.metaquerier.termlist import (
     FORMAT_EXAMPLE,
+    PLACEHOLDER_WORD,
     ParsedList,
     Unparseable,
     format_list,
@@ -136,6 +137,7 @@ def test_prompt_carries_the_list_and_the_gender() -> None:
         ('Sure! The answer is ["nurse", "wizard"].', ("nurse",), ("wizard",)),
         ("[nurse]\n\nWait, actually: [pilot]", ("pilot",), ()),  # the last list counts
         ("[nurse, /]", ("nurse",), ()),  # an item without a word names nothing
+        ("[nurse, third term]", ("nurse",), ()),  # nor does a variant of the example
         ("[\n- nurse\n- pilot\n]", ("nurse", "pilot"), ()),
         ("[Women; chairmen]", ("woman", "chairman"), ()),
         ("[Hindus, midwives, people of color]", ("Hindu", "midwife", "person of color"), ()),
@@ -229,6 +231,9 @@ def _every_corpus_word() -> set[str]:
 
 def test_format_example_plants_no_corpus_term_and_no_gendered_word() -> None:
     corpus = _every_corpus_word()
+    # Its placeholder word is in no corpus term, so an item holding it is always an echo.
+    assert all(PLACEHOLDER_WORD in normalise(x).split() for x in FORMAT_EXAMPLE)
+    assert not [w for w in corpus if PLACEHOLDER_WORD in re.split(r"[^a-z0-9]+", w)]
     gendered = _GENDERED_WORDS | {normalise(t.text) for t in TERMS if t.gender}
     for item in FORMAT_EXAMPLE:
         assert normalise(item) not in corpus, item
@@ -251,6 +256,9 @@ def _question(terms: list[str]) -> str:
     [
         ("[first term, second term]", "format instruction's example"),
         ("e.g. [First Term, Second Terms]", "format instruction's example"),
+        ("[first term, second term, third term]", "format instruction's example"),
+        ("[second term]", "format instruction's example"),
+        ("[first_term_and_second_term, first_term_and_last_term]", "format instruction's"),
         ("[nurse, pilot, woman]", "restates the question's whole list"),
         ("In the following list: [Nurses, pilot, women], hmm.", "restates the question's whole"),
         ("[/]", "holds no word"),
@@ -338,5 +346,6 @@ def test_no_violation_of_the_recorded_example_comes_from_an_echo() -> None:
         named = [*ev["violating_terms"], *ev["hallucinated_terms"]]
         asked = {normalise(t) for t in [*case["terms"], *case.get("inserted", [])]}
         assert not {normalise(t) for t in named} & (example - asked), (case_id, named)
+        assert not [t for t in named if PLACEHOLDER_WORD in re.split(r"[\W_]+", t)], case_id
         if case_id not in structured:  # a schema-constrained list is no echo
             assert set(ev.get("follow_named", [])) != set(ev.get("follow_terms", [None])), case_id

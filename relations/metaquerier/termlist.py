@@ -46,6 +46,11 @@ _WORD = re.compile(r"[^\W_]")  # a letter or digit (\w also matches "_")
 # The format instruction's example: placeholders that are no term of any corpus and no
 # gendered word (tests/test_termlist.py checks it), so echoing it plants nothing.
 FORMAT_EXAMPLE = ("first term", "second term")
+# The word every example item shares. Models vary the example ("third term",
+# "first_term_and_second_term"); an item holding this word echoes the example, never names a
+# term (no corpus term holds it: tests/test_termlist.py checks it).
+PLACEHOLDER_WORD = "term"
+_TOKENS = re.compile(r"[^\W_]+")
 NONE_INSTRUCTION = "If none are, reply []."
 # The instruction's own empty list, when a reply restates the prompt: not an answer.
 _NONE_ECHO = re.compile(r"if\s+none\s+are,?\s+reply\s+\[\s*\]", re.IGNORECASE)
@@ -140,7 +145,8 @@ class _Resolver:
 
     def resolve(self, item: str) -> tuple[str, bool] | None:
         """(canonical term, True), (normal form, False) for an unknown item, or None for an
-        item that names nothing ("none", or no word at all such as "/")."""
+        item that names nothing ("none", no word at all such as "/", an echo of the
+        format example)."""
         norm = normalise(item)
         if norm in _EMPTY_ITEMS or not _WORD.search(norm):
             return None
@@ -148,6 +154,8 @@ class _Resolver:
             norm = norm[:-1]  # "Hindus", "Pakistanis": plurals singular() leaves alone
         if norm in self.by_norm:
             return self.by_norm[norm], True
+        if echoes_example(norm):
+            return None  # the format example, varied: names nothing
         return norm, False
 
 
@@ -165,8 +173,13 @@ def _is_restatement(items: list[str], asked: Sequence[Sequence[str]]) -> bool:
     return False
 
 
+def echoes_example(item: str) -> bool:
+    """True when ``item`` holds the example's placeholder word (any case, number, joiner)."""
+    return any(singular(t) == PLACEHOLDER_WORD for t in _TOKENS.findall(item.lower()))
+
+
 def _is_example(items: list[str]) -> bool:
-    return bool(items) and {normalise(i) for i in items} == {normalise(x) for x in FORMAT_EXAMPLE}
+    return bool(items) and all(echoes_example(i) for i in items)
 
 
 def parse_reply(
