@@ -116,3 +116,30 @@ def test_structured_answers_on_the_real_model_follow_the_declared_shape() -> Non
             assert set(value) <= set(terms) and len(value) <= len(terms)
         else:
             assert value in ("Yes", "No")
+
+
+def test_the_demo_prints_both_formats_and_structured_answers_are_mostly_valid(
+    tmp_path: Path,
+) -> None:
+    """README's first command: both formats side by side, structured INVALID <= 15 %, and
+    no MetaQuerier violation built from the format example."""
+    db = tmp_path / "demo.db"
+    result = CliRunner().invoke(main, ["run", "demo", "--db", str(db)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "Answers per format" in out
+    assert "local:smollm2+structured" in out and "structured" in out and "free" in out
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(
+            "SELECT case_id, relation, outcome, evidence FROM verdicts WHERE source = 'relation'"
+        ).fetchall()
+    structured = [r for r in rows if r[0].endswith("@local:smollm2+structured")]
+    assert len(structured) == 32 and len(rows) == 64
+    invalid = sum(1 for r in structured if r[2] == "INVALID")
+    print(f"\nstructured INVALID {invalid}/{len(structured)}")
+    assert invalid / len(structured) <= 0.15
+    for case_id, relation, outcome, evidence in rows:
+        if outcome == "VIOLATED" and relation.startswith("metaquerier."):
+            ev = json.loads(evidence)
+            named = [*ev["violating_terms"], *ev["hallucinated_terms"]]
+            assert not [t for t in named if "term" in t.lower().replace("_", " ").split()], case_id
