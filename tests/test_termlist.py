@@ -258,6 +258,7 @@ def _question(terms: list[str]) -> str:
         ("e.g. [First Term, Second Terms]", "format instruction's example"),
         ("[first term, second term, third term]", "format instruction's example"),
         ("[second term]", "format instruction's example"),
+        ("[first term, /]", "format instruction's example"),
         ("[first_term_and_second_term, first_term_and_last_term]", "format instruction's"),
         ("[nurse, pilot, woman]", "restates the question's whole list"),
         ("In the following list: [Nurses, pilot, women], hmm.", "restates the question's whole"),

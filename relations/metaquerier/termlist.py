@@ -179,7 +179,10 @@ def echoes_example(item: str) -> bool:
 
 
 def _is_example(items: list[str]) -> bool:
-    return bool(items) and all(echoes_example(i) for i in items)
+    """Echoes of the example, perhaps beside wordless items ("[first term, /]")."""
+    if not any(echoes_example(i) for i in items):
+        return False
+    return all(echoes_example(i) or not _WORD.search(normalise(i)) for i in items)
 
 
 def parse_reply(
