@@ -11,6 +11,7 @@ import math
 from collections import Counter
 from typing import Any
 
+from harness.format_report import answer_formats
 from harness.registry import report_sections
 from harness.store.reader import EventReader
 from harness.tables import ReportContext, ReportSection, Table, rounded, wilson
@@ -90,6 +91,7 @@ def invalid_reasons(ctx: ReportContext) -> list[Table]:
 CORE_SECTIONS = (
     ReportSection("violation_rates", 10, violation_rates),
     ReportSection("invalid_reasons", 40, invalid_reasons),
+    ReportSection("answer_formats", 11, answer_formats),
 )
 
 
