@@ -7,7 +7,8 @@ import math
 from collections import Counter
 from typing import Any
 
-from harness.tables import ReportContext, ReportSection, Table, VerdictRow, rounded, wilson
+from harness.stats import wilson_interval
+from harness.tables import ReportContext, ReportSection, Table, VerdictRow, rounded
 
 NO_COMMUNITY = "(no community)"
 
@@ -43,7 +44,7 @@ def langbite_pass_rates(ctx: ReportContext) -> list[Table]:
     rows: list[list[Any]] = []
     for (model, language, concern, community), c in sorted(counts.items()):
         n = c["passed"] + c["failed"]
-        low, high = wilson(c["passed"], n)
+        low, high = wilson_interval(c["passed"], n)
         rows.append(
             [
                 model,
