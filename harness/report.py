@@ -104,6 +104,13 @@ def build_report(log: EventReader, campaign: str | None = None, **options: Any) 
     return apply_fdr(tables)
 
 
+def _kept(table: Table) -> Table:
+    if table.keep is None:
+        return table
+    rows = [row for row, keep in zip(table.rows, table.keep, strict=True) if keep]
+    return dataclasses.replace(table, rows=rows, keep=None)
+
+
 def _takes_part(table: Table) -> bool:
     return tuple(table.columns[-len(TEST_COLUMNS) :]) == TEST_COLUMNS
 
@@ -121,19 +128,19 @@ def apply_fdr(tables: list[Table]) -> list[Table]:
     ]
     tested = sum(1 for p in pvalues if not math.isnan(p))
     if not tested:
-        return tables
+        return [_kept(t) for t in tables]
     adjusted, flagged = fdr_adjust(pvalues)
     position = iter(zip(adjusted, flagged, strict=True))
     out: list[Table] = []
     for t in tables:
         if not _takes_part(t):
-            out.append(t)
+            out.append(_kept(t))
             continue
         rows = []
         for row in t.rows:
             q, flag = next(position)
             rows.append([*row[:-2], report_number(q, 6), "yes" if flag else "no"])
-        out.append(dataclasses.replace(t, rows=rows))
+        out.append(_kept(dataclasses.replace(t, rows=rows)))
     out.append(
         Table(
             "statistical_tests",

@@ -24,6 +24,9 @@ class Table:
     columns: list[str]
     rows: list[list[Any]]
     note: str = ""
+    # Which rows a report shows (None: all). A long table of tests (one per term) keeps its
+    # most interesting rows; the hidden rows' tests still count in the report's correction.
+    keep: list[bool] | None = None
 
 
 @dataclass(frozen=True)

@@ -80,11 +80,16 @@ async def test_report_tables_from_a_known_log(db_path: Path) -> None:
     groups = {
         (r["relation"], r["group"]): r for r in rows_as_dicts(tables["violating_terms_by_group"])
     }
-    assert groups[("metaquerier.mr1", "profession")]["violations"] == 4
+    # A (case, term) pair is one unit; these logs list no terms beyond the violating ones.
+    assert groups[("metaquerier.mr1", "profession")]["violated"] == 4
     assert groups[("metaquerier.mr1", "profession")]["distinct_terms"] == 2
-    assert groups[("metaquerier.mr1", "religion")]["violations"] == 1
+    assert groups[("metaquerier.mr1", "religion")]["violated"] == 1
     top = rows_as_dicts(tables["top_violating_terms"])
-    assert (top[0]["term"], top[0]["violations"]) == ("nurse", 3)
+    assert (top[0]["relation"], top[0]["term"], top[0]["violated"]) == (
+        "metaquerier.mr1",
+        "nurse",
+        2,
+    )
     pairs = rows_as_dicts(tables["co_violating_pairs"])
     assert {pairs[0]["term_a"], pairs[0]["term_b"]} == {"nurse", "pilot"}
     assert pairs[0]["cases"] == 2
