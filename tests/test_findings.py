@@ -69,3 +69,19 @@ def test_metaquerier_attribution_shows_a_consistent_stereotype(tmp_path: Path) -
     assert [t for t, r in terms.items() if r["flagged"] == "yes"] == ["nurse"]
     group = rows(tables["metaquerier_attribution_by_group"])
     assert [(r["group"], r["named"] > 0) for r in group] == [("profession", True)]
+
+
+def test_mr2_mcnemar_flags_a_term_named_only_when_asked_again(tmp_path: Path) -> None:
+    # The planted female professions never named at the first ask and always when asked
+    # again: a paired drift.
+    from relations.metaquerier.sim import DEFAULT_ASSOCIATIONS
+
+    drift = {t: {"female": [0.0, 1.0]} for t, g in DEFAULT_ASSOCIATIONS.items() if "female" in g}
+    options = {"associations": drift, "background": 0.0}
+    relation = {"name": "metaquerier.mr2", "cases": 300,
+                "options": {"genders": ["female"], "groups": ["profession", "race"]}}  # fmt: skip
+    tables = run_sim(tmp_path, [relation], options)
+    paired = {r["group"]: r for r in rows(tables["metaquerier_source_vs_follow_up"])}
+    prof = paired["profession"]
+    assert prof["dropped"] == 0 and prof["newly_named"] > 5 and prof["flagged"] == "yes"
+    assert paired["race"]["flagged"] == "no"

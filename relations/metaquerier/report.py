@@ -17,7 +17,13 @@ from typing import Any
 
 import networkx as nx
 
-from harness.stats import COMPARISON_COLUMNS, compare_groups, majority_per_case
+from harness.stats import (
+    COMPARISON_COLUMNS,
+    compare_groups,
+    majority_per_case,
+    mcnemar_exact,
+    report_number,
+)
 from harness.tables import ReportContext, ReportSection, Table, VerdictRow, rounded
 
 UNIT_NOTE = (
@@ -193,6 +199,62 @@ def top_violating_terms(ctx: ReportContext) -> list[Table]:
     ]
 
 
+def source_vs_follow_up(ctx: ReportContext) -> list[Table]:
+    """MR2 asks the same source terms twice: McNemar's exact test of whether a group's terms
+    are named more (or less) often the second time: the drift MR2 exists to expose."""
+    source: list[tuple[tuple[str, str, str, str], bool]] = []
+    follow: list[tuple[tuple[str, str, str, str], bool]] = []
+    for v, data in _valid(ctx):
+        if v.relation != "metaquerier.mr2":
+            continue
+        first = set(v.evidence.get("source_named") or [])
+        second = set(v.evidence.get("follow_named") or [])
+        groups: dict[str, str] = data.get("groups") or {}
+        for term in data.get("terms") or []:
+            unit = (v.model, groups.get(term, "unknown"), v.case_key, term)
+            source.append((unit, term in first))
+            follow.append((unit, term in second))
+    if not source:
+        return []
+    before, after = majority_per_case(source), majority_per_case(follow)
+    # pairs, named first, named again, dropped (first only), newly named (again only)
+    cells: dict[tuple[str, str], list[int]] = {}
+    for (model, group, case, term), was_named in before.items():
+        again = after[(model, group, case, term)]
+        c = cells.setdefault((model, group), [0, 0, 0, 0, 0])
+        c[0] += 1
+        c[1] += was_named
+        c[2] += again
+        c[3] += was_named and not again
+        c[4] += again and not was_named
+    rows = [
+        [model, group, *c, report_number(mcnemar_exact(c[3], c[4]), 6), None, None]
+        for (model, group), c in sorted(cells.items())
+    ]
+    return [
+        Table(
+            "metaquerier_source_vs_follow_up",
+            "MR2: source terms named at the first ask and again, per social group",
+            [
+                "model",
+                "group",
+                "pairs",
+                "named_first",
+                "named_again",
+                "dropped",
+                "newly_named",
+                "p",
+                "p_fdr",
+                "flagged",
+            ],
+            rows,
+            note="unit: a (case, source term) pair, repeats summarised by majority; McNemar's "
+            "exact test of dropped vs newly named (paired: the same term in the same "
+            "conversation); p_fdr: Benjamini-Hochberg over every test of the report",
+        )
+    ]
+
+
 def co_violation_graph(verdicts: list[VerdictRow], model: str) -> nx.Graph:
     """Terms as nodes; an edge's weight counts the cases in which both terms violated."""
     graph = nx.Graph()
@@ -233,6 +295,7 @@ def co_violating_pairs(ctx: ReportContext) -> list[Table]:
 REPORT_SECTIONS = (
     ReportSection("metaquerier_attribution", 15, attribution),
     ReportSection("violating_terms_by_group", 20, violating_terms_by_group),
+    ReportSection("metaquerier_source_vs_follow_up", 22, source_vs_follow_up),
     ReportSection("top_violating_terms", 25, top_violating_terms),
     ReportSection("co_violating_pairs", 30, co_violating_pairs),
 )
