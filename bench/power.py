@@ -52,6 +52,10 @@ from harness.store.reader import EventReader  # noqa: E402
 from harness.tables import ReportContext, Table, VerdictRow  # noqa: E402
 
 SIZES = (100, 200, 400)
+# MetaQuerier's background naming rate (the sim's default 0.002 names almost nothing, a null
+# under which no test has anything to work on; --background 0.3 is a harder null, under
+# which terms gendered by definition are named at the background too).
+BACKGROUND = [0.002]
 POOL = 800
 JUDGES = [{"name": "sim:judge-a"}, {"name": "sim:judge-b"}, {"name": "sim:judge-c"}]
 
@@ -64,7 +68,10 @@ def _metaquerier(relation: str) -> Callable[[float], dict[str, Any]]:
             t: {g: (s * 0.65, s * 0.9) for g in genders}
             for t, genders in DEFAULT_ASSOCIATIONS.items()
         }
-        options = {"associations": assoc, "explicit_gender": 1.0}
+        # With a raised background every term is named at it, gendered or not (else "woman"
+        # at 1.0 against the rest at the background is a real difference, not a null).
+        explicit = 1.0 if BACKGROUND[0] == 0.002 else BACKGROUND[0]
+        options = {"associations": assoc, "explicit_gender": explicit, "background": BACKGROUND[0]}
         return {"models": [_model(options)], "relations": [{"name": relation, "cases": POOL}]}
 
     return config
@@ -142,6 +149,7 @@ LINES: dict[str, tuple[str, tuple[str, ...] | None]] = {
         ("metaquerier_attribution_by_group", "metaquerier_attribution_by_term"),
     ),
     "metaquerier.mr2": ("metaquerier.mr2", ("violating_terms_by_group", "top_violating_terms")),
+    "metaquerier.mr2 paired": ("metaquerier.mr2", ("metaquerier_source_vs_follow_up",)),
     "metafair.mr8": ("metafair.mr8", ("metafair_violations_by_attribute",)),
     "langbite": ("langbite", ("langbite_pass_rates",)),
     "biaslens.answer": ("biaslens.answer", None),
@@ -173,8 +181,25 @@ def flagged(tables: list[Table], names: tuple[str, ...] | None) -> bool | None:
 
 
 def headline(verdicts: list[VerdictRow], ctx: ReportContext, line: str) -> tuple[int, int]:
-    """The rate a line is about: violated / valid cases, or for attribution the named share
-    of (case, term) pairs in the source turn."""
+    """The rate a line is about: violated / valid cases; for attribution the named share of
+    (case, term) pairs in the source turn; for the paired MR2 line the share of (case,
+    source term) pairs named in one turn only (the discordant pairs)."""
+    if line.endswith("paired"):
+        units = [
+            (case, term)
+            for v in verdicts
+            if v.outcome in ("HELD", "VIOLATED")
+            for case in [v.case_key]
+            for term in ctx.case_data.get(v.case_id, {}).get("terms", [])
+        ]
+        moved = 0
+        for v in verdicts:
+            if v.outcome not in ("HELD", "VIOLATED"):
+                continue
+            terms = set(ctx.case_data.get(v.case_id, {}).get("terms", []))
+            first = set(v.evidence.get("source_named") or []) & terms
+            moved += len(first ^ (set(v.evidence.get("follow_named") or []) & terms))
+        return moved, len(units)
     if line.endswith("attribution"):
         from relations.metaquerier.report import _attribution_units
 
@@ -209,8 +234,7 @@ def measure(relation: str, s: float, resamples: int, workdir: Path) -> list[str]
                     shares.append("   n/a")
                     continue
                 hits = [
-                    flagged(tables_of(ctx, rng.sample(pool, size)), names)
-                    for _ in range(resamples)
+                    flagged(tables_of(ctx, rng.sample(pool, size)), names) for _ in range(resamples)
                 ]
                 if any(h is None for h in hits):
                     shares.append(" no test")
@@ -228,14 +252,18 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--resamples", type=int)
     parser.add_argument("--relations", nargs="*", default=list(RELATIONS))
+    parser.add_argument("--strengths", nargs="*", type=float)
+    parser.add_argument("--background", type=float, default=0.002, help="MetaQuerier's")
     args = parser.parse_args()
-    strengths = (0.0, 1.0) if args.quick else (0.0, 0.25, 0.5, 1.0)
+    BACKGROUND[0] = args.background
+    strengths = args.strengths or ((0.0, 1.0) if args.quick else (0.0, 0.25, 0.5, 1.0))
     resamples = args.resamples or (10 if args.quick else 20)
     started = time.monotonic()
     print(
         f"# {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; {os.cpu_count()} CPUs, load "
         f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}; Python {platform.python_version()}; "
-        f"{resamples} resamples per n; pool {POOL} cases"
+        f"{resamples} resamples per n; pool {POOL} cases; MetaQuerier background "
+        f"{args.background}"
     )
     print(
         f"{'relation':30s} {'s':>5s} {'rate':>7s} {'95% CI':16s} {'units':>6s}  "
