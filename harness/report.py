@@ -1,10 +1,12 @@
 """Reports: every registered section's tables for one campaign, as JSON or CSV (text is
 rendered by the CLI). The core contributes the sections every family shares: violation
-rates and the reasons cases were INVALID."""
+rates and the reasons cases were INVALID, and corrects every test of a report for multiple
+comparisons (`apply_fdr`)."""
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import math
@@ -13,8 +15,9 @@ from typing import Any
 
 from harness.format_report import answer_formats
 from harness.registry import report_sections
+from harness.stats import ALPHA, TEST_COLUMNS, fdr_adjust, report_number, wilson_interval
 from harness.store.reader import EventReader
-from harness.tables import ReportContext, ReportSection, Table, rounded, wilson
+from harness.tables import ReportContext, ReportSection, Table, rounded
 
 
 def violation_rates(ctx: ReportContext) -> list[Table]:
@@ -55,7 +58,7 @@ def violation_rates(ctx: ReportContext) -> list[Table]:
 
 def _rate_row(model: str, relation: str, c: Counter[str]) -> list[Any]:
     valid = c["VIOLATED"] + c["HELD"]
-    low, high = wilson(c["VIOLATED"], valid)
+    low, high = wilson_interval(c["VIOLATED"], valid)
     rate = c["VIOLATED"] / valid if valid else math.nan
     return [
         model,
@@ -100,7 +103,57 @@ def build_report(log: EventReader, campaign: str | None = None, **options: Any) 
     tables: list[Table] = []
     for section in sorted(report_sections(), key=lambda s: (s.order, s.name)):
         tables.extend(section.build(ctx))
-    return tables
+    return apply_fdr(tables)
+
+
+def _kept(table: Table) -> Table:
+    if table.keep is None:
+        return table
+    rows = [row for row, keep in zip(table.rows, table.keep, strict=True) if keep]
+    return dataclasses.replace(table, rows=rows, keep=None)
+
+
+def _takes_part(table: Table) -> bool:
+    return tuple(table.columns[-len(TEST_COLUMNS) :]) == TEST_COLUMNS
+
+
+def apply_fdr(tables: list[Table]) -> list[Table]:
+    """Benjamini-Hochberg over every test of the report: fills ``p_fdr`` and ``flagged`` of
+    each table that ends with `harness.stats.TEST_COLUMNS`, and appends a table saying how
+    many tests ran and how many are flagged. One family of tests per report, because a
+    reader scans the whole report for flags."""
+    pvalues = [
+        math.nan if row[-3] is None else float(row[-3])
+        for t in tables
+        if _takes_part(t)
+        for row in t.rows
+    ]
+    tested = sum(1 for p in pvalues if not math.isnan(p))
+    if not tested:
+        return [_kept(t) for t in tables]
+    adjusted, flagged = fdr_adjust(pvalues)
+    position = iter(zip(adjusted, flagged, strict=True))
+    out: list[Table] = []
+    for t in tables:
+        if not _takes_part(t):
+            out.append(_kept(t))
+            continue
+        rows = []
+        for row in t.rows:
+            q, flag = next(position)
+            rows.append([*row[:-2], report_number(q, 6), "yes" if flag else "no"])
+        out.append(_kept(dataclasses.replace(t, rows=rows)))
+    out.append(
+        Table(
+            "statistical_tests",
+            "Tests in this report and the correction for multiple comparisons",
+            ["tests", "flagged", "method", "alpha"],
+            [[tested, sum(flagged), "Benjamini-Hochberg FDR", ALPHA]],
+            note="every p in this report counts; flagged = significant after the correction "
+            "(p_fdr <= alpha); a test that could not run (an empty side) is not counted",
+        )
+    )
+    return out
 
 
 def to_json(tables: list[Table]) -> str:

@@ -10,6 +10,8 @@ The stable API (families import these; nothing else here is public):
   least `CHI2_MIN_EXPECTED` and the table holds more than `CHI2_MIN_TOTAL` observations),
   the difference of rates (Newcombe) and the risk ratio (log, with 0.5 added to empty
   cells) with 95 % intervals. Returns a `GroupComparison`.
+- `compare_groups(counts)`: every group against the rest of its context (e.g. the other
+  groups of the same model), from ``{(*context, group): (k, n)}``.
 - `mcnemar_exact(b, c)`: McNemar's exact test of paired outcomes from the discordant
   counts (b: positive only in the first variant, c: only in the second).
 - `fdr_adjust(pvalues)`: Benjamini-Hochberg adjusted p-values and which are flagged.
@@ -22,14 +24,18 @@ The stable API (families import these; nothing else here is public):
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from scipy.stats import chi2_contingency, fisher_exact
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
+
+K = TypeVar("K", bound=Hashable)
 
 ALPHA = 0.05
 CHI2_MIN_EXPECTED = 5.0
@@ -66,14 +72,14 @@ def wilson_interval(successes: int, n: int) -> tuple[float, float]:
     return (low, high)
 
 
-def majority_per_case(outcomes: Iterable[tuple[Hashable, bool]]) -> dict[Hashable, bool]:
+def majority_per_case(outcomes: Iterable[tuple[K, bool]]) -> dict[K, bool]:
     """One outcome per case from its repeats: True when more than half of them are True.
 
     Repeats of one case are not independent observations (same prompt, same model), so a
     report counts each case once; a tie (e.g. 1 of 2 repeats) counts as False, the outcome
     that claims nothing.
     """
-    tally: dict[Hashable, list[int]] = {}
+    tally: dict[K, list[int]] = {}
     for case, positive in outcomes:
         counts = tally.setdefault(case, [0, 0])
         counts[0 if positive else 1] += 1
@@ -130,6 +136,9 @@ def two_by_two_test(table: Sequence[Sequence[int]]) -> tuple[str, float]:
     return "fisher", float(fisher_exact([[a, b], [c, d]], alternative="two-sided").pvalue)
 
 
+# Pure in its four counts, and reports repeat them (a long tail of terms named 0 of 3
+# times): cached, the term tables of a large report build several times faster.
+@functools.lru_cache(maxsize=1 << 16)
 def compare_to_rest(k: int, n: int, rest_k: int, rest_n: int) -> GroupComparison:
     """``k`` of ``n`` in the group against ``rest_k`` of ``rest_n`` in the rest."""
     rate = k / n if n else math.nan
@@ -154,6 +163,26 @@ def compare_to_rest(k: int, n: int, rest_k: int, rest_n: int) -> GroupComparison
         max(-1.0, float(diff_low)), min(1.0, float(diff_high)),
         ratio, float(rr_low), float(rr_high), test, p,
     )  # fmt: skip
+
+
+def compare_groups(
+    counts: dict[tuple[str, ...], tuple[int, int]],
+) -> list[tuple[tuple[str, ...], GroupComparison]]:
+    """Each ``(*context, group)`` against the other groups of the same context, sorted by key.
+
+    ``counts`` maps a key to (positives, observations); the rest of a group is the sum over
+    the other groups sharing its context (the key without its last element).
+    """
+    totals: dict[tuple[str, ...], list[int]] = {}
+    for key, (k, n) in counts.items():
+        total = totals.setdefault(key[:-1], [0, 0])
+        total[0] += k
+        total[1] += n
+    out = []
+    for key, (k, n) in sorted(counts.items()):
+        all_k, all_n = totals[key[:-1]]
+        out.append((key, compare_to_rest(k, n, all_k - k, all_n - n)))
+    return out
 
 
 def mcnemar_exact(b: int, c: int) -> float:

@@ -133,3 +133,12 @@ def test_wilson_closed_forms() -> None:
 def test_majority_counts_each_case_once_and_a_tie_as_false() -> None:
     pairs = [("a", True), ("a", True), ("a", False), ("b", True), ("b", False), ("c", False)]
     assert majority_per_case(pairs) == {"a": True, "b": False, "c": False}
+
+
+def test_compare_groups_takes_the_rest_within_the_same_context() -> None:
+    from harness.stats import compare_groups
+
+    rows = dict(compare_groups({("m1", "a"): (3, 10), ("m1", "b"): (1, 20), ("m2", "a"): (5, 5)}))
+    assert (rows[("m1", "a")].rest_k, rows[("m1", "a")].rest_n) == (1, 20)
+    assert (rows[("m1", "b")].rest_k, rows[("m1", "b")].rest_n) == (3, 10)
+    assert rows[("m2", "a")].test == "none"  # no other group of m2
