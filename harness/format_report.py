@@ -13,7 +13,8 @@ import math
 from collections import Counter
 from typing import Any
 
-from harness.tables import ReportContext, Table, rounded, wilson
+from harness.stats import wilson_interval
+from harness.tables import ReportContext, Table, rounded
 
 
 def model_formats(config: dict[str, Any]) -> dict[str, str]:
@@ -38,7 +39,7 @@ def answer_formats(ctx: ReportContext) -> list[Table]:
     for (model, relation), c in sorted(counts.items()):
         fmt = formats.get(model, "free")
         cases = sum(c.values())
-        low, high = wilson(c["INVALID"], cases)
+        low, high = wilson_interval(c["INVALID"], cases)
         valid = c["VIOLATED"] + c["HELD"]
         rows.append(
             [

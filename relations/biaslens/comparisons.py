@@ -9,7 +9,7 @@
   (`paired_difference_interval`).
 - Benjamini-Hochberg over every p of the BiasLens tables: each table ending with
   `harness.stats.TEST_COLUMNS` gets its ``p_fdr`` and ``flagged`` filled, and a
-  ``biaslens_tests`` table says how many tests were corrected for.
+  report-wide ``statistical_tests`` table says how many tests were corrected for.
 
 A question is the unit throughout: its N trials are summarised by their majority first
 (`tally.AlignedQuestion.verdict`), so repeats are never counted as independent observations.
@@ -17,7 +17,6 @@ A question is the unit throughout: its N trials are summarised by their majority
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections import defaultdict
 from collections.abc import Iterable
@@ -30,12 +29,10 @@ from harness.stats import (
     COMPARISON_COLUMNS,
     TEST_COLUMNS,
     compare_to_rest,
-    fdr_adjust,
     mcnemar_exact,
     report_number,
     wilson_interval,
 )
-from harness.tables import Table
 from relations.biaslens.oracles import Vote
 from relations.biaslens.questionset import QType, without_role
 from relations.biaslens.tally import AlignedQuestion, Cell
@@ -159,40 +156,3 @@ def paired_difference_interval(role_only: int, plain_only: int, pairs: int) -> t
     low, high = proportion_confint(role_only, discordant, alpha=ALPHA, method="beta")
     scale = discordant / pairs
     return (scale * (2 * float(low) - 1), scale * (2 * float(high) - 1))
-
-
-def _takes_part(table: Table) -> bool:
-    return tuple(table.columns[-len(TEST_COLUMNS) :]) == TEST_COLUMNS
-
-
-def correct_for_multiple_tests(tables: list[Table]) -> list[Table]:
-    """Benjamini-Hochberg over every p of ``tables``; appends the ``biaslens_tests`` table."""
-    pvalues = [
-        math.nan if row[-3] is None else float(row[-3])
-        for t in tables
-        if _takes_part(t)
-        for row in t.rows
-    ]
-    adjusted, flagged = fdr_adjust(pvalues)
-    position = iter(zip(adjusted, flagged, strict=True))
-    out = []
-    for t in tables:
-        if _takes_part(t):
-            rows = []
-            for row in t.rows:
-                q, flag = next(position)
-                rows.append([*row[:-2], report_number(q, 6), "yes" if flag else "no"])
-            t = dataclasses.replace(t, rows=rows)
-        out.append(t)
-    tested = sum(not math.isnan(p) for p in pvalues)
-    named = ", ".join(t.name for t in tables if _takes_part(t) and t.rows)
-    summary = Table(
-        "biaslens_tests",
-        f"BiasLens tests corrected for multiple comparisons: {tested} tests, "
-        f"{sum(flagged)} flagged",
-        ["tests", "flagged", "method", "alpha", "tables"],
-        [[tested, sum(flagged), "Benjamini-Hochberg FDR", ALPHA, named]],
-        note="every p of the BiasLens tables is corrected together; flagged = p_fdr <= alpha; "
-        "a comparison with an empty side has no test and is not counted",
-    )
-    return [*out, summary]

@@ -2,7 +2,8 @@
 oracle mode with the other mode beside it, per-attribute rates with intervals and tests,
 role vs no-role as paired questions, consistency of the N trials (released Choice: the
 authors' Table 5 rule, `table5.py`), every question on which the modes disagree, every
-answer strict mode could not read, and the count of tests corrected for (`comparisons.py`).
+answer strict mode could not read; their tests join the report-wide correction
+(`comparisons.py`).
 
 ``harness report DB --mode strict|released`` (default strict: the paper's rule as written).
 """
@@ -19,7 +20,6 @@ from relations.biaslens.comparisons import (
     PAIRED_COLUMNS,
     RATE_COLUMNS,
     attribute_rates,
-    correct_for_multiple_tests,
     paired_variants,
 )
 from relations.biaslens.oracles import Vote
@@ -69,16 +69,16 @@ def biaslens_tables(ctx: ReportContext) -> list[Table]:
     other = "released" if mode == "strict" else "strict"
     questions = align(trials, recorded_row_counts(conn, ctx.campaign))
     by_cell = cells(questions)
-    return correct_for_multiple_tests(
-        [
-            _table3(by_cell, mode, other),
-            _long_cells(by_cell, mode),
-            *_role_vs_no_role(questions, mode),
-            _consistency(questions, trials, mode),
-            _disagreements(questions),
-            _strict_invalid(questions),
-        ]
-    )
+    # p_fdr and flagged are filled by the report-wide correction (harness.report.apply_fdr),
+    # so BiasLens tests are corrected together with every other test of the report.
+    return [
+        _table3(by_cell, mode, other),
+        _long_cells(by_cell, mode),
+        *_role_vs_no_role(questions, mode),
+        _consistency(questions, trials, mode),
+        _disagreements(questions),
+        _strict_invalid(questions),
+    ]
 
 
 def _table3(by_cell: dict[Any, Any], mode: str, other: str) -> Table:
@@ -169,8 +169,8 @@ def _long_cells(by_cell: dict[Any, Any], mode: str) -> Table:
         "judged (strict: questions with a valid majority) with a 95 % Wilson interval; the "
         "attribute against the other attributes of its model, variant and type: difference "
         "and risk ratio with 95 % intervals, Fisher's exact test (chi-squared on large "
-        "tables); p_fdr and flagged: Benjamini-Hochberg over every BiasLens test "
-        "(biaslens_tests)",
+        "tables); p_fdr and flagged: Benjamini-Hochberg over every test of the report "
+        "(statistical_tests)",
     )
 
 
@@ -193,7 +193,7 @@ def _role_vs_no_role(questions: list[AlignedQuestion], mode: str) -> list[Table]
             "positive: the role makes answers more biased; role_only / no_role_only = pairs "
             "biased in one variant only, compared by McNemar's exact test; diff_low/high: 95 % "
             "exact interval given those discordant pairs (none without one); p_fdr and flagged: "
-            "Benjamini-Hochberg over every BiasLens test (biaslens_tests)",
+            "Benjamini-Hochberg over every test of the report (statistical_tests)",
         )
     ]
 
