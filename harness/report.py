@@ -15,25 +15,40 @@ from typing import Any
 
 from harness.format_report import answer_formats
 from harness.registry import report_sections
-from harness.stats import ALPHA, TEST_COLUMNS, fdr_adjust, report_number, wilson_interval
+from harness.stats import (
+    ALPHA,
+    TEST_COLUMNS,
+    fdr_adjust,
+    majority_per_case,
+    report_number,
+    wilson_interval,
+)
 from harness.store.reader import EventReader
 from harness.tables import ReportContext, ReportSection, Table, rounded
 
 
 def violation_rates(ctx: ReportContext) -> list[Table]:
     counts: dict[tuple[str, str], Counter[str]] = {}
+    valid: dict[tuple[str, str], list[tuple[str, bool]]] = {}
     for v in ctx.relation_verdicts:
         counts.setdefault((v.model, v.relation), Counter())[v.outcome] += 1
+        if v.outcome != "INVALID":
+            valid.setdefault((v.model, v.relation), []).append(
+                (v.case_key, v.outcome == "VIOLATED")
+            )
     if not counts:
         return []
     rows = []
     totals: dict[str, Counter[str]] = {}
+    total_valid: dict[str, list[tuple[str, bool]]] = {}
     for (model, relation), c in sorted(counts.items()):
         totals.setdefault(model, Counter()).update(c)
-        rows.append(_rate_row(model, relation, c))
+        mine = valid.get((model, relation), [])
+        total_valid.setdefault(model, []).extend(mine)
+        rows.append(_rate_row(model, relation, c, mine))
     for model, c in sorted(totals.items()):
         if sum(1 for (m, _) in counts if m == model) > 1:
-            rows.append(_rate_row(model, "(all)", c))
+            rows.append(_rate_row(model, "(all)", c, total_valid[model]))
     return [
         Table(
             "violation_rates",
@@ -48,18 +63,31 @@ def violation_rates(ctx: ReportContext) -> list[Table]:
                 "rate",
                 "ci95_low",
                 "ci95_high",
+                "distinct_cases",
+                "case_rate",
+                "case_ci95_low",
+                "case_ci95_high",
             ],
             rows,
-            note="rate = violated / (violated + held); INVALID cases are counted but excluded; "
-            "95% Wilson interval",
+            note="cases, violated, held, invalid count every verdict, repeats included; "
+            "rate = violated / (violated + held) over those (INVALID excluded), 95% Wilson "
+            "interval; case_rate counts each case once: a case is violated when most of its "
+            "valid repeats are (a tie is not), over distinct_cases with a valid repeat, 95% "
+            "Wilson interval (the interval to read when repeats > 1: repeats of one case are "
+            "not independent)",
         )
     ]
 
 
-def _rate_row(model: str, relation: str, c: Counter[str]) -> list[Any]:
-    valid = c["VIOLATED"] + c["HELD"]
-    low, high = wilson_interval(c["VIOLATED"], valid)
-    rate = c["VIOLATED"] / valid if valid else math.nan
+def _rate_row(
+    model: str, relation: str, c: Counter[str], valid: list[tuple[str, bool]]
+) -> list[Any]:
+    judged = c["VIOLATED"] + c["HELD"]
+    low, high = wilson_interval(c["VIOLATED"], judged)
+    rate = c["VIOLATED"] / judged if judged else math.nan
+    per_case = majority_per_case(valid)
+    cases, violated_cases = len(per_case), sum(per_case.values())
+    case_low, case_high = wilson_interval(violated_cases, cases)
     return [
         model,
         relation,
@@ -70,6 +98,10 @@ def _rate_row(model: str, relation: str, c: Counter[str]) -> list[Any]:
         rounded(rate),
         rounded(low),
         rounded(high),
+        cases,
+        rounded(violated_cases / cases if cases else math.nan),
+        rounded(case_low),
+        rounded(case_high),
     ]
 
 

@@ -152,3 +152,30 @@ def test_apply_fdr_corrects_every_test_of_the_report_together() -> None:
     assert out[2].rows == [["w", 0.04, 0.04, "yes"]]
     assert out[3].name == "statistical_tests" and out[3].rows[0][:2] == [2, 2]
     assert apply_fdr([tables[1]]) == [tables[1]]
+
+
+def test_violation_rates_count_each_case_once_beside_the_runs() -> None:
+    """Repeats of one case are not independent: case_rate takes each case's majority."""
+    from types import SimpleNamespace
+
+    from harness.report import violation_rates
+    from harness.tables import VerdictRow
+
+    def verdict(case: int, repeat: int, outcome: str) -> VerdictRow:
+        case_id = f"metaquerier.mr1/{case}/r{repeat}@sim:x"
+        return VerdictRow(case_id, "metaquerier.mr1", "sim:x", outcome, "", {}, "relation")
+
+    outcomes = {
+        1: ["VIOLATED", "VIOLATED", "HELD"],  # majority violated
+        2: ["VIOLATED", "HELD"],  # a tie claims nothing
+        3: ["HELD", "HELD", "INVALID"],
+        4: ["INVALID", "INVALID"],  # no valid repeat: not a case of the case rate
+    }
+    rows = [verdict(c, r, o) for c, seq in outcomes.items() for r, o in enumerate(seq)]
+    assert rows[0].case_key == rows[1].case_key != rows[3].case_key
+    (table,) = violation_rates(SimpleNamespace(relation_verdicts=rows))  # type: ignore[arg-type]
+    (row,) = [dict(zip(table.columns, r, strict=True)) for r in table.rows]
+    assert (row["cases"], row["violated"], row["held"], row["invalid"]) == (10, 3, 4, 3)
+    assert row["rate"] == round(3 / 7, 4)
+    assert (row["distinct_cases"], row["case_rate"]) == (3, round(1 / 3, 4))
+    assert row["case_ci95_low"] < row["case_rate"] < row["case_ci95_high"]
