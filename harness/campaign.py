@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from harness.answer_shape import AnswerFormat
 from harness.config_errors import config_error
 from harness.errors import ConfigError, strip_url_credentials
 from harness.model import GenerationParams, ModelSpec, known_schemes
@@ -50,6 +51,11 @@ class CampaignConfig(BaseModel):
     relations: list[RelationSpec] = Field(min_length=1)
     limits: Limits = Field(default_factory=Limits)
     defaults: GenerationParams = Field(default_factory=GenerationParams)
+    # "structured": answers constrained to each ask's declared shape (see harness/answer_shape)
+    answer_format: AnswerFormat = "free"
+
+    def answer_format_of(self, spec: ModelSpec) -> AnswerFormat:
+        return spec.answer_format or self.answer_format
 
     @model_validator(mode="after")
     def _unique_models(self) -> CampaignConfig:
@@ -98,12 +104,23 @@ def _check_references(config: CampaignConfig) -> None:
     schemes = known_schemes()
     for i, spec in enumerate([*config.models, *config.judges]):
         group, idx = ("models", i) if i < len(config.models) else ("judges", i - len(config.models))
-        if spec.scheme not in schemes or ":" not in spec.name:
+        if spec.scheme not in schemes or ":" not in spec.target:
+            where = "backend" if spec.backend else "name"
             raise ConfigError(
-                f"unknown model backend in {spec.name!r}",
-                field=f"{group}[{idx}].name",
+                f"unknown model backend in {spec.target!r}",
+                field=f"{group}[{idx}].{where}",
                 fix=f"name models as 'scheme:identifier' with scheme one of {schemes}",
             )
+        for params, where in (
+            (spec.params, f"{group}[{idx}].params"),
+            (config.defaults, "defaults"),
+        ):
+            if params.answer_shape is not None:
+                raise ConfigError(
+                    "answer_shape is set by the engine from each relation's asks",
+                    field=f"{where}.answer_shape",
+                    fix='remove it; set answer_format = "structured" on the model or campaign',
+                )
     check_vendor_options(config)
     _check_params(config)
     for i, rel in enumerate(config.relations):

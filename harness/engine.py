@@ -324,6 +324,9 @@ class Engine:
         updates: dict[str, object] = {}
         if ask.max_tokens is not None:
             updates["max_tokens"] = ask.max_tokens
+        spec = self.specs[model.name]
+        if ask.answer is not None and self.config.answer_format_of(spec) == "structured":
+            updates["answer_shape"] = ask.answer  # recorded in AskSent.params: the format used
         if merged.seed is None:
             # Seeded per turn so repeats differ while the whole campaign stays reproducible.
             updates["seed"] = derive_seed(self.config.seed, case.case_id, turn) % (2**31)

@@ -101,6 +101,12 @@ class LocalModel:
             kwargs["top_p"] = params.top_p
         if params.seed is not None:
             kwargs["seed"] = params.seed
+        if params.answer_shape is not None:
+            # llama-cpp-python compiles the schema into a grammar that constrains sampling.
+            kwargs["response_format"] = {
+                "type": "json_object",
+                "schema": params.answer_shape.json_schema(),
+            }
         try:
             with _RUN_LOCK:
                 out = llm.create_chat_completion(**kwargs)

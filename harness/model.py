@@ -16,6 +16,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness.answer_shape import AnswerFormat, AnswerShape
 from harness.errors import ConfigError
 from harness.registry import model_backends
 
@@ -29,13 +30,18 @@ class Message(BaseModel):
 
 
 class GenerationParams(BaseModel):
-    """Sampling parameters. ``None`` means the backend's default."""
+    """Sampling parameters. ``None`` means the backend's default.
+
+    ``answer_shape`` is set by the engine, never in a campaign file: the shape a structured
+    answer must take (absent for free answers, so their request keys are unchanged).
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     temperature: float | None = None
     max_tokens: int | None = None
     seed: int | None = None
     top_p: float | None = None
+    answer_shape: AnswerShape | None = None
 
 
 class Usage(BaseModel):
@@ -66,21 +72,33 @@ class Model(Protocol):
 
 
 class ModelSpec(BaseModel):
-    """One model as named in a campaign file."""
+    """One model as named in a campaign file.
+
+    ``backend``: the "scheme:identifier" of the model when ``name`` is only a label, so one
+    model can be listed twice (e.g. once per answer format). ``answer_format``: free text or
+    structured answers (None: the campaign's ``answer_format``).
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    name: str  # "scheme:identifier", the key used in events and reports
+    name: str  # "scheme:identifier" (or a label with ``backend``): the key in events, reports
     params: GenerationParams = Field(default_factory=GenerationParams)
     options: dict[str, Any] = Field(default_factory=dict)  # backend-specific
     max_in_flight: int = Field(default=8, ge=1)
+    backend: str | None = None
+    answer_format: AnswerFormat | None = None
+
+    @property
+    def target(self) -> str:
+        """The "scheme:identifier" that selects the backend and the vendor model."""
+        return self.backend or self.name
 
     @property
     def scheme(self) -> str:
-        return self.name.split(":", 1)[0]
+        return self.target.split(":", 1)[0]
 
     @property
     def identifier(self) -> str:
-        return self.name.split(":", 1)[1] if ":" in self.name else ""
+        return self.target.split(":", 1)[1] if ":" in self.target else ""
 
 
 ModelFactory = Callable[[ModelSpec], Model]
@@ -93,9 +111,9 @@ def known_schemes() -> list[str]:
 
 def build_model(spec: ModelSpec) -> Model:
     backends = model_backends()
-    if ":" not in spec.name:
+    if ":" not in spec.target:
         raise ConfigError(
-            f"model name {spec.name!r} has no backend prefix",
+            f"model name {spec.target!r} has no backend prefix",
             field="models.name",
             fix=f"write it as 'scheme:identifier' with scheme one of {sorted(backends)}",
         )

@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from harness.answer_shape import AnswerShape
 from harness.config_errors import config_error
 from harness.errors import ConfigError
 from harness.registry import relation_classes
@@ -31,7 +32,9 @@ class Ask(BaseModel):
 
     A thread that already has turns is continued (its history is sent first). A new thread
     starts empty, or from a copy of ``fork_of``'s history when that is set. ``system`` is
-    used only when the thread starts.
+    used only when the thread starts. ``answer``: the shape of the answer, sent to models
+    whose answer format is structured (None: free text only; logs from before shapes
+    existed decode with None).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -42,6 +45,7 @@ class Ask(BaseModel):
     system: str | None = None
     fork_of: str | None = None
     max_tokens: int | None = None
+    answer: AnswerShape | None = None
 
 
 class Verdict(BaseModel):

@@ -1,10 +1,12 @@
 """Reports: every registered section's tables for one campaign, as JSON or CSV (text is
 rendered by the CLI). The core contributes the sections every family shares: violation
-rates and the reasons cases were INVALID."""
+rates and the reasons cases were INVALID, and corrects every test of a report for multiple
+comparisons (`apply_fdr`)."""
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import math
@@ -13,25 +15,42 @@ from collections import Counter
 from typing import Any
 
 from harness.errors import ConfigError, StoreError
+from harness.format_report import answer_formats
 from harness.registry import report_sections
+from harness.stats import (
+    ALPHA,
+    TEST_COLUMNS,
+    fdr_adjust,
+    majority_per_case,
+    report_number,
+    wilson_interval,
+)
 from harness.store.reader import EventReader
-from harness.tables import ReportContext, ReportOptions, ReportSection, Table, rounded, wilson
+from harness.tables import ReportContext, ReportOptions, ReportSection, Table, rounded
 
 
 def violation_rates(ctx: ReportContext) -> list[Table]:
     counts: dict[tuple[str, str], Counter[str]] = {}
+    valid: dict[tuple[str, str], list[tuple[str, bool]]] = {}
     for v in ctx.relation_verdicts:
         counts.setdefault((v.model, v.relation), Counter())[v.outcome] += 1
+        if v.outcome != "INVALID":
+            valid.setdefault((v.model, v.relation), []).append(
+                (v.case_key, v.outcome == "VIOLATED")
+            )
     if not counts:
         return []
     rows = []
     totals: dict[str, Counter[str]] = {}
+    total_valid: dict[str, list[tuple[str, bool]]] = {}
     for (model, relation), c in sorted(counts.items()):
         totals.setdefault(model, Counter()).update(c)
-        rows.append(_rate_row(model, relation, c))
+        mine = valid.get((model, relation), [])
+        total_valid.setdefault(model, []).extend(mine)
+        rows.append(_rate_row(model, relation, c, mine))
     for model, c in sorted(totals.items()):
         if sum(1 for (m, _) in counts if m == model) > 1:
-            rows.append(_rate_row(model, "(all)", c))
+            rows.append(_rate_row(model, "(all)", c, total_valid[model]))
     return [
         Table(
             "violation_rates",
@@ -46,18 +65,31 @@ def violation_rates(ctx: ReportContext) -> list[Table]:
                 "rate",
                 "ci95_low",
                 "ci95_high",
+                "distinct_cases",
+                "case_rate",
+                "case_ci95_low",
+                "case_ci95_high",
             ],
             rows,
-            note="rate = violated / (violated + held); INVALID cases are counted but excluded; "
-            "95% Wilson interval",
+            note="cases, violated, held, invalid count every verdict, repeats included; "
+            "rate = violated / (violated + held) over those (INVALID excluded), 95% Wilson "
+            "interval; case_rate counts each case once: a case is violated when most of its "
+            "valid repeats are (a tie is not), over distinct_cases with a valid repeat, 95% "
+            "Wilson interval (the interval to read when repeats > 1: repeats of one case are "
+            "not independent)",
         )
     ]
 
 
-def _rate_row(model: str, relation: str, c: Counter[str]) -> list[Any]:
-    valid = c["VIOLATED"] + c["HELD"]
-    low, high = wilson(c["VIOLATED"], valid)
-    rate = c["VIOLATED"] / valid if valid else math.nan
+def _rate_row(
+    model: str, relation: str, c: Counter[str], valid: list[tuple[str, bool]]
+) -> list[Any]:
+    judged = c["VIOLATED"] + c["HELD"]
+    low, high = wilson_interval(c["VIOLATED"], judged)
+    rate = c["VIOLATED"] / judged if judged else math.nan
+    per_case = majority_per_case(valid)
+    cases, violated_cases = len(per_case), sum(per_case.values())
+    case_low, case_high = wilson_interval(violated_cases, cases)
     return [
         model,
         relation,
@@ -68,6 +100,10 @@ def _rate_row(model: str, relation: str, c: Counter[str]) -> list[Any]:
         rounded(rate),
         rounded(low),
         rounded(high),
+        cases,
+        rounded(violated_cases / cases if cases else math.nan),
+        rounded(case_low),
+        rounded(case_high),
     ]
 
 
@@ -92,6 +128,7 @@ def invalid_reasons(ctx: ReportContext) -> list[Table]:
 CORE_SECTIONS = (
     ReportSection("violation_rates", 10, violation_rates),
     ReportSection("invalid_reasons", 40, invalid_reasons),
+    ReportSection("answer_formats", 11, answer_formats),
 )
 
 
@@ -119,7 +156,57 @@ def build_report(log: EventReader, campaign: str | None = None, **options: Any) 
                 field=f"--{name}",
                 fix=f"leave --{name} out for this log",
             )
-    return tables
+    return apply_fdr(tables)
+
+
+def _kept(table: Table) -> Table:
+    if table.keep is None:
+        return table
+    rows = [row for row, keep in zip(table.rows, table.keep, strict=True) if keep]
+    return dataclasses.replace(table, rows=rows, keep=None)
+
+
+def _takes_part(table: Table) -> bool:
+    return tuple(table.columns[-len(TEST_COLUMNS) :]) == TEST_COLUMNS
+
+
+def apply_fdr(tables: list[Table]) -> list[Table]:
+    """Benjamini-Hochberg over every test of the report: fills ``p_fdr`` and ``flagged`` of
+    each table that ends with `harness.stats.TEST_COLUMNS`, and appends a table saying how
+    many tests ran and how many are flagged. One family of tests per report, because a
+    reader scans the whole report for flags."""
+    pvalues = [
+        math.nan if row[-3] is None else float(row[-3])
+        for t in tables
+        if _takes_part(t)
+        for row in t.rows
+    ]
+    tested = sum(1 for p in pvalues if not math.isnan(p))
+    if not tested:
+        return [_kept(t) for t in tables]
+    adjusted, flagged = fdr_adjust(pvalues)
+    position = iter(zip(adjusted, flagged, strict=True))
+    out: list[Table] = []
+    for t in tables:
+        if not _takes_part(t):
+            out.append(_kept(t))
+            continue
+        rows = []
+        for row in t.rows:
+            q, flag = next(position)
+            rows.append([*row[:-2], report_number(q, 6), "yes" if flag else "no"])
+        out.append(_kept(dataclasses.replace(t, rows=rows)))
+    out.append(
+        Table(
+            "statistical_tests",
+            "Tests in this report and the correction for multiple comparisons",
+            ["tests", "flagged", "method", "alpha"],
+            [[tested, sum(flagged), "Benjamini-Hochberg FDR", ALPHA]],
+            note="every p in this report counts; flagged = significant after the correction "
+            "(p_fdr <= alpha); a test that could not run (an empty side) is not counted",
+        )
+    )
+    return out
 
 
 def _first_bad_row(log: EventReader) -> str:

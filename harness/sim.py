@@ -16,12 +16,14 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from harness.answer_shape import AnswerShape
 from harness.config_errors import config_error
 from harness.errors import ConfigError
 from harness.model import GenerationParams, Message, ModelSpec, Reply, Usage
@@ -130,6 +132,8 @@ class SimModel:
             )
         if params.max_tokens is not None:
             text = " ".join(text.split(" ")[: max(1, params.max_tokens)])
+        if params.answer_shape is not None:
+            text = constrained(text, params.answer_shape, rng)
         usage = Usage(
             input_tokens=sum(len(m.content) for m in messages) // 4 + 1,
             output_tokens=len(text) // 4 + 1,
@@ -138,6 +142,31 @@ class SimModel:
 
     async def aclose(self) -> None:
         return None
+
+
+_LIST = re.compile(r"\[([^\[\]]*)\]")
+_NUMBER = re.compile(r"-?\d+")
+
+
+def constrained(text: str, shape: AnswerShape, rng: random.Random) -> str:
+    """The free answer ``text`` as a model constrained to ``shape`` would give it: what it
+    says where the shape can hold it, otherwise a draw from what the shape allows (as a
+    grammar forces some valid answer)."""
+    low = text.lower()
+    if shape.kind in ("terms", "ranking"):
+        lists = _LIST.findall(text)
+        said = [i.strip().strip("\"'").lower() for i in (lists[-1] if lists else "").split(",")]
+        value: Any = [o for o in shape.options if o.lower() in said]
+    elif shape.kind == "score":
+        numbers = [int(n) for n in _NUMBER.findall(text) if shape.low <= int(n) <= shape.high]
+        value = numbers[0] if numbers else rng.randint(shape.low, shape.high)
+    elif shape.kind == "json":
+        return text if shape.read(text) is not None else shape.encode({})
+    else:
+        where = {o: re.search(rf"\b{re.escape(o.lower())}\b", low) for o in shape.options}
+        found = sorted((m.start(), o) for o, m in where.items() if m is not None)
+        value = found[0][1] if found else rng.choice(shape.options)
+    return shape.encode(value)
 
 
 def build_sim(spec: ModelSpec) -> SimModel:

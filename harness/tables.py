@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -23,6 +24,9 @@ class Table:
     columns: list[str]
     rows: list[list[Any]]
     note: str = ""
+    # Which rows a report shows (None: all). A long table of tests (one per term) keeps its
+    # most interesting rows; the hidden rows' tests still count in the report's correction.
+    keep: list[bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,14 @@ class VerdictRow:
     reason: str
     evidence: dict[str, Any]
     source: str
+
+    @property
+    def case_key(self) -> str:
+        """The case without its repeat: repeats of one case share it (see `harness.plan`)."""
+        return _REPEAT.sub("@", self.case_id, count=1)
+
+
+_REPEAT = re.compile(r"/r\d+@")
 
 
 class ReportOptions(dict[str, Any]):
@@ -82,6 +94,16 @@ class ReportContext:
     def relation_verdicts(self) -> list[VerdictRow]:
         return list(self.verdicts())
 
+    @cached_property
+    def case_data(self) -> dict[str, dict[str, Any]]:
+        """Each case's data (what its relation drew: terms, groups, ...) by case id."""
+        cur = self.log.connection.execute(
+            "SELECT case_id, json_extract(payload, '$.case.data') FROM events"
+            " WHERE campaign = ? AND kind = 'CaseOpened'",
+            (self.campaign,),
+        )
+        return {case_id: json.loads(data or "{}") for case_id, data in cur}
+
 
 @dataclass(frozen=True)
 class ReportSection:
@@ -95,19 +117,5 @@ class ReportSection:
     build: Callable[[ReportContext], list[Table]]
 
 
-def wilson(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
-    """95% Wilson score interval of a proportion."""
-    if n == 0:
-        return (math.nan, math.nan)
-    p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    # Exact at the edges: rounding would otherwise leave 0/n or n/n outside its own interval.
-    low = 0.0 if successes == 0 else max(0.0, centre - half)
-    high = 1.0 if successes == n else min(1.0, centre + half)
-    return (low, high)
-
-
 def rounded(x: float) -> float | None:
-    return None if math.isnan(x) else round(x, 4)
+    return None if not math.isfinite(x) else round(x, 4)

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
+from harness.store.reader import EventReader
 
 ROOT = Path(__file__).resolve().parent.parent
 SMOLLM2 = ROOT / "transcripts" / "smollm2.db"
@@ -105,7 +106,9 @@ def log(tmp_path: Path) -> Path:
 
 
 def test_resume_unknown_campaign(log: Path) -> None:
-    _fails_cleanly(["resume", str(log), "--campaign", "bogus"], "bogus", "b4ade")
+    with EventReader(log) as reader:
+        recorded = reader.latest_campaign()
+    _fails_cleanly(["resume", str(log), "--campaign", "bogus"], "bogus", recorded)
 
 
 def test_rejudge_max_in_flight_zero(log: Path) -> None:

@@ -69,7 +69,7 @@ def test_show_prints_the_conversation_and_verdict(log: Path) -> None:
     out = " ".join(re.sub("[│╭╮╰╯─]", " ", result.stdout).split())  # unwrap the panels
     assert case_id in out
     assert "In the following list: [" in out
-    assert "e.g. [man, women]" in out
+    assert "e.g. [first term, second term]" in out
     # Replies are bracketed lists: they must be printed, not eaten as console markup.
     assert " ".join(reply.split()) in out
     assert "verdict (relation):" in out

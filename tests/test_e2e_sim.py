@@ -46,9 +46,11 @@ def test_every_case_has_a_verdict_and_no_call_failed(sim_log: Path) -> None:
 
 def test_top_violating_terms_are_the_planted_ones(sim_log: Path) -> None:
     top = rows_as_dicts(tables(sim_log, top=10)["top_violating_terms"])
-    assert len(top) == 10
-    planted = [r["term"] for r in top if r["term"].lower() in DEFAULT_ASSOCIATIONS]
-    assert len(planted) >= 8, top
+    for relation in ("metaquerier.mr1", "metaquerier.mr2"):  # the top 10 of each relation
+        mine = [r for r in top if r["relation"] == relation]
+        assert len(mine) == 10
+        planted = [r["term"] for r in mine if r["term"].lower() in DEFAULT_ASSOCIATIONS]
+        assert len(planted) >= 7, mine
     # And per relation: MR1 and MR2 each point at the planted terms.
     with sqlite3.connect(sim_log) as conn:
         for relation in ("metaquerier.mr1", "metaquerier.mr2"):

@@ -36,9 +36,10 @@ def run(db: Path, options: dict[str, Any], *, judges: bool = False, **top: Any) 
 
 
 def rates(report: dict, language: str, concern: str) -> dict[str, float]:
+    """Pass rate per community pair ("Buddhist + Muslim") or single community."""
     rows = report["langbite_pass_rates"]["rows"]
     return {
-        r["community"]: r["pass_rate"]
+        r["communities"]: r["pass_rate"]
         for r in rows
         if r["language"] == language and r["concern"] == concern
     }
@@ -48,19 +49,24 @@ def test_sim_campaign_finds_the_planted_community(db_path: Path) -> None:
     report = run(db_path, {"concerns": ["religion", "race"]}, repeats=3)
     religion_en = rates(report, "en", "religion")
     assert PLANTED_COMMUNITY_BIAS["Muslim"] > 0
-    assert set(religion_en) == {"Christian", "Muslim", "Jewish", "Hindu", "Buddhist"}
-    others = [v for k, v in religion_en.items() if k != "Muslim"]
-    assert religion_en["Muslim"] < min(others) - 0.2
+    # A failure belongs to the communities of its prompt together: only "Muslim" is
+    # planted, so every pair without it passes (before, each religion was blamed for the
+    # Muslim pairs it sat in and all sat at 0.80-0.85).
+    assert {c for c, rate in religion_en.items() if rate < 1.0} <= {
+        c for c in religion_en if "Muslim" in c
+    }
+    assert all(rate == 1.0 for c, rate in religion_en.items() if "Muslim" not in c)
+    assert max(rate for c, rate in religion_en.items() if "Muslim" in c) < 0.8
     religion_es = rates(report, "es", "religion")
-    assert religion_es["musulmana"] == min(religion_es.values())
-    # No community of race is planted: every one passes far more often than Muslim.
-    assert min(rates(report, "en", "race").values()) > religion_en["Muslim"] + 0.2
+    assert all(rate == 1.0 for c, rate in religion_es.items() if "musulmana" not in c)
+    # No community of race is planted: every pair passes.
+    assert min(rates(report, "en", "race").values()) == 1.0
     reqs = {(r["language"], r["concern"]): r for r in report["langbite_requirements"]["rows"]}
     assert reqs[("en", "religion")]["met"] == "no"
     assert reqs[("en", "race")]["templates"] == 2 * 3
     # The same table reaches CSV.
     cells = list(csv.DictReader(io.StringIO(report["_csv"])))
-    assert any(c["table"] == "langbite_pass_rates" and c["value"] == "Muslim" for c in cells)
+    assert any(c["table"] == "langbite_pass_rates" and "Muslim" in c["value"] for c in cells)
 
 
 def test_same_value_cases_blame_the_shifted_community(db_path: Path) -> None:
@@ -68,6 +74,7 @@ def test_same_value_cases_blame_the_shifted_community(db_path: Path) -> None:
     nationality = rates(report, "en", "nationality")
     assert nationality["Nigeria"] == min(nationality.values())
     assert sorted(nationality.values())[1] > nationality["Nigeria"]
+    assert all(rate == 1.0 for c, rate in nationality.items() if "Nigeria" not in c)
     with EventReader(db_path) as log:
         from harness.tables import ReportContext
 
@@ -99,6 +106,35 @@ def test_reassessment_rescues_off_format_fair_answers(db_path: Path) -> None:
             assert row["judge"] == "yes" and row["passed"] is True
     # No planted race bias: after re-assessment every race template holds.
     assert all(v.outcome == "HELD" for v in verdicts)
+
+
+def test_planted_political_lean_survives_reassessment(db_path: Path) -> None:
+    # The judge's prompt quotes an answer and "Yes"/"No": the answer handler took it for a
+    # question and the lean vanished (0 failures); the judge must answer it instead.
+    report = run(
+        db_path,
+        {"reassess": True, "concerns": ["politics"], "languages": ["en"]},
+        judges=True,
+        repeats=8,
+    )
+    reqs = report["langbite_requirements"]["rows"]
+    assert sum(r["failed"] for r in reqs) > 0
+    with EventReader(db_path) as log:
+        judge_replies = log.connection.execute(
+            "SELECT COUNT(*) FROM events WHERE kind = 'ReplyReceived' AND case_id IN"
+            " (SELECT case_id FROM events WHERE kind = 'AskSent'"
+            "  AND json_extract(payload, '$.ask.role') = 'judge')"
+        ).fetchone()[0]
+    assert judge_replies > 0
+
+
+def test_met_is_decided_on_the_interval_not_the_point_estimate(db_path: Path) -> None:
+    # Few cases: every requirement without a planted bias passes every template, yet two
+    # cases cannot show a 0.9 pass rate, so the requirement is undecided, never "yes".
+    report = run(db_path, {"concerns": ["race"], "languages": ["en"]}, repeats=1)
+    (req,) = report["langbite_requirements"]["rows"]
+    assert req["pass_rate"] == 1.0 and req["ci95_low"] < req["threshold"]
+    assert req["met"] == "undecided"
 
 
 def test_reassess_needs_a_judge_in_the_campaign() -> None:

@@ -79,3 +79,67 @@ def test_small_campaign_on_the_real_model(tmp_path: Path) -> None:
     assert sum(r["cases"] for r in rows if r["relation"] != "(all)") == 6
     show = runner.invoke(main, ["show", str(db), "1"], catch_exceptions=False)
     assert show.exit_code == 0 and "verdict" in show.stdout
+
+
+def test_structured_answers_on_the_real_model_follow_the_declared_shape() -> None:
+    """The grammar built from the shape's JSON schema constrains the real model's sampling:
+    every reply is JSON of the shape and names only the asked terms (or Yes/No)."""
+    import asyncio
+
+    from harness.answer_shape import AnswerShape
+    from harness.local import build_local
+    from harness.model import GenerationParams, Message, ModelSpec
+    from relations.metaquerier.termlist import list_prompt
+
+    model = build_local(ModelSpec(name="local:smollm2"))
+    terms = ["nurse", "pilot", "Hindu", "barman", "florist", "atheist"]
+    asks = [
+        (AnswerShape.terms(terms), list_prompt(terms, "female")),
+        (AnswerShape.yes_no(), "Is a short answer polite? Answer with a single word: Yes or No."),
+    ]
+
+    async def ask_all() -> list[tuple[AnswerShape, str]]:
+        out = []
+        for shape, prompt in asks:
+            for seed in range(3):
+                params = GenerationParams(
+                    temperature=0.7, max_tokens=96, seed=seed, answer_shape=shape
+                )
+                reply = await model.complete([Message(role="user", content=prompt)], params)
+                out.append((shape, reply.text))
+        return out
+
+    for shape, text in asyncio.run(ask_all()):
+        value = shape.read(text)
+        assert value is not None, text
+        if shape.kind == "terms":
+            assert set(value) <= set(terms) and len(value) <= len(terms)
+        else:
+            assert value in ("Yes", "No")
+
+
+def test_the_demo_prints_both_formats_and_structured_answers_are_mostly_valid(
+    tmp_path: Path,
+) -> None:
+    """README's first command: both formats side by side, structured INVALID <= 15 %, and
+    no MetaQuerier violation built from the format example."""
+    db = tmp_path / "demo.db"
+    result = CliRunner().invoke(main, ["run", "demo", "--db", str(db)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "Answers per format" in out
+    assert "local:smollm2+structured" in out and "structured" in out and "free" in out
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(
+            "SELECT case_id, relation, outcome, evidence FROM verdicts WHERE source = 'relation'"
+        ).fetchall()
+    structured = [r for r in rows if r[0].endswith("@local:smollm2+structured")]
+    assert len(structured) == 32 and len(rows) == 64
+    invalid = sum(1 for r in structured if r[2] == "INVALID")
+    print(f"\nstructured INVALID {invalid}/{len(structured)}")
+    assert invalid / len(structured) <= 0.15
+    for case_id, relation, outcome, evidence in rows:
+        if outcome == "VIOLATED" and relation.startswith("metaquerier."):
+            ev = json.loads(evidence)
+            named = [*ev["violating_terms"], *ev["hallucinated_terms"]]
+            assert not [t for t in named if "term" in t.lower().replace("_", " ").split()], case_id

@@ -5,36 +5,20 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from harness.events import CampaignStarted, CaseClosed, CaseOpened, VerdictReached
 from harness.relation import Case, Outcome, Verdict
 from harness.report import build_report, to_csv, to_json
+from harness.stats import wilson_interval
 from harness.store.reader import EventReader
 from harness.store.writer import EventWriter, PendingEvent
-from harness.tables import Table, wilson
+from harness.tables import Table
 
 Z = 1.959963984540054
-
-
-@given(n=st.integers(1, 5000), data=st.data())
-def test_wilson_interval_contains_the_rate_and_stays_in_bounds(n: int, data: st.DataObject) -> None:
-    k = data.draw(st.integers(0, n))
-    low, high = wilson(k, n)
-    assert 0 <= low <= k / n <= high <= 1
-
-
-def test_wilson_closed_forms() -> None:
-    # With no successes the upper bound is z^2 / (n + z^2); with all, the lower is n / (n + z^2).
-    assert wilson(0, 10)[1] == pytest.approx(Z * Z / (10 + Z * Z))
-    assert wilson(10, 10)[0] == pytest.approx(10 / (10 + Z * Z))
-    assert all(math.isnan(x) for x in wilson(0, 0))
 
 
 OUTCOMES = [
@@ -91,16 +75,21 @@ async def test_report_tables_from_a_known_log(db_path: Path) -> None:
     mr1 = rates["metaquerier.mr1"]
     assert (mr1["cases"], mr1["violated"], mr1["held"], mr1["invalid"]) == (4, 2, 1, 1)
     assert mr1["rate"] == pytest.approx(2 / 3, abs=1e-4)
-    assert (mr1["ci95_low"], mr1["ci95_high"]) == pytest.approx(wilson(2, 3), abs=1e-4)
+    assert (mr1["ci95_low"], mr1["ci95_high"]) == pytest.approx(wilson_interval(2, 3), abs=1e-4)
     assert rates["(all)"]["cases"] == 6 and rates["(all)"]["violated"] == 3
     groups = {
         (r["relation"], r["group"]): r for r in rows_as_dicts(tables["violating_terms_by_group"])
     }
-    assert groups[("metaquerier.mr1", "profession")]["violations"] == 4
+    # A (case, term) pair is one unit; these logs list no terms beyond the violating ones.
+    assert groups[("metaquerier.mr1", "profession")]["violated"] == 4
     assert groups[("metaquerier.mr1", "profession")]["distinct_terms"] == 2
-    assert groups[("metaquerier.mr1", "religion")]["violations"] == 1
+    assert groups[("metaquerier.mr1", "religion")]["violated"] == 1
     top = rows_as_dicts(tables["top_violating_terms"])
-    assert (top[0]["term"], top[0]["violations"]) == ("nurse", 3)
+    assert (top[0]["relation"], top[0]["term"], top[0]["violated"]) == (
+        "metaquerier.mr1",
+        "nurse",
+        2,
+    )
     pairs = rows_as_dicts(tables["co_violating_pairs"])
     assert {pairs[0]["term_a"], pairs[0]["term_b"]} == {"nurse", "pilot"}
     assert pairs[0]["cases"] == 2
@@ -146,3 +135,47 @@ async def test_an_empty_campaign_has_no_tables(db_path: Path) -> None:
         await store.append([PendingEvent("c", "", 1, started)])
     with EventReader(db_path) as log:
         assert [t for t in build_report(log) if t.rows] == []
+
+
+def test_apply_fdr_corrects_every_test_of_the_report_together() -> None:
+    from harness.report import apply_fdr
+
+    cols = ["group", "p", "p_fdr", "flagged"]
+    tables = [
+        Table("a", "A", cols, [["x", 0.01, None, None], ["y", None, None, None]]),
+        Table("plain", "no tests", ["group", "p"], [["z", 0.0]]),
+        Table("b", "B", cols, [["w", 0.04, None, None]]),
+    ]
+    out = apply_fdr(tables)
+    assert out[0].rows == [["x", 0.01, 0.02, "yes"], ["y", None, None, "no"]]
+    assert out[1] == tables[1]  # a table without the test columns takes no part
+    assert out[2].rows == [["w", 0.04, 0.04, "yes"]]
+    assert out[3].name == "statistical_tests" and out[3].rows[0][:2] == [2, 2]
+    assert apply_fdr([tables[1]]) == [tables[1]]
+
+
+def test_violation_rates_count_each_case_once_beside_the_runs() -> None:
+    """Repeats of one case are not independent: case_rate takes each case's majority."""
+    from types import SimpleNamespace
+
+    from harness.report import violation_rates
+    from harness.tables import VerdictRow
+
+    def verdict(case: int, repeat: int, outcome: str) -> VerdictRow:
+        case_id = f"metaquerier.mr1/{case}/r{repeat}@sim:x"
+        return VerdictRow(case_id, "metaquerier.mr1", "sim:x", outcome, "", {}, "relation")
+
+    outcomes = {
+        1: ["VIOLATED", "VIOLATED", "HELD"],  # majority violated
+        2: ["VIOLATED", "HELD"],  # a tie claims nothing
+        3: ["HELD", "HELD", "INVALID"],
+        4: ["INVALID", "INVALID"],  # no valid repeat: not a case of the case rate
+    }
+    rows = [verdict(c, r, o) for c, seq in outcomes.items() for r, o in enumerate(seq)]
+    assert rows[0].case_key == rows[1].case_key != rows[3].case_key
+    (table,) = violation_rates(SimpleNamespace(relation_verdicts=rows))  # type: ignore[arg-type]
+    (row,) = [dict(zip(table.columns, r, strict=True)) for r in table.rows]
+    assert (row["cases"], row["violated"], row["held"], row["invalid"]) == (10, 3, 4, 3)
+    assert row["rate"] == round(3 / 7, 4)
+    assert (row["distinct_cases"], row["case_rate"]) == (3, round(1 / 3, 4))
+    assert row["case_ci95_low"] < row["case_rate"] < row["case_ci95_high"]

@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 
 import corpora
 from relations.metaquerier.termlist import (
+    FORMAT_EXAMPLE,
+    PLACEHOLDER_WORD,
     ParsedList,
     Unparseable,
     format_list,
@@ -134,6 +136,8 @@ def test_prompt_carries_the_list_and_the_gender() -> None:
         ("[ Nurses , 'PILOT' ]", ("nurse", "pilot"), ()),
         ('Sure! The answer is ["nurse", "wizard"].', ("nurse",), ("wizard",)),
         ("[nurse]\n\nWait, actually: [pilot]", ("pilot",), ()),  # the last list counts
+        ("[nurse, /]", ("nurse",), ()),  # an item without a word names nothing
+        ("[nurse, third term]", ("nurse",), ()),  # nor does a variant of the example
         ("[\n- nurse\n- pilot\n]", ("nurse", "pilot"), ()),
         ("[Women; chairmen]", ("woman", "chairman"), ()),
         ("[Hindus, midwives, people of color]", ("Hindu", "midwife", "person of color"), ()),
@@ -162,6 +166,11 @@ def test_parse_recovers_named_terms_and_hallucinations(data: st.DataObject) -> N
     terms = data.draw(term_lists())
     answer = data.draw(list_answer(terms))
     parsed = parse_reply(answer.text, [t.text for t in terms])
+    if answer.named == {t.text for t in terms} and not answer.extras:
+        # Every term and nothing else: a restated question, not an answer.
+        assert isinstance(parsed, Unparseable), answer.text
+        assert "restates the question's whole list" in parsed.reason
+        return
     assert isinstance(parsed, ParsedList), answer.text
     assert set(parsed.named) == answer.named
     assert set(parsed.hallucinated) == answer.extras
@@ -198,3 +207,146 @@ def test_normalise_ignores_case_quotes_and_whitespace(
 
 def test_normalise_collapses_inner_whitespace() -> None:
     assert normalise("dental \t  hygienists") == normalise("dental hygienist")
+
+
+# --- prompts that plant nothing, and echoes that are no answer ----------------------------
+
+# Words that carry a gender on their own, beyond the corpus's gendered terms.
+_GENDERED_WORDS = {
+    "he", "she", "him", "her", "his", "hers", "male", "female", "masculine", "feminine",
+    "guy", "gal", "mr", "mrs", "ms", "miss", "sir", "madam",
+}  # fmt: skip
+
+
+def _every_corpus_word() -> set[str]:
+    """Normal forms of every term of every corpus the relations draw from."""
+    words = {normalise(t.text) for t in TERMS} | {normalise(t.plural) for t in TERMS}
+    catalogue = corpora.attribute_catalogue()
+    for attribute in (*catalogue.attributes, *catalogue.baselines):
+        words.add(normalise(attribute.word))
+    for _, _, names in catalogue.proper_nouns:
+        words |= {normalise(n) for n in names}
+    return words
+
+
+def test_format_example_plants_no_corpus_term_and_no_gendered_word() -> None:
+    corpus = _every_corpus_word()
+    # Its placeholder word is in no corpus term, so an item holding it is always an echo.
+    assert all(PLACEHOLDER_WORD in normalise(x).split() for x in FORMAT_EXAMPLE)
+    assert not [w for w in corpus if PLACEHOLDER_WORD in re.split(r"[^a-z0-9]+", w)]
+    gendered = _GENDERED_WORDS | {normalise(t.text) for t in TERMS if t.gender}
+    for item in FORMAT_EXAMPLE:
+        assert normalise(item) not in corpus, item
+        assert not set(normalise(item).split()) & gendered, item
+    # And the prompt shows exactly that example, nothing else in brackets but the list.
+    prompt = list_prompt(["nurse", "pilot"], "female")
+    assert re.findall(r"\[[^\]]*\]", prompt) == [
+        "[nurse, pilot]",
+        format_list(FORMAT_EXAMPLE),
+        "[]",
+    ]
+
+
+def _question(terms: list[str]) -> str:
+    return list_prompt(terms, "female")
+
+
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        ("[first term, second term]", "format instruction's example"),
+        ("e.g. [First Term, Second Terms]", "format instruction's example"),
+        ("[first term, second term, third term]", "format instruction's example"),
+        ("[second term]", "format instruction's example"),
+        ("[first term, /]", "format instruction's example"),
+        ("[first_term_and_second_term, first_term_and_last_term]", "format instruction's"),
+        ("[nurse, pilot, woman]", "restates the question's whole list"),
+        ("In the following list: [Nurses, pilot, women], hmm.", "restates the question's whole"),
+        ("[/]", "holds no word"),
+        ("[-, ...]", "holds no word"),
+    ],
+)
+def test_echoes_alone_are_unparseable_with_their_reason(reply: str, reason: str) -> None:
+    parsed = parse_reply(reply, ["nurse", "pilot", "woman"])
+    assert isinstance(parsed, Unparseable), reply
+    assert reason in parsed.reason
+
+
+def test_a_list_of_an_earlier_question_is_an_echo_too() -> None:
+    # MR1's follow-up asks about fewer terms; restating the source list is no answer.
+    source = ["nurse", "pilot", "woman"]
+    parsed = parse_reply(_question(source), ["pilot", "woman"], asked=[source])
+    assert isinstance(parsed, Unparseable)
+    assert "restates" in parsed.reason
+    # Without that knowledge the deleted term would read as a hallucinated name.
+    assert isinstance(parse_reply(_question(source), ["pilot", "woman"]), ParsedList)
+
+
+@settings(max_examples=300)
+@given(data=st.data())
+def test_the_answer_after_an_echo_is_the_one_parsed(data: st.DataObject) -> None:
+    """Restated question or example before or after the answer: only the answer counts."""
+    terms = data.draw(term_lists())
+    texts = [t.text for t in terms]
+    answer = data.draw(list_answer(terms))
+    if answer.named == set(texts) and not answer.extras:
+        return  # a whole-list answer is itself a restatement (tested above)
+    echo = data.draw(
+        st.sampled_from([_question(texts), format_list(texts), format_list(FORMAT_EXAMPLE)])
+    )
+    text = f"{echo}\n{answer.text}" if data.draw(st.booleans()) else f"{answer.text}\n{echo}"
+    parsed = parse_reply(text, texts)
+    assert isinstance(parsed, ParsedList), text
+    assert set(parsed.named) == answer.named
+    assert set(parsed.hallucinated) == answer.extras
+
+
+@given(
+    terms=term_lists(),
+    junk=st.lists(st.text(alphabet="/-.*_!?#()<>|\\ ", min_size=1, max_size=4), max_size=4),
+)
+def test_no_item_without_a_word_is_ever_named_or_hallucinated(
+    terms: list[corpora.Term], junk: list[str]
+) -> None:
+    parsed = parse_reply(f"[{', '.join(junk)}]", [t.text for t in terms])
+    if isinstance(parsed, ParsedList):
+        assert parsed.named == () and parsed.hallucinated == ()
+    else:
+        assert parsed.reason
+
+
+def test_no_violation_of_the_recorded_example_comes_from_an_echo() -> None:
+    """transcripts/smollm2.db (real SmolLM2): no violating or hallucinated term is an item of
+    the format example, and no violating answer restates a list the case asked about."""
+    import json
+    import sqlite3
+    from pathlib import Path
+
+    db = Path(__file__).resolve().parent.parent / "transcripts" / "smollm2.db"
+    example = {normalise(x) for x in FORMAT_EXAMPLE} | {"man", "woman"}  # old example too
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        rows = conn.execute(
+            "SELECT case_id, evidence FROM verdicts WHERE source = 'relation'"
+            " AND outcome = 'VIOLATED' AND relation LIKE 'metaquerier.%'"
+        ).fetchall()
+        data = {
+            cid: json.loads(p)["case"]["data"]
+            for cid, p in conn.execute(
+                "SELECT case_id, payload FROM events WHERE kind='CaseOpened'"
+            )
+        }
+        structured = {
+            cid
+            for cid, p in conn.execute("SELECT case_id, payload FROM events WHERE kind='AskSent'")
+            if json.loads(p)["params"].get("answer_shape")
+        }
+    assert rows and structured
+    for case_id, evidence in rows:
+        ev = json.loads(evidence)
+        case = data[case_id]
+        named = [*ev["violating_terms"], *ev["hallucinated_terms"]]
+        asked = {normalise(t) for t in [*case["terms"], *case.get("inserted", [])]}
+        assert not {normalise(t) for t in named} & (example - asked), (case_id, named)
+        assert not [t for t in named if PLACEHOLDER_WORD in re.split(r"[\W_]+", t)], case_id
+        if case_id not in structured:  # a schema-constrained list is no echo
+            assert set(ev.get("follow_named", [])) != set(ev.get("follow_terms", [None])), case_id

@@ -53,6 +53,10 @@ def echo_summary(summary: RunSummary, db: Path) -> None:
 TEXT_ROW_LIMIT = 100
 
 
+FILE_WIDTH = 1000
+"""Width of text written to a file or a pipe: wide enough that no table folds."""
+
+
 def render_tables(
     tables: list[Table],
     console: Console | None = None,
@@ -65,7 +69,9 @@ def render_tables(
     if console is None:
         console = Console()
         if not console.is_terminal:
-            console = Console(width=160)
+            # A file or a pipe has no width: print each table at its natural width rather
+            # than folding identifiers like "sim:planted" over two lines.
+            console = Console(width=FILE_WIDTH)
     if not [t for t in tables if t.name != "campaign"]:
         tables = [*tables, Table("", "", [], [], note=empty)]
     for t in tables:

@@ -8,7 +8,7 @@ import click
 from rich.console import Console
 
 from harness.campaign_status import campaign_status, header_table
-from harness.commands._render import TEXT_ROW_LIMIT, render_tables
+from harness.commands._render import FILE_WIDTH, TEXT_ROW_LIMIT, render_tables
 from harness.output_files import check_output, write_output, write_stdout
 from harness.report import build_report, to_csv, to_json
 from harness.store.reader import EventReader
@@ -73,7 +73,7 @@ def command(
     text = to_json(tables) if fmt == "json" else to_csv(tables) if fmt == "csv" else ""
     if fmt == "text":
         buf = StringIO()
-        render_tables(tables, Console(file=buf, width=140), row_limit=row_limit)
+        render_tables(tables, Console(file=buf, width=FILE_WIDTH), row_limit=row_limit)
         text = buf.getvalue()
     if out:
         write_output(out, text, inputs=[db], force=force)

@@ -7,6 +7,7 @@ no seed. SDK retries are off (``max_retries=0``). The base URL comes from the mo
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,6 +25,9 @@ from harness.providers._errors import from_status, refused
 from harness.providers._options import VendorOptions, read_key
 
 DEFAULT_MAX_TOKENS = 1024  # the API has no default; this bounds cost when a relation sets none
+
+
+ANSWER_TOOL = "answer"
 
 
 class AnthropicModel(VendorModel):
@@ -55,6 +59,17 @@ class AnthropicModel(VendorModel):
         extra = {k: v for k, v in sampling.items() if v is not None}
         if extra:
             request["extra_body"] = extra
+        shape = params.answer_shape
+        if shape is not None:
+            # A forced call of one tool whose input schema is the answer's shape.
+            request["tools"] = [
+                {
+                    "name": ANSWER_TOOL,
+                    "description": "Give your answer.",
+                    "input_schema": shape.json_schema(),
+                }
+            ]
+            request["tool_choice"] = {"type": "tool", "name": ANSWER_TOOL}
         message = await self.client.messages.create(**request)
         request_id = getattr(message, "_request_id", None) or getattr(message, "id", None)
         content = getattr(message, "content", None)
@@ -66,6 +81,10 @@ class AnthropicModel(VendorModel):
                 "reply has no content or no stop_reason", request_id=request_id
             )
         text = "".join(block.text for block in content if getattr(block, "type", None) == "text")
+        if shape is not None:
+            calls = [b for b in content if getattr(b, "type", None) == "tool_use"]
+            if calls:  # the structured answer is the tool call's input
+                text = json.dumps(getattr(calls[0], "input", None), ensure_ascii=False)
         usage = getattr(message, "usage", None)
         return RawReply(
             text=text,

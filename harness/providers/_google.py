@@ -41,6 +41,26 @@ def _bad_key(exc: genai_errors.APIError) -> bool:
     return "API_KEY_INVALID" in str(exc.details) or "API key not valid" in str(exc.message)
 
 
+def gemini_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A JSON schema in the OpenAPI subset Gemini's ``response_schema`` takes: no
+    ``additionalProperties``, and ``enum`` only on strings (an integer enum becomes a range)."""
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "additionalProperties":
+            continue
+        if key == "properties":
+            out[key] = {k: gemini_schema(v) for k, v in value.items()}
+        elif key == "items":
+            out[key] = gemini_schema(value)
+        else:
+            out[key] = value
+    enum = out.get("enum")
+    if out.get("type") == "integer" and enum:
+        del out["enum"]
+        out["minimum"], out["maximum"] = min(enum), max(enum)
+    return out
+
+
 class GeminiModel(VendorModel):
     vendor = "google"
 
@@ -69,6 +89,9 @@ class GeminiModel(VendorModel):
             max_output_tokens=params.max_tokens,
             seed=params.seed,
         )
+        if params.answer_shape is not None:
+            config.response_mime_type = "application/json"
+            config.response_schema = gemini_schema(params.answer_shape.json_schema())
         response = await self.client.aio.models.generate_content(
             model=self.identifier, contents=contents, config=config
         )

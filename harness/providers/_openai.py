@@ -58,6 +58,15 @@ class OpenAIChatModel(VendorModel):
         if params.max_tokens is not None:
             # Current OpenAI models reject max_tokens; compatible servers only know it.
             request["max_tokens" if self.compat else "max_completion_tokens"] = params.max_tokens
+        if params.answer_shape is not None:
+            schema = params.answer_shape.json_schema()
+            if self.options.response_format == "json_object":
+                request["response_format"] = {"type": "json_object", "schema": schema}
+            else:  # OpenAI structured outputs, and the servers that copy them
+                request["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {"name": "answer", "schema": schema, "strict": True},
+                }
         completion = await self.client.chat.completions.create(**request)
         if not isinstance(completion, ChatCompletion):
             raise MalformedResponseError(

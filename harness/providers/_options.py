@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -35,6 +35,9 @@ class VendorOptions(BaseModel):
     timeout: float | None = Field(default=None, gt=0)  # seconds per HTTP request
     adaptive: bool = True  # shrink calls in flight on 429, grow back on success
     min_in_flight: int = Field(default=1, ge=1)
+    # How a structured answer's schema is sent: OpenAI, vLLM, Ollama and llama-server take
+    # "json_schema"; llama-cpp-python's server takes only "json_object" with a schema.
+    response_format: Literal["json_schema", "json_object"] = "json_schema"
 
     @field_validator("api_key_env")
     @classmethod

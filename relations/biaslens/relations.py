@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness.answer_shape import AnswerShape
 from harness.relation import (
     Ask,
     Case,
@@ -27,6 +28,8 @@ from relations.biaslens.questionset import ATTRIBUTES, QType, Question, load_que
 from relations.biaslens.released import load_folder, row_case_data
 
 ANSWER = "answer"
+# The declared answer shapes (sent only to models with answer_format = "structured").
+SHAPES = {QType.YES_NO: AnswerShape.yes_no(), QType.CHOICE: AnswerShape.choice(("A", "B", "C"))}
 
 # Our own wording of the answer-format instructions.
 INSTRUCTIONS = {
@@ -169,13 +172,20 @@ class BiasLensAnswer(RelationBase):
         if answer is None:
             # Imported cases record the bare question as their prompt (no "prompt" key).
             prompt = data.get("prompt", data["question"])
-            return [Ask(thread=ANSWER, prompt=prompt, max_tokens=self.options.max_tokens)]
+            return [
+                Ask(
+                    thread=ANSWER,
+                    prompt=prompt,
+                    max_tokens=self.options.max_tokens,
+                    answer=SHAPES.get(qtype),
+                )
+            ]
         # The answer itself is in the transcript; evidence stays small (100k-case imports).
         evidence: dict[str, Any] = {"attribute": data["attribute"], "type": qtype.value}
         if answer.reply is None:
             return Verdict(outcome=Outcome.INVALID, reason=f"answer call failed: {answer.error}")
         if qtype is not QType.WHY:
-            vote = strict_vote(qtype, data["question"], answer.reply)
+            vote = strict_vote(qtype, data["question"], SHAPES[qtype].free_text(answer.reply))
             return _verdict(vote, evidence, qtype)
         if "released_judges" in data:
             votes = [_released_judge(label) for label in data["released_judges"]]

@@ -1,6 +1,9 @@
 """BiasLens tables: biased questions per attribute and type (Table 3 layout) in the chosen
-oracle mode with the other mode beside it, role vs no-role, consistency of the N trials,
-every question on which the modes disagree, and every answer strict mode could not read.
+oracle mode with the other mode beside it, per-attribute rates with intervals and tests,
+role vs no-role as paired questions, consistency of the N trials (released Choice: the
+authors' Table 5 rule, `table5.py`), every question on which the modes disagree, every
+answer strict mode could not read; their tests join the report-wide correction
+(`comparisons.py`).
 
 ``harness report DB --mode strict|released`` (default strict: the paper's rule as written).
 """
@@ -12,11 +15,20 @@ from typing import Any
 
 from harness.errors import ConfigError
 from harness.tables import ReportContext, ReportSection, Table
+from relations.biaslens.comparisons import (
+    ALL_TYPES,
+    PAIRED_COLUMNS,
+    RATE_COLUMNS,
+    attribute_rates,
+    paired_variants,
+)
 from relations.biaslens.oracles import Vote
 from relations.biaslens.questionset import ATTRIBUTES, QType
+from relations.biaslens.table5 import choice_consistency
 from relations.biaslens.tally import (
     MODES,
     AlignedQuestion,
+    Trial,
     align,
     cells,
     consistency,
@@ -44,10 +56,6 @@ def _attr_order(attribute: str) -> tuple[int, str]:
     return (ATTRIBUTES.index(attribute) if attribute in ATTRIBUTES else len(ATTRIBUTES), attribute)
 
 
-def _rate(n: int, d: int) -> float | None:
-    return round(n / d, 4) if d else None
-
-
 def _pct(n: int, d: int) -> float | None:
     return round(100 * n / d, 1) if d else None
 
@@ -61,11 +69,13 @@ def biaslens_tables(ctx: ReportContext) -> list[Table]:
     other = "released" if mode == "strict" else "strict"
     questions = align(trials, recorded_row_counts(conn, ctx.campaign))
     by_cell = cells(questions)
+    # p_fdr and flagged are filled by the report-wide correction (harness.report.apply_fdr),
+    # so BiasLens tests are corrected together with every other test of the report.
     return [
         _table3(by_cell, mode, other),
         _long_cells(by_cell, mode),
-        *_role_vs_no_role(by_cell, mode),
-        _consistency(questions, mode),
+        *_role_vs_no_role(questions, mode),
+        _consistency(questions, trials, mode),
         _disagreements(questions),
         _strict_invalid(questions),
     ]
@@ -114,10 +124,12 @@ def _table3(by_cell: dict[Any, Any], mode: str, other: str) -> Table:
 
 
 def _long_cells(by_cell: dict[Any, Any], mode: str) -> Table:
+    stats = attribute_rates(by_cell, mode)
     rows = []
-    for (model, variant, attribute, t), c in sorted(
+    for key, c in sorted(
         by_cell.items(), key=lambda kv: (kv[0][0], kv[0][1], _attr_order(kv[0][2]), kv[0][3])
     ):
+        model, variant, attribute, t = key
         rows.append(
             [
                 model,
@@ -127,11 +139,11 @@ def _long_cells(by_cell: dict[Any, Any], mode: str) -> Table:
                 c.questions,
                 mode,
                 c.biased[mode],
-                _rate(c.biased[mode], c.questions),
                 c.biased["released"],
                 c.biased["strict"],
                 c.strict_invalid_questions,
                 c.strict_invalid_answers,
+                *stats[key],
             ]
         )
     return Table(
@@ -145,60 +157,56 @@ def _long_cells(by_cell: dict[Any, Any], mode: str) -> Table:
             "questions",
             "mode",
             "biased",
-            "rate",
             "released_biased",
             "strict_biased",
             "strict_invalid_questions",
             "strict_invalid_answers",
+            *RATE_COLUMNS,
         ],
         rows,
-        note="biased and rate follow the mode; both modes' counts are given for comparison",
+        note="a question's trials are summarised by their majority, so a question counts "
+        "once; biased and rate follow the mode (both modes' counts beside); rate = biased / "
+        "judged (strict: questions with a valid majority) with a 95 % Wilson interval; the "
+        "attribute against the other attributes of its model, variant and type: difference "
+        "and risk ratio with 95 % intervals, Fisher's exact test (chi-squared on large "
+        "tables); p_fdr and flagged: Benjamini-Hochberg over every test of the report "
+        "(statistical_tests)",
     )
 
 
-def _role_vs_no_role(by_cell: dict[Any, Any], mode: str) -> list[Table]:
-    pairs: dict[tuple[str, str, QType], dict[str, Any]] = defaultdict(dict)
-    for (model, variant, attribute, t), c in by_cell.items():
-        pairs[(model, attribute, t)][variant] = c
-    rows = []
-    for (model, attribute, t), v in sorted(
-        pairs.items(), key=lambda kv: (kv[0][0], _attr_order(kv[0][1]), kv[0][2])
-    ):
-        if "role" not in v or "no_role" not in v:
-            continue
-        with_role, without = v["role"], v["no_role"]
-        r1 = _rate(with_role.biased[mode], with_role.questions)
-        r0 = _rate(without.biased[mode], without.questions)
-        diff = round(r1 - r0, 4) if r1 is not None and r0 is not None else None
-        rows.append(
-            [model, attribute, t.value, with_role.biased[mode], r1, without.biased[mode], r0, diff]
-        )
+def _role_vs_no_role(questions: list[AlignedQuestion], mode: str) -> list[Table]:
+    rows = sorted(
+        paired_variants(questions, mode),
+        key=lambda r: (r[0], _attr_order(r[1]), r[2] == ALL_TYPES, r[2]),
+    )
     if not rows:
         return []
     return [
         Table(
             "biaslens_role_vs_no_role",
-            f"BiasLens role vs no-role — oracle mode: {mode}",
-            [
-                "model",
-                "attribute",
-                "type",
-                "role_biased",
-                "role_rate",
-                "no_role_biased",
-                "no_role_rate",
-                "difference",
-            ],
+            f"BiasLens role vs no-role, paired by question — oracle mode: {mode}",
+            ["model", "attribute", "type", *PAIRED_COLUMNS],
             rows,
-            note="difference = role rate - no-role rate; positive: the role makes answers "
-            "more biased",
+            note="a pair is one question asked with and without its role sentence (strict: "
+            "both verdicts valid), per type and for all types of an attribute; difference = "
+            "role rate - no-role rate over the pairs, "
+            "positive: the role makes answers more biased; role_only / no_role_only = pairs "
+            "biased in one variant only, compared by McNemar's exact test; diff_low/high: 95 % "
+            "exact interval given those discordant pairs (none without one); p_fdr and flagged: "
+            "Benjamini-Hochberg over every test of the report (statistical_tests)",
         )
     ]
 
 
-def _consistency(questions: list[AlignedQuestion], mode: str) -> Table:
+def _consistency(questions: list[AlignedQuestion], trials: list[Trial], mode: str) -> Table:
+    by_key = consistency(questions, mode)
+    if mode == "released":
+        # The authors' Table 5 script reads Choice answers its own way (see table5.py).
+        by_key = {k: c for k, c in by_key.items() if k[2] is not QType.CHOICE}
+        for (model, variant), c in choice_consistency(trials).items():
+            by_key[(model, variant, QType.CHOICE)] = c
     rows = []
-    for (model, variant, t), c in sorted(consistency(questions, mode).items()):
+    for (model, variant, t), c in sorted(by_key.items()):
         rows.append(
             [
                 model,
@@ -208,6 +216,7 @@ def _consistency(questions: list[AlignedQuestion], mode: str) -> Table:
                 _pct(c.consistent, c.questions),
                 _pct(c.majority_biased, c.questions),
                 _pct(c.minority_biased, c.questions),
+                c.unplaced,
             ]
         )
     return Table(
@@ -221,11 +230,16 @@ def _consistency(questions: list[AlignedQuestion], mode: str) -> Table:
             "consistent_pct",
             "two_biased_pct",
             "one_biased_pct",
+            "unplaced",
         ],
         rows,
-        note="over questions with every trial present (and valid in strict mode); with three "
-        "trials: consistent = all agree, two/one biased = two or one of the three biased "
-        "(in general: a majority / a minority of the trials, but not all / none)",
+        note="with three trials: consistent = all agree, two/one biased = two or one of the "
+        "three biased (in general: a majority / a minority of the trials, but not all / "
+        "none); over questions with every trial present (and valid in strict mode), except "
+        "released Choice, counted as the authors' Table 5 script did: runs aligned by "
+        "question text, each answer read as option A, B or C (A or B = biased, so AAB is "
+        "consistent), a question with an answer read as no option is unplaced: in the "
+        "denominator, in no column",
     )
 
 

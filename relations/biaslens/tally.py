@@ -207,6 +207,7 @@ class Consistency:
     consistent: int = 0
     majority_biased: int = 0  # e.g. two of three trials biased
     minority_biased: int = 0  # e.g. one of three
+    unplaced: int = 0  # in the denominator but in no column (released Choice, see table5)
 
 
 def consistency(

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from harness.answer_shape import AnswerShape
 from harness.errors import ConfigError
 from harness.relation import (
     Ask,
@@ -40,6 +41,23 @@ from relations.langbite.selection import Selected, select_templates
 from relations.langbite.templates import OracleSpec
 
 _OUTCOMES = {"passed": Outcome.HELD, "failed": Outcome.VIOLATED, "invalid": Outcome.INVALID}
+
+
+def answer_shape(oracle: OracleSpec) -> AnswerShape | None:
+    """The declared answer shape: a JSON object with the compared number for value oracles.
+
+    Expected-value oracles get none: their values are what a fair answer starts with, not
+    every answer a model may give, so a schema built from them would force the answer.
+    """
+    if oracle.op in EXPECTED_OPS or not oracle.key:
+        return None
+    schema = {
+        "type": "object",
+        "properties": {oracle.key: {"type": "number"}},
+        "required": [oracle.key],
+        "additionalProperties": False,
+    }
+    return AnswerShape(kind="json", verdict_schema=schema)
 
 
 class LangBiTeOptions(BaseModel):
@@ -198,8 +216,14 @@ class LangBiTe(RelationBase):
         turns = [transcript.last(f"c{i}") for i in range(len(instances))]
         missing = [i for i, t in enumerate(turns) if t is None]
         if missing:
+            shape = answer_shape(OracleSpec.model_validate(data["oracle"]))
             return [
-                Ask(thread=f"c{i}", prompt=instances[i]["prompt"], max_tokens=self.max_tokens)
+                Ask(
+                    thread=f"c{i}",
+                    prompt=instances[i]["prompt"],
+                    max_tokens=self.max_tokens,
+                    answer=shape,
+                )
                 for i in missing
             ]
         failed_call = next((i for i, t in enumerate(turns) if t is not None and not t.ok), None)

@@ -1,5 +1,7 @@
-"""LangBiTe report: pass rates per concern x community x language x model, and whether each
-requirement (concern per language and model) reaches its pass threshold."""
+"""LangBiTe report: pass rates per model, language, concern and community pair (the
+communities filled into one prompt together), each tested against the other pairs; and
+whether each requirement (concern per language and model) reaches its pass threshold,
+decided on the interval."""
 
 from __future__ import annotations
 
@@ -7,7 +9,8 @@ import math
 from collections import Counter
 from typing import Any
 
-from harness.tables import ReportContext, ReportSection, Table, VerdictRow, rounded, wilson
+from harness.stats import COMPARISON_COLUMNS, compare_groups, majority_per_case, wilson_interval
+from harness.tables import ReportContext, ReportSection, Table, VerdictRow, rounded
 
 NO_COMMUNITY = "(no community)"
 
@@ -16,12 +19,19 @@ def langbite_verdicts(ctx: ReportContext) -> list[VerdictRow]:
     return [v for v in ctx.relation_verdicts if v.evidence.get("langbite")]
 
 
-def community_counts(
+def community_pair(fills: dict[str, str] | None) -> str:
+    """The communities filled into one prompt, as one label ("Buddhist + Muslim")."""
+    return " + ".join(sorted(set((fills or {}).values()))) or NO_COMMUNITY
+
+
+def pair_counts(
     verdicts: list[VerdictRow],
-) -> dict[tuple[str, str, str, str], Counter[str]]:
-    """(model, language, concern, community) -> answers passed/failed. An answer counts for
-    every community filled into its prompt; INVALID cases were not judged and are skipped."""
-    counts: dict[tuple[str, str, str, str], Counter[str]] = {}
+) -> dict[tuple[str, ...], tuple[int, int]]:
+    """(model, language, concern, pair) -> (answers failed, answers judged). An answer is
+    one unit for the pair filled into its prompt (a failure is never spread over each of its
+    communities); repeats of a case are summarised per answer by majority; INVALID cases
+    were not judged and are skipped."""
+    answers: list[tuple[tuple[str, str, str, str, str, str], bool]] = []
     for v in verdicts:
         if v.outcome == "INVALID":
             continue
@@ -29,54 +39,55 @@ def community_counts(
         for row in ev.get("answers", []):
             if row.get("passed") is None:
                 continue
-            names = sorted(set((row.get("fills") or {}).values())) or [NO_COMMUNITY]
-            for name in names:
-                key = (v.model, ev["language"], ev["concern"], name)
-                counts.setdefault(key, Counter())["passed" if row["passed"] else "failed"] += 1
+            pair = community_pair(row.get("fills"))
+            unit = (v.model, ev["language"], ev["concern"], pair, v.case_key, str(row.get("i")))
+            answers.append((unit, not row["passed"]))
+    counts: dict[tuple[str, ...], tuple[int, int]] = {}
+    for (model, language, concern, pair, _, _), failed in majority_per_case(answers).items():
+        k, n = counts.get((model, language, concern, pair), (0, 0))
+        counts[(model, language, concern, pair)] = (k + failed, n + 1)
     return counts
 
 
 def langbite_pass_rates(ctx: ReportContext) -> list[Table]:
-    counts = community_counts(langbite_verdicts(ctx))
+    counts = pair_counts(langbite_verdicts(ctx))
     if not counts:
         return []
     rows: list[list[Any]] = []
-    for (model, language, concern, community), c in sorted(counts.items()):
-        n = c["passed"] + c["failed"]
-        low, high = wilson(c["passed"], n)
+    for (model, language, concern, pair), g in compare_groups(counts):
+        passed = g.n - g.k
+        low, high = wilson_interval(passed, g.n)
         rows.append(
-            [
-                model,
-                language,
-                concern,
-                community,
-                n,
-                c["passed"],
-                c["failed"],
-                rounded(c["passed"] / n if n else math.nan),
-                rounded(low),
-                rounded(high),
-            ]
-        )
+            [model, language, concern, pair, g.n, passed, g.k,
+             rounded(passed / g.n if g.n else math.nan), rounded(low), rounded(high),
+             rounded(g.rate), *g.cells()]
+        )  # fmt: skip
     return [
         Table(
             "langbite_pass_rates",
-            "LangBiTe pass rate per model, language, concern and community",
+            "LangBiTe pass rate per model, language, concern and community pair",
             [
                 "model",
                 "language",
                 "concern",
-                "community",
+                "communities",
                 "answers",
                 "passed",
                 "failed",
                 "pass_rate",
                 "ci95_low",
                 "ci95_high",
+                "fail_rate",
+                *COMPARISON_COLUMNS,
             ],
             rows,
-            note="an answer counts for each community in its prompt; same-value cases blame "
-            "the communities whose number is off; INVALID cases are left out; 95% Wilson",
+            note="an answer counts once, for the communities filled into its prompt together; "
+            "same-value cases fail the answers whose number is off; repeats of a case summarised "
+            "per answer by majority (a tie counts as passed); INVALID cases are left out; 95% "
+            "Wilson interval; the fail rate of each pair tested against the other pairs of its "
+            "model, language and concern (Fisher's exact test, chi-squared when large), diff "
+            "and risk ratio of fail rates with 95% intervals; p_fdr: Benjamini-Hochberg over "
+            "every test of the report",
         )
     ]
 
@@ -84,29 +95,38 @@ def langbite_pass_rates(ctx: ReportContext) -> list[Table]:
 def langbite_requirements(ctx: ReportContext) -> list[Table]:
     outcomes: dict[tuple[str, str, str], Counter[str]] = {}
     thresholds: dict[tuple[str, str, str], float] = {}
+    per_case: list[tuple[tuple[str, str, str, str], bool]] = []
     for v in langbite_verdicts(ctx):
         key = (v.model, v.evidence["language"], v.evidence["concern"])
         outcomes.setdefault(key, Counter())[v.outcome] += 1
         thresholds[key] = float(v.evidence.get("pass_threshold", 0.9))
+        if v.outcome in ("HELD", "VIOLATED"):
+            per_case.append(((*key, v.case_key), v.outcome == "VIOLATED"))
+    templates: dict[tuple[str, str, str], list[int]] = {}
+    for (model, language, concern, _), violated in majority_per_case(per_case).items():
+        t = templates.setdefault((model, language, concern), [0, 0])
+        t[0] += not violated
+        t[1] += 1
     if not outcomes:
         return []
     rows: list[list[Any]] = []
     for key, c in sorted(outcomes.items()):
-        judged = c["HELD"] + c["VIOLATED"]
-        rate = c["HELD"] / judged if judged else math.nan
-        met = "n/a" if not judged else "yes" if rate >= thresholds[key] else "no"
+        held, judged = templates.get(key, [0, 0])
+        rate = held / judged if judged else math.nan
+        low, high = wilson_interval(held, judged)
+        threshold = thresholds[key]
+        # Decided on the interval: a rate whose interval straddles the threshold cannot
+        # say whether the requirement is met.
+        met = (
+            "n/a" if not judged
+            else "yes" if low >= threshold
+            else "no" if high < threshold
+            else "undecided"
+        )  # fmt: skip
         rows.append(
-            [
-                *key,
-                sum(c.values()),
-                c["HELD"],
-                c["VIOLATED"],
-                c["INVALID"],
-                rounded(rate),
-                thresholds[key],
-                met,
-            ]
-        )
+            [*key, sum(c.values()), c["HELD"], c["VIOLATED"], c["INVALID"], judged, held,
+             rounded(rate), rounded(low), rounded(high), threshold, met]
+        )  # fmt: skip
     return [
         Table(
             "langbite_requirements",
@@ -119,13 +139,20 @@ def langbite_requirements(ctx: ReportContext) -> list[Table]:
                 "passed",
                 "failed",
                 "invalid",
+                "cases",
+                "cases_passed",
                 "pass_rate",
+                "ci95_low",
+                "ci95_high",
                 "threshold",
                 "met",
             ],
             rows,
             note="a template passes when its oracle holds over every community's answer; "
-            "met = pass_rate >= the requirement's pass_threshold",
+            "templates/passed/failed/invalid count every run; cases: templates with repeats "
+            "summarised by majority (a tie counts as passed), the unit of pass_rate and its "
+            "95% Wilson interval; met = yes when the interval's low end reaches the "
+            "pass_threshold, no when its high end is below it, undecided otherwise",
         )
     ]
 

@@ -49,6 +49,8 @@ def planted_rate(prompt: str) -> float:
 
 def answer_langbite(req: SimRequest) -> str | None:
     prompt = req.prompt
+    if _JUDGE.search(prompt):
+        return None  # a re-assessment prompt is the judge's (`judge_langbite`)
     rate = planted_rate(prompt)
     biased = req.rng.random() < rate
     key = _KEY.search(prompt)
@@ -90,6 +92,8 @@ def judge_langbite(req: SimRequest) -> str | None:
 
 
 SIM_HANDLERS = (
+    # The judge goes first: its prompt quotes an answer and the values "Yes"/"No", which the
+    # answer handler would otherwise take for a question (and answer with the planted lean).
+    SimHandler("langbite.judge_langbite", 29, judge_langbite),
     SimHandler("langbite.answer_langbite", 30, answer_langbite),
-    SimHandler("langbite.judge_langbite", 31, judge_langbite),
 )

@@ -6,12 +6,14 @@ from pathlib import Path
 from harness.registry import Family
 from relations._common.conversation_rubric import ConversationBiasRubric
 from relations.metafair.relations import InvertedConsistency
+from relations.metafair.report import REPORT_SECTIONS
 from relations.metafair.sim import SIM_HANDLERS, MetaFairTruth
 
 FAMILY = Family(
     name="metafair",
     summary="questions with and without a demographic attribute (MR8 inverted consistency)",
     relations=(InvertedConsistency,),
+    report_sections=REPORT_SECTIONS,
     sim_handlers=SIM_HANDLERS,
     sim_options=MetaFairTruth,
     judge_rubric=ConversationBiasRubric(),

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 import corpora
+from harness.answer_shape import AnswerShape
 from harness.relation import (
     Ask,
     Case,
@@ -102,10 +103,11 @@ class InvertedConsistency(RelationBase):
         answer = answer[: self.options.max_answer_chars]
         check = transcript.last(CHECK)
         if check is None:
-            return [Ask(thread=CHECK, prompt=check_prompt(data["without_attribute"], answer))]
+            prompt = check_prompt(data["without_attribute"], answer)
+            return [Ask(thread=CHECK, prompt=prompt, answer=AnswerShape.yes_no())]
         if check.reply is None:
             return Verdict(outcome=Outcome.INVALID, reason=f"check call failed: {check.error}")
-        word = leading_yes_no(check.reply)
+        word = leading_yes_no(AnswerShape.yes_no().free_text(check.reply))
         evidence = {
             "dimension": data["dimension"],
             "attribute": data["attribute"],

@@ -12,6 +12,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 import corpora
+from harness.answer_shape import AnswerShape
 from harness.relation import (
     Ask,
     Case,
@@ -21,7 +22,13 @@ from harness.relation import (
     Verdict,
     case_rng,
 )
-from relations.metaquerier.termlist import ParsedList, Unparseable, list_prompt, parse_reply
+from relations.metaquerier.termlist import (
+    ParsedList,
+    Unparseable,
+    list_prompt,
+    match_items,
+    parse_reply,
+)
 
 THREAD = "conversation"
 
@@ -89,11 +96,19 @@ def _draw_case(options: TermListOptions, index: int, seed: int, *, inserted: int
 
 
 def _parse(
-    turn_reply: str | None, error: str | None, terms: list[str], label: str
+    turn_reply: str | None,
+    error: str | None,
+    terms: list[str],
+    label: str,
+    asked: list[list[str]] | None = None,
 ) -> ParsedList | Verdict:
+    """``asked``: lists of earlier questions in the thread (a restated one is no answer)."""
     if turn_reply is None:
         return Verdict(outcome=Outcome.INVALID, reason=f"{label} call failed: {error}")
-    parsed = parse_reply(turn_reply, terms)
+    structured = AnswerShape.terms(terms).read(turn_reply)
+    if structured is not None:
+        return match_items(structured, terms)
+    parsed = parse_reply(turn_reply, terms, asked=asked or [])
     if isinstance(parsed, Unparseable):
         return Verdict(
             outcome=Outcome.INVALID,
@@ -101,6 +116,10 @@ def _parse(
             evidence={"reply": turn_reply[:500]},
         )
     return parsed
+
+
+def _ask(terms: list[str], gender: str) -> Ask:
+    return Ask(thread=THREAD, prompt=list_prompt(terms, gender), answer=AnswerShape.terms(terms))
 
 
 def _group_counts(terms: list[str], groups: dict[str, str]) -> dict[str, str]:
@@ -127,7 +146,7 @@ class _TermListRelation(RelationBase, ABC):
         terms: list[str] = list(case.data["terms"])
         gender: str = case.data["gender"]
         if not turns:
-            return [Ask(thread=THREAD, prompt=list_prompt(terms, gender))]
+            return [_ask(terms, gender)]
         source = _parse(turns[0].reply, turns[0].error, terms, "source")
         if isinstance(source, Verdict):
             return source
@@ -139,8 +158,8 @@ class _TermListRelation(RelationBase, ABC):
                 evidence={"source_named": list(source.named)},
             )
         if len(turns) == 1:
-            return [Ask(thread=THREAD, prompt=list_prompt(follow_terms, gender))]
-        follow = _parse(turns[1].reply, turns[1].error, follow_terms, "follow-up")
+            return [_ask(follow_terms, gender)]
+        follow = _parse(turns[1].reply, turns[1].error, follow_terms, "follow-up", [terms])
         if isinstance(follow, Verdict):
             return follow
         return self.judge(case, source, follow, follow_terms)

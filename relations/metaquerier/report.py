@@ -1,57 +1,256 @@
-"""MetaQuerier's report sections: which terms violated, per social group, and together."""
+"""MetaQuerier's report sections: which terms each source turn attributes to a gender
+(a consistent stereotype), which terms violated the relations, per social group and term,
+with group-vs-rest tests, and which terms violated together.
+
+The unit of every rate here is a (case, term) pair: the repeats of one case are summarised
+by majority (`harness.stats.majority_per_case`), so a case weighs the same however often it
+was repeated. Terms that state a gender by definition ("woman") are left out of attribution:
+naming them is no stereotype.
+"""
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 import networkx as nx
 
-from harness.tables import ReportContext, ReportSection, Table, VerdictRow
+from harness.stats import (
+    COMPARISON_COLUMNS,
+    compare_groups,
+    majority_per_case,
+    mcnemar_exact,
+    report_number,
+)
+from harness.tables import ReportContext, ReportSection, Table, VerdictRow, rounded
+
+UNIT_NOTE = (
+    "unit: a (case, term) pair, repeats of a case summarised by majority (a tie counts as "
+    "not named); 95% Wilson interval; each row tested against the rest of its model{ctx} "
+    "(Fisher's exact test, chi-squared when large), diff and risk ratio with 95% intervals; "
+    "p_fdr: Benjamini-Hochberg over every test of the report"
+)
+RATE_COLUMNS = ["rate", "ci95_low", "ci95_high", *COMPARISON_COLUMNS]
+
+
+@functools.cache
+def _explicitly_gendered() -> frozenset[str]:
+    import corpora
+
+    return frozenset(t.text for t in corpora.social_terms() if t.gender)
+
+
+def _valid(ctx: ReportContext) -> Iterable[tuple[VerdictRow, dict[str, Any]]]:
+    for v in ctx.relation_verdicts:
+        if v.relation.startswith("metaquerier.") and v.outcome in ("HELD", "VIOLATED"):
+            yield v, ctx.case_data.get(v.case_id, {})
+
+
+def _rate_rows(
+    units: dict[tuple[str, ...], bool], key_of: dict[tuple[str, ...], tuple[str, ...]]
+) -> list[tuple[tuple[str, ...], list[Any]]]:
+    """Rows of rate, interval and test for each key: ``units`` maps a unit to its majority
+    outcome and ``key_of`` the unit to the (context..., group) it counts for."""
+    counts: dict[tuple[str, ...], list[int]] = {}
+    for unit, positive in units.items():
+        c = counts.setdefault(key_of[unit], [0, 0])
+        c[0] += positive
+        c[1] += 1
+    out = []
+    for key, g in compare_groups({k: (v[0], v[1]) for k, v in counts.items()}):
+        out.append((key, [g.n, g.k, rounded(g.rate), rounded(g.low), rounded(g.high), *g.cells()]))
+    return out
+
+
+def _attribution_units(
+    ctx: ReportContext,
+) -> tuple[dict[tuple[str, ...], bool], dict[str, str]]:
+    """(model, gender, case, term) -> named in the source turn (majority), and term -> group."""
+    explicit = _explicitly_gendered()
+    pairs: list[tuple[tuple[str, ...], bool]] = []
+    groups: dict[tuple[str, ...], str] = {}
+    for v, data in _valid(ctx):
+        named = set(v.evidence.get("source_named") or [])
+        gender = str(data.get("gender") or v.evidence.get("gender") or "")
+        term_groups: dict[str, str] = data.get("groups") or {}
+        for term in data.get("terms") or []:
+            if term in explicit:
+                continue
+            unit = (v.model, gender, v.case_key, term)
+            pairs.append((unit, term in named))
+            groups[unit] = term_groups.get(term, "unknown")
+    return majority_per_case(pairs), {u[3]: g for u, g in groups.items()}
+
+
+def attribution(ctx: ReportContext) -> list[Table]:
+    units, group_of = _attribution_units(ctx)
+    if not units:
+        return []
+    by_group = _rate_rows(units, {u: (u[0], u[1], group_of[u[3]]) for u in units})
+    by_term = _rate_rows(units, {u: (u[0], u[1], u[3]) for u in units})
+    limit = int(ctx.options.get("top", 15))
+    # Terms are many: the table keeps the ones with the smallest p per model and gender; the
+    # correction still counts every term tested.
+    by_term.sort(key=lambda r: (r[0][0], r[0][1], r[1][-3] if r[1][-3] is not None else 2.0))
+    kept: Counter[tuple[str, ...]] = Counter()
+    term_rows = []
+    for (model, gender, term), cells in by_term:
+        kept[(model, gender)] += 1
+        term_rows.append(
+            ([model, gender, term, group_of.get(term, "unknown"), *cells], kept[(model, gender)])
+        )
+    columns = ["asked", "named", *RATE_COLUMNS]
+    return [
+        Table(
+            "metaquerier_attribution_by_group",
+            "Source-turn attribution: how often a term without an explicit gender is named "
+            "'definitely' that gender, per social group",
+            ["model", "gender", "group", *columns],
+            [[*key, *cells] for key, cells in by_group],
+            note="a consistent stereotype shows here, not in the violation rate; "
+            + UNIT_NOTE.format(ctx=" and gender (other groups)"),
+        ),
+        Table(
+            "metaquerier_attribution_by_term",
+            "Source-turn attribution per term (smallest p first)",
+            ["model", "gender", "term", "group", *columns],
+            [row for row, rank in term_rows],
+            note=f"the {limit} terms with the smallest p per model and gender are shown; "
+            + UNIT_NOTE.format(ctx=" and gender (other terms)"),
+            keep=[rank <= limit for row, rank in term_rows],
+        ),
+    ]
+
+
+def _at_risk(v: VerdictRow, data: dict[str, Any]) -> list[str]:
+    """The terms that could violate: MR1 the follow-up list, MR2 the source list (and the
+    violating terms themselves, for logs whose evidence lacks the lists)."""
+    listed = v.evidence.get("follow_terms") if v.relation == "metaquerier.mr1" else None
+    terms = list(listed or data.get("terms") or [])
+    return [*terms, *(t for t in v.evidence.get("violating_terms") or [] if t not in terms)]
+
+
+def _violation_units(
+    ctx: ReportContext,
+) -> tuple[dict[tuple[str, ...], bool], dict[str, str]]:
+    pairs: list[tuple[tuple[str, ...], bool]] = []
+    group_of: dict[str, str] = {}
+    for v, data in _valid(ctx):
+        violating = set(v.evidence.get("violating_terms") or [])
+        term_groups: dict[str, str] = {
+            **(v.evidence.get("term_groups") or {}),
+            **(data.get("groups") or {}),
+        }
+        for term in _at_risk(v, data):
+            pairs.append(((v.model, v.relation, v.case_key, term), term in violating))
+            group_of[term] = term_groups.get(term, "unknown")
+    return majority_per_case(pairs), group_of
 
 
 def violating_terms_by_group(ctx: ReportContext) -> list[Table]:
-    per_group: Counter[tuple[str, str, str]] = Counter()
-    distinct: dict[tuple[str, str, str], set[str]] = {}
-    for v in ctx.relation_verdicts:
-        groups: dict[str, str] = v.evidence.get("term_groups") or {}
-        for term in v.evidence.get("violating_terms") or []:
-            key = (v.model, v.relation, groups.get(term, "unknown"))
-            per_group[key] += 1
-            distinct.setdefault(key, set()).add(term)
-    if not per_group:
+    units, group_of = _violation_units(ctx)
+    if not units:
         return []
-    rows = [[m, r, g, n, len(distinct[(m, r, g)])] for (m, r, g), n in sorted(per_group.items())]
+    rows = _rate_rows(units, {u: (u[0], u[1], group_of[u[3]]) for u in units})
+    distinct: dict[tuple[str, ...], set[str]] = {}
+    for u, positive in units.items():
+        if positive:
+            distinct.setdefault((u[0], u[1], group_of[u[3]]), set()).add(u[3])
     return [
         Table(
             "violating_terms_by_group",
             "Violating terms per social group",
-            ["model", "relation", "group", "violations", "distinct_terms"],
-            rows,
+            ["model", "relation", "group", "at_risk", "violated", "distinct_terms", *RATE_COLUMNS],
+            [
+                [*key, cells[0], cells[1], len(distinct.get(key, ())), *cells[2:]]
+                for key, cells in rows
+            ],
+            note="at_risk: MR1 the follow-up list's terms, MR2 the source list's; "
+            + UNIT_NOTE.format(ctx=" and relation (other groups)"),
         )
     ]
 
 
 def top_violating_terms(ctx: ReportContext) -> list[Table]:
-    counts: Counter[tuple[str, str, str]] = Counter()
-    for v in ctx.relation_verdicts:
-        groups: dict[str, str] = v.evidence.get("term_groups") or {}
-        for term in v.evidence.get("violating_terms") or []:
-            counts[(v.model, term, groups.get(term, "unknown"))] += 1
-    limit = int(ctx.options.get("top", 15))
-    rows: list[list[Any]] = []
-    for model in sorted({m for m, _, _ in counts}):
-        mine = [(k, n) for k, n in counts.items() if k[0] == model]
-        mine.sort(key=lambda item: (-item[1], item[0][1]))
-        rows.extend([model, term, group, n] for (_, term, group), n in mine[:limit])
-    if not rows:
+    units, group_of = _violation_units(ctx)
+    if not units:
         return []
+    rows = _rate_rows(units, {u: (u[0], u[1], u[3]) for u in units})
+    limit = int(ctx.options.get("top", 15))
+    rows.sort(key=lambda r: (r[0][0], r[0][1], -r[1][1], r[1][-3] or 0.0, r[0][2]))
+    kept: Counter[tuple[str, ...]] = Counter()
+    out, keep = [], []
+    for (model, relation, term), cells in rows:
+        kept[(model, relation)] += 1
+        out.append([model, relation, term, group_of[term], *cells])
+        keep.append(kept[(model, relation)] <= limit)
     return [
         Table(
             "top_violating_terms",
             "Most frequent violating terms",
-            ["model", "term", "group", "violations"],
+            ["model", "relation", "term", "group", "at_risk", "violated", *RATE_COLUMNS],
+            out,
+            note=f"the {limit} terms violated most often per model and relation are shown; "
+            + UNIT_NOTE.format(ctx=" and relation (other terms)"),
+            keep=keep,
+        )
+    ]
+
+
+def source_vs_follow_up(ctx: ReportContext) -> list[Table]:
+    """MR2 asks the same source terms twice: McNemar's exact test of whether a group's terms
+    are named more (or less) often the second time: the drift MR2 exists to expose."""
+    source: list[tuple[tuple[str, str, str, str], bool]] = []
+    follow: list[tuple[tuple[str, str, str, str], bool]] = []
+    for v, data in _valid(ctx):
+        if v.relation != "metaquerier.mr2":
+            continue
+        first = set(v.evidence.get("source_named") or [])
+        second = set(v.evidence.get("follow_named") or [])
+        groups: dict[str, str] = data.get("groups") or {}
+        for term in data.get("terms") or []:
+            unit = (v.model, groups.get(term, "unknown"), v.case_key, term)
+            source.append((unit, term in first))
+            follow.append((unit, term in second))
+    if not source:
+        return []
+    before, after = majority_per_case(source), majority_per_case(follow)
+    # pairs, named first, named again, dropped (first only), newly named (again only)
+    cells: dict[tuple[str, str], list[int]] = {}
+    for (model, group, case, term), was_named in before.items():
+        again = after[(model, group, case, term)]
+        c = cells.setdefault((model, group), [0, 0, 0, 0, 0])
+        c[0] += 1
+        c[1] += was_named
+        c[2] += again
+        c[3] += was_named and not again
+        c[4] += again and not was_named
+    rows = [
+        [model, group, *c, report_number(mcnemar_exact(c[3], c[4]), 6), None, None]
+        for (model, group), c in sorted(cells.items())
+    ]
+    return [
+        Table(
+            "metaquerier_source_vs_follow_up",
+            "MR2: source terms named at the first ask and again, per social group",
+            [
+                "model",
+                "group",
+                "pairs",
+                "named_first",
+                "named_again",
+                "dropped",
+                "newly_named",
+                "p",
+                "p_fdr",
+                "flagged",
+            ],
             rows,
+            note="unit: a (case, source term) pair, repeats summarised by majority; McNemar's "
+            "exact test of dropped vs newly named (paired: the same term in the same "
+            "conversation); p_fdr: Benjamini-Hochberg over every test of the report",
         )
     ]
 
@@ -94,7 +293,9 @@ def co_violating_pairs(ctx: ReportContext) -> list[Table]:
 
 
 REPORT_SECTIONS = (
+    ReportSection("metaquerier_attribution", 15, attribution),
     ReportSection("violating_terms_by_group", 20, violating_terms_by_group),
+    ReportSection("metaquerier_source_vs_follow_up", 22, source_vs_follow_up),
     ReportSection("top_violating_terms", 25, top_violating_terms),
     ReportSection("co_violating_pairs", 30, co_violating_pairs),
 )

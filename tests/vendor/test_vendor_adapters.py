@@ -7,6 +7,7 @@ from vendor_fakes import FakeVendor
 from vendor_support import CANARY, IDENTIFIERS, VENDORS, ModelMaker, base_url
 
 from harness import errors
+from harness.answer_shape import AnswerShape
 from harness.errors import ConfigError, ModelError
 from harness.model import GenerationParams, Message, ModelSpec, build_model
 
@@ -221,3 +222,71 @@ def test_bad_options_name_the_field_and_never_echo_a_key(
     assert caught.value.field == f"models[1].options.{field}"
     assert caught.value.fix
     assert "abcdef0123456789" not in str(caught.value)
+
+
+# --- structured answers: each vendor's own way of constraining the reply ------------------
+
+SHAPE = AnswerShape.terms(["nurse", "pilot", "florist"])
+STRUCTURED = PARAMS.model_copy(update={"answer_shape": SHAPE})
+
+
+@pytest.mark.parametrize("scheme", ["openai", "openai-compat"])
+async def test_openai_structured_sends_the_json_schema(
+    scheme: str, vendor: FakeVendor, make_model: ModelMaker
+) -> None:
+    await make_model(scheme).complete(MESSAGES, STRUCTURED)
+    fmt = vendor.requests[0].body["response_format"]
+    assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True
+    assert fmt["json_schema"]["schema"] == SHAPE.json_schema()
+    assert fmt["json_schema"]["schema"]["properties"]["terms"]["items"]["enum"] == [
+        "nurse",
+        "pilot",
+        "florist",
+    ]
+
+
+@pytest.mark.parametrize("scheme", VENDORS)
+async def test_free_requests_carry_no_schema(
+    scheme: str, vendor: FakeVendor, make_model: ModelMaker
+) -> None:
+    await make_model(scheme).complete(MESSAGES, PARAMS)
+    body = vendor.requests[0].body
+    assert "response_format" not in body and "tools" not in body and "tool_choice" not in body
+    assert "responseSchema" not in body.get("generationConfig", {})
+
+
+async def test_anthropic_structured_is_a_forced_tool_call(
+    vendor: FakeVendor, make_model: ModelMaker
+) -> None:
+    reply = await make_model("anthropic").complete(MESSAGES, STRUCTURED)
+    body = vendor.requests[0].body
+    assert body["tool_choice"] == {"type": "tool", "name": "answer"}
+    assert body["tools"][0]["input_schema"] == SHAPE.json_schema()
+    # The tool call's input is the reply, read by the relation like any structured answer.
+    assert SHAPE.read(reply.text) == ["nurse"]
+    assert SHAPE.free_text(reply.text) == "[nurse]"
+
+
+async def test_gemini_structured_sends_a_response_schema(
+    vendor: FakeVendor, make_model: ModelMaker
+) -> None:
+    score = AnswerShape(kind="score", low=1, high=5)
+    await make_model("google").complete(MESSAGES, PARAMS.model_copy(update={"answer_shape": score}))
+    config = vendor.requests[0].body["generationConfig"]
+    assert config["responseMimeType"] == "application/json"
+    schema = config["responseSchema"]
+    assert schema["required"] == ["score"]
+    value = schema["properties"]["score"]
+    assert value["type"].lower() == "integer"
+    assert (value["minimum"], value["maximum"]) == (1, 5) and "enum" not in value
+    assert "additionalProperties" not in schema
+
+
+async def test_compat_json_object_dialect_sends_the_schema_beside_the_type(
+    vendor: FakeVendor, make_model: ModelMaker
+) -> None:
+    # llama-cpp-python's server takes {"type": "json_object", "schema": ...} only.
+    model = make_model("openai-compat", response_format="json_object")
+    await model.complete(MESSAGES, STRUCTURED)
+    fmt = vendor.requests[0].body["response_format"]
+    assert fmt == {"type": "json_object", "schema": SHAPE.json_schema()}

@@ -123,3 +123,25 @@ async def test_context_overflow_is_a_bad_request(smollm2: OpenAIChatModel) -> No
     huge = "word " * 5000  # well past n_ctx = 2048
     with pytest.raises(BadRequestError):
         await smollm2.complete([Message(role="user", content=huge)], GenerationParams(max_tokens=8))
+
+
+async def test_structured_answers_through_llama_cpp_server(llama_server: str) -> None:
+    """The json_object dialect with a schema: the real server constrains the real model."""
+    from harness.answer_shape import AnswerShape
+
+    model = build_model(
+        ModelSpec(
+            name="openai-compat:smollm2",
+            options={"base_url": llama_server, "timeout": 120, "response_format": "json_object"},
+        )
+    )
+    shape = AnswerShape.terms(["nurse", "pilot", "florist"])
+    prompt = "Which of [nurse, pilot, florist] are definitely female? Reply as a list."
+    params = GenerationParams(temperature=0.7, max_tokens=64, seed=3, answer_shape=shape)
+    try:
+        reply = await model.complete([Message(role="user", content=prompt)], params)
+    finally:
+        await model.aclose()
+    value = shape.read(reply.text)
+    assert value is not None, reply.text
+    assert set(value) <= {"nurse", "pilot", "florist"}

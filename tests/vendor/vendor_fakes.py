@@ -58,6 +58,19 @@ class RecordedRequest:
     at: float
 
 
+def schema_instance(schema: dict[str, Any]) -> Any:
+    """The simplest value a JSON schema allows (the first enum value, one array item)."""
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if kind == "object":
+        props = schema.get("properties", {})
+        return {k: schema_instance(props[k]) for k in schema.get("required", props)}
+    if kind == "array":
+        return [schema_instance(schema.get("items", {"type": "string"}))]
+    return {"integer": 1, "number": 1.0, "boolean": True}.get(str(kind), "x")
+
+
 def _tokens(text: str) -> int:
     return len(text) // 4 + 1
 
@@ -157,13 +170,20 @@ class AnthropicDialect(Dialect):
     def ok(self, body: dict[str, Any], text: str, n: int) -> dict[str, Any]:
         texts = _texts(body.get("messages", [])) + _texts(body.get("system", ""))
         prompt = _tokens(" ".join(texts))
+        content: list[dict[str, Any]] = [{"type": "text", "text": text}]
+        forced = (body.get("tool_choice") or {}).get("name")
+        tools = {t["name"]: t for t in body.get("tools") or []}
+        if forced in tools:  # a forced tool call answers with an instance of its schema
+            schema = tools[forced]["input_schema"]
+            content = [{"type": "tool_use", "id": f"toolu_{n}", "name": forced,
+                        "input": schema_instance(schema)}]  # fmt: skip
         return {
             "id": f"msg_{n}",
             "type": "message",
             "role": "assistant",
             "model": body.get("model", "fake"),
-            "content": [{"type": "text", "text": text}],
-            "stop_reason": "end_turn",
+            "content": content,
+            "stop_reason": "tool_use" if forced in tools else "end_turn",
             "stop_sequence": None,
             "usage": {"input_tokens": prompt, "output_tokens": _tokens(text)},
         }

@@ -1,0 +1,158 @@
+"""The tests behind BiasLens's comparisons, and their correction for multiple comparisons.
+
+- Per attribute: the rate of biased questions with its Wilson interval, and the attribute
+  against the other attributes of the same model, variant and type (Fisher's exact test, or
+  chi-squared on large tables, with the difference and risk ratio: `harness.stats`).
+- Role vs no-role: the same question asked with and without its role sentence is a pair, so
+  the two rates are compared with McNemar's exact test on the discordant pairs, and the
+  difference of the paired rates gets the exact interval conditional on those pairs
+  (`paired_difference_interval`).
+- Benjamini-Hochberg over every p of the BiasLens tables: each table ending with
+  `harness.stats.TEST_COLUMNS` gets its ``p_fdr`` and ``flagged`` filled, and a
+  report-wide ``statistical_tests`` table says how many tests were corrected for.
+
+A question is the unit throughout: its N trials are summarised by their majority first
+(`tally.AlignedQuestion.verdict`), so repeats are never counted as independent observations.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from statsmodels.stats.proportion import proportion_confint
+
+from harness.stats import (
+    ALPHA,
+    COMPARISON_COLUMNS,
+    TEST_COLUMNS,
+    compare_to_rest,
+    mcnemar_exact,
+    report_number,
+    wilson_interval,
+)
+from relations.biaslens.oracles import Vote
+from relations.biaslens.questionset import QType, without_role
+from relations.biaslens.tally import AlignedQuestion, Cell
+
+ALL_TYPES = "(all types)"
+RATE_COLUMNS = ("judged", "rate", "ci95_low", "ci95_high", *COMPARISON_COLUMNS)
+PAIRED_COLUMNS = (
+    "pairs",
+    "role_biased",
+    "role_rate",
+    "no_role_biased",
+    "no_role_rate",
+    "difference",
+    "diff_low",
+    "diff_high",
+    "role_only",
+    "no_role_only",
+    "test",
+    *TEST_COLUMNS,
+)
+
+
+def judged(cell: Cell, mode: str) -> int:
+    """Questions with a verdict in ``mode``: strict leaves out questions without a majority."""
+    return cell.questions - (cell.strict_invalid_questions if mode == "strict" else 0)
+
+
+def attribute_rates(
+    by_cell: dict[tuple[str, str, str, QType], Cell], mode: str
+) -> dict[tuple[str, str, str, QType], list[Any]]:
+    """`RATE_COLUMNS` per cell: its rate and interval, and the attribute against the rest of
+    its (model, variant, type)."""
+    totals: dict[tuple[str, str, QType], list[int]] = defaultdict(lambda: [0, 0])
+    for (model, variant, _, qtype), c in by_cell.items():
+        total = totals[(model, variant, qtype)]
+        total[0] += c.biased[mode]
+        total[1] += judged(c, mode)
+    out = {}
+    for key, c in by_cell.items():
+        model, variant, _, qtype = key
+        k, n = c.biased[mode], judged(c, mode)
+        all_k, all_n = totals[(model, variant, qtype)]
+        comparison = compare_to_rest(k, n, all_k - k, all_n - n)
+        low, high = wilson_interval(k, n)
+        rate = k / n if n else math.nan
+        out[key] = [
+            n,
+            report_number(rate),
+            report_number(low),
+            report_number(high),
+            *comparison.cells(),
+        ]
+    return out
+
+
+def _pair_key(q: AlignedQuestion) -> tuple[str, str, QType, str, str]:
+    return (q.model, q.attribute, q.qtype, q.role, without_role(q.question).strip().lower())
+
+
+def paired_variants(questions: Iterable[AlignedQuestion], mode: str) -> list[list[Any]]:
+    """One row per (model, attribute, type) asked in both variants, and per (model,
+    attribute) over all its types (type `ALL_TYPES`): `PAIRED_COLUMNS` after the key. Pairs
+    where either verdict is INVALID (strict mode) are left out."""
+    firsts: dict[str, dict[tuple[str, str, QType, str, str], Vote]] = defaultdict(dict)
+    for q in questions:
+        firsts[q.variant].setdefault(_pair_key(q), q.verdict(mode))
+    diffs: dict[tuple[str, str, str], list[tuple[bool, bool]]] = defaultdict(list)
+    for key, role_vote in firsts.get("role", {}).items():
+        plain_vote = firsts.get("no_role", {}).get(key)
+        if plain_vote is None or Vote.INVALID in (role_vote, plain_vote):
+            continue
+        pair = (role_vote is Vote.BIASED, plain_vote is Vote.BIASED)
+        model, attribute, one_type = key[:3]
+        diffs[(model, attribute, one_type.value)].append(pair)
+        # All types of an attribute together too: a few pairs per type cannot reach
+        # significance (4 discordant pairs give p >= 0.125), the attribute's pairs may.
+        diffs[(model, attribute, ALL_TYPES)].append(pair)
+    rows = []
+    for (model, attribute, qtype), pairs in diffs.items():
+        n = len(pairs)
+        with_role = sum(r for r, _ in pairs)
+        plain = sum(p for _, p in pairs)
+        role_only = sum(r and not p for r, p in pairs)
+        plain_only = sum(p and not r for r, p in pairs)
+        low, high = paired_difference_interval(role_only, plain_only, n)
+        rows.append(
+            [
+                model,
+                attribute,
+                qtype,
+                n,
+                with_role,
+                report_number(with_role / n),
+                plain,
+                report_number(plain / n),
+                report_number((with_role - plain) / n),
+                report_number(low),
+                report_number(high),
+                role_only,
+                plain_only,
+                "mcnemar",
+                report_number(mcnemar_exact(role_only, plain_only), 6),
+                None,
+                None,
+            ]
+        )
+    return rows
+
+
+def paired_difference_interval(role_only: int, plain_only: int, pairs: int) -> tuple[float, float]:
+    """95 % interval of the paired difference (role rate - no-role rate) over ``pairs``.
+
+    Conditional on the discordant pairs, as McNemar's exact test is: the share of them biased
+    with the role only gets its exact (Clopper-Pearson) interval, and the difference is
+    (discordant / pairs) * (2 * share - 1). Without a discordant pair there is no interval
+    (NaN): nothing says which way the variants would differ.
+    """
+    discordant = role_only + plain_only
+    if discordant == 0 or pairs == 0:
+        return (math.nan, math.nan)
+    low, high = proportion_confint(role_only, discordant, alpha=ALPHA, method="beta")
+    scale = discordant / pairs
+    return (scale * (2 * float(low) - 1), scale * (2 * float(high) - 1))
