@@ -62,7 +62,7 @@ def test_canary_key_never_reaches_log_reports_or_output(
     assert first.exit_code == 0, first.output
     # A second campaign in the same log meets a 401 whose body echoes the key.
     vendor.chooser = lambda n: "401"
-    second = runner.invoke(main, ["run", str(campaign), "--db", str(db)])
+    second = runner.invoke(main, ["run", str(campaign), "--db", str(db), "--new-campaign"])
     outputs.append(second.output)
     assert second.exit_code != 0
     assert any(r.fault == "401" for r in vendor.requests)
