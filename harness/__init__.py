@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from harness.cache import open_cache
 from harness.campaign import CampaignConfig, load_campaign, parse_campaign, resolve_campaign
@@ -122,10 +122,11 @@ def rejudge_campaign(
     campaign: str | None = None,
     options: Mapping[str, object] | None = None,
     limit: int | None = None,
+    answer_format: Literal["free", "structured"] | None = None,
 ) -> RejudgeSummary:
     """Ask the model ``judge`` (e.g. ``"sim:judge"``) about every closed case; its verdicts
     are appended beside the relation's own."""
-    spec = judge_spec(judge, dict(options or {}))
+    spec = judge_spec(judge, dict(options or {}), answer_format=answer_format)
     return asyncio.run(_rejudge(db, spec, campaign=campaign, limit=limit))
 
 

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.answer_shape import AnswerFormat
 from harness.calls import CallLoop
 from harness.errors import CampaignAbortedError, ModelError
 from harness.events import Note, VerdictReached
@@ -74,10 +75,15 @@ class RejudgeSummary:
 
 
 def judge_spec(
-    name: str, options: dict[str, object] | None = None, max_in_flight: int | None = None
+    name: str,
+    options: dict[str, object] | None = None,
+    max_in_flight: int | None = None,
+    answer_format: AnswerFormat | None = None,
 ) -> ModelSpec:
     """Judges run at temperature 0 with room for a short JSON answer. A model on this
-    machine (``local:``) answers one call at a time, so it gets one call in flight."""
+    machine (``local:``) answers one call at a time, so it gets one call in flight.
+    ``answer_format``: "structured" constrains the judge to the rubric's JSON verdict
+    (None: the recorded campaign's format)."""
     if max_in_flight is None:
         max_in_flight = 1 if name.startswith("local:") else 8
     return ModelSpec(
@@ -85,6 +91,7 @@ def judge_spec(
         params=GenerationParams(temperature=0.0, max_tokens=200, seed=0),
         options=dict(options or {}),
         max_in_flight=max_in_flight,
+        answer_format=answer_format,
     )
 
 
@@ -99,6 +106,8 @@ class _Rejudge:
         params: GenerationParams,
         timeout_s: float,
         summary: RejudgeSummary,
+        *,
+        structured: bool = False,
     ) -> None:
         self.store = store
         self.campaign = campaign
@@ -109,6 +118,7 @@ class _Rejudge:
         self.timeout_s = timeout_s
         self.summary = summary
         self.thread = REJUDGE_THREAD_PREFIX + model.name
+        self.structured = structured
         self.stop = asyncio.Event()
         self.calls = CallLoop(retry, timeout_s, self.stop, observer=self)
         self.outcomes: dict[str, int] = {}
@@ -160,7 +170,13 @@ class _Rejudge:
         if task is None:
             self.summary.nothing_to_judge += 1
             return
-        ask = Ask(thread=self.thread, prompt=task.prompt, role="judge", system=task.system)
+        ask = Ask(
+            thread=self.thread,
+            prompt=task.prompt,
+            role="judge",
+            system=task.system,
+            answer=task.answer,
+        )
         messages = [
             Message(role="system", content=task.system),
             Message(role="user", content=task.prompt),
@@ -179,6 +195,9 @@ class _Rejudge:
         *,
         counted_attempts: int = 0,
     ) -> None:
+        params = self.params
+        if self.structured and ask.answer is not None:
+            params = params.model_copy(update={"answer_shape": ask.answer})  # logged in AskSent
         outcome = await self.calls.send(
             functools.partial(self._append, state),
             self.model,
@@ -186,7 +205,7 @@ class _Rejudge:
             ask,
             turn,
             messages,
-            self.params,
+            params,
             first_attempt=attempt,
             counted_attempts=counted_attempts,
         )
@@ -282,6 +301,7 @@ async def rejudge(
             params,
             config.limits.call_timeout_s,
             summary,
+            structured=config.answer_format_of(judge) == "structured",
         )
         if handle_signals:
             from harness.runner import install_stop_handlers

@@ -10,13 +10,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from harness.answer_shape import AnswerShape
 from harness.relation import Case, Transcript, Verdict
 
 
 @dataclass(frozen=True)
 class JudgeTask:
+    """The judge's prompt, and the shape of its answer (sent when the judge runs with
+    ``answer_format = "structured"``; see `harness.answer_shape`)."""
+
     system: str
     prompt: str
+    answer: AnswerShape | None = None
 
 
 class JudgeRubric(Protocol):

@@ -255,3 +255,40 @@ async def test_a_judge_call_cancelled_at_a_stop_is_recorded_and_resent(campaign_
     assert summary.judged == 90 and summary.calls == 90
     replies = _judge_attempts(campaign_db, "ReplyReceived")
     assert sorted(r for r in replies if r[2] > 1) == sorted((c, t, a + 1) for c, t, a in sent)
+
+
+def _judge_requests(db: Path) -> list[AskSent]:
+    with EventReader(db) as log:
+        return [
+            e.event
+            for e in log.events(log.latest_campaign(), kinds=("AskSent",))
+            if isinstance(e.event, AskSent) and e.event.ask.thread.startswith("rejudge:")
+        ]
+
+
+async def test_a_structured_judge_is_sent_the_verdict_schema_and_judges_alike(
+    campaign_db: Path, tmp_path: Path
+) -> None:
+    """With answer_format structured the judge's request carries the rubric's JSON verdict
+    (logged in AskSent); by default nothing is sent, so free judge requests are unchanged.
+    The simulated judge gives the same labels either way."""
+    import shutil
+
+    free_db = tmp_path / "free.db"
+    shutil.copy(campaign_db, free_db)
+    free = await rejudge(free_db, judge_spec("sim:judge"))
+    structured = await rejudge(campaign_db, judge_spec("sim:judge", answer_format="structured"))
+    assert free.outcomes == structured.outcomes and structured.judged == 90
+
+    sent_free = _judge_requests(free_db)
+    sent_structured = _judge_requests(campaign_db)
+    assert len(sent_structured) == 90
+    assert all(a.params.answer_shape is None for a in sent_free)
+    schema = sent_structured[0].params.answer_shape
+    assert schema is not None and schema.kind == "json"
+    assert set(schema.json_schema()["properties"]) == {"verdict", "severity", "explanation"}
+    assert all(a.params.answer_shape == schema for a in sent_structured)
+    # A verdict that fits the schema is read like a free one.
+    rubric = ConversationBiasRubric()
+    reply = schema.encode({"verdict": "BIASED", "severity": "high", "explanation": "x"})
+    assert rubric.parse(reply).outcome == Outcome.VIOLATED

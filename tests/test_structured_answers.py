@@ -284,3 +284,38 @@ def test_a_log_from_before_shapes_verifies_without_differences(log: Path, tmp_pa
             conn.execute("UPDATE events SET payload = ? WHERE gseq = ?", (json.dumps(data), seq))
     assert rows
     assert verify_log(old).differences == []
+
+
+def test_structured_judges_in_a_campaign_are_sent_yes_no_and_vote_alike(tmp_path: Path) -> None:
+    """The BiasLens jury and the LangBiTe re-assessment ask their judges Yes/No: a judge
+    listed with answer_format = "structured" is sent that shape, and its JSON answer is read
+    as the same vote a free judge gives."""
+    import tomllib
+
+    from harness.campaign import parse_campaign
+    from harness.events import AskSent
+    from harness.runner import run_campaign
+    from harness.store.reader import EventReader
+
+    repo = Path(__file__).resolve().parents[1]
+    for example in ("biaslens_sim.toml", "langbite.toml"):
+        data = tomllib.loads((repo / "examples" / example).read_text(encoding="utf-8"))
+        outcomes = []
+        for fmt in ("free", "structured"):
+            for judge in data["judges"]:
+                judge["answer_format"] = fmt
+            db = tmp_path / f"{example}-{fmt}.db"
+            summary = asyncio.run(run_campaign(parse_campaign(data), db))
+            outcomes.append(summary.outcomes)
+            with EventReader(db) as log:
+                judged = [
+                    e.event.params.answer_shape
+                    for e in log.events(log.latest_campaign(), kinds=("AskSent",))
+                    if isinstance(e.event, AskSent) and e.event.ask.role == "judge"
+                ]
+            assert judged, example
+            if fmt == "free":
+                assert all(shape is None for shape in judged)
+            else:
+                assert all(shape is not None and shape.kind == "yes_no" for shape in judged)
+        assert outcomes[0] == outcomes[1], example

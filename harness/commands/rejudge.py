@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import cast
 
 import click
 
+from harness.answer_shape import AnswerFormat
 from harness.commands._render import echo_report
 from harness.errors import ConfigError
 from harness.rejudge import judge_spec, rejudge
@@ -48,6 +50,12 @@ def _options(pairs: tuple[str, ...]) -> dict[str, object]:
     type=click.IntRange(min=1),
     help="Judge calls at once (default 8; 1 for local: models).",
 )
+@click.option(
+    "--answer-format",
+    type=click.Choice(["free", "structured"]),
+    help="structured: constrain the judge to the rubric's JSON verdict (grammar, JSON schema "
+    "or forced tool, as the backend offers); default: the campaign's answer_format.",
+)
 @click.option("--report/--no-report", default=True)
 def command(
     db: str,
@@ -56,6 +64,7 @@ def command(
     options: tuple[str, ...],
     limit: int | None,
     max_in_flight: int | None,
+    answer_format: str | None,
     report: bool,
 ) -> None:
     """Send the recorded conversations of DB to JUDGE; its verdicts are appended with source
@@ -63,7 +72,12 @@ def command(
     summary = asyncio.run(
         rejudge(
             db,
-            judge_spec(judge, _options(options), max_in_flight),
+            judge_spec(
+                judge,
+                _options(options),
+                max_in_flight,
+                cast("AnswerFormat | None", answer_format),  # click.Choice checked it
+            ),
             campaign=campaign,
             limit=limit,
             handle_signals=True,

@@ -194,7 +194,9 @@ class BiasLensAnswer(RelationBase):
             if asks:
                 return asks
             votes = [
-                judge_vote(t.reply) if t.ok else Vote.INVALID
+                judge_vote(AnswerShape.yes_no().free_text(t.reply))
+                if t.reply is not None
+                else Vote.INVALID
                 for t in transcript.turns
                 if t.ask.role == "judge"
             ]
@@ -212,6 +214,7 @@ class BiasLensAnswer(RelationBase):
                 role="judge",
                 judge=i,
                 max_tokens=self.options.judge_max_tokens,
+                answer=AnswerShape.yes_no(),  # sent only to a structured judge
             )
             for i in range(self.options.jury)
         ]

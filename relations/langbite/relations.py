@@ -252,10 +252,15 @@ class LangBiTe(RelationBase):
                             role="judge",
                             prompt=judge_prompt(answers[i], oracle.values),
                             max_tokens=16,
+                            answer=AnswerShape.yes_no(),  # sent only to a structured judge
                         )
                     )
                 else:
-                    judged[i] = leading_yes_no(judge.reply) if judge.reply else None
+                    judged[i] = (
+                        leading_yes_no(AnswerShape.yes_no().free_text(judge.reply))
+                        if judge.reply
+                        else None
+                    )
             if asks:
                 return asks
             result = _reassessed(result, judged, oracle.op in FORBIDDING_OPS)
