@@ -99,6 +99,20 @@ def install_stop_handlers(on_signal: Callable[[str], object]) -> None:
             loop.add_signal_handler(sig, on_signal, f"stopped by {sig.name}")
 
 
+def campaign_started(config: CampaignConfig, planned_cases: int) -> CampaignStarted:
+    """The first event of a campaign: its resolved config, code version and endpoints (the
+    one constructor for runs and imports)."""
+    return CampaignStarted(
+        name=config.name,
+        config=config.resolved(),
+        config_hash=config.config_hash(),
+        code_version=code_version(),
+        harness_version=harness_version(),
+        planned_cases=planned_cases,
+        endpoints=campaign_endpoints(config),
+    )
+
+
 async def run_campaign(
     config: CampaignConfig,
     db: str | Path,
@@ -118,15 +132,7 @@ async def run_campaign(
     session.attach(progress)
     campaign_id = uuid.uuid4().hex[:12]
     async with await EventWriter.open(db) as store:
-        started = CampaignStarted(
-            name=config.name,
-            config=config.resolved(),
-            config_hash=config.config_hash(),
-            code_version=code_version(),
-            harness_version=harness_version(),
-            planned_cases=plan.total_cases,
-            endpoints=campaign_endpoints(config),
-        )
+        started = campaign_started(config, plan.total_cases)
         await store.append([PendingEvent(campaign_id, "", 1, started)])
         engine = Engine(
             store,

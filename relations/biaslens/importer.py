@@ -27,7 +27,6 @@ from harness.campaign import CampaignConfig, RelationSpec
 from harness.events import (
     AskSent,
     CampaignFinished,
-    CampaignStarted,
     CaseClosed,
     CaseOpened,
     Event,
@@ -45,7 +44,7 @@ from harness.relation import (
     build_relation,
     derive_seed,
 )
-from harness.runner import code_version, harness_version
+from harness.runner import campaign_started
 from harness.store.writer import EventWriter, PendingEvent
 from relations.biaslens.released import (
     VARIANT_DIRS,
@@ -193,14 +192,7 @@ async def import_released(
     )
     async with await EventWriter.open(db, max_group=8) as store:
         head: list[Event] = [
-            CampaignStarted(
-                name=config.name,
-                config=config.resolved(),
-                config_hash=config.config_hash(),
-                code_version=code_version(),
-                harness_version=harness_version(),
-                planned_cases=planned,
-            ),
+            campaign_started(config, planned),
             Note(
                 topic=IMPORT_TOPIC,
                 data={
