@@ -2,7 +2,7 @@
 and planted strength, at n = 100, 200 and 400 cases, and how often it flags something when
 nothing is planted (strength 0: the false-positive rate, which must stay <= 5 %).
 
-    python bench/power.py              # strengths 0, 0.25, 0.5, 1; 20 resamples per n
+    python bench/power.py              # strengths 0, 0.25, 0.5, 0.75, 1; 20 resamples per n
     python bench/power.py --quick      # strengths 0 and 1; 10 resamples per n
 
 For each relation and strength one campaign runs a pool of cases on ``sim:planted`` with its
@@ -21,7 +21,11 @@ Strength s scales the planted truth of each family:
 - LangBiTe: each planted community's rate and the political lean x s (the sim's module
   constants, patched in this process: the family has no sim options for them);
 - BiasLens answer: each planted group's (role, no role) rates x s, at least the background
-  (module constants patched likewise).
+  (module constants patched likewise), on a question set generated for the bench by
+  BiasLens's own generation path on ``sim`` (`biaslens_question_set`: 440 questions, 880
+  cases in both variants; the corpus's 110 questions would cap the pool at 220 cases).
+  BiasLens's report reads its trials from the log, so a resample restricts them to its
+  cases (`_biaslens_trials_of`).
 LangBiTe's library has 33 templates: its cases are template runs (repeats), and the report
 summarises the repeats of a template by majority, so more runs do not add units.
 """
@@ -60,8 +64,8 @@ POOL = 800
 JUDGES = [{"name": "sim:judge-a"}, {"name": "sim:judge-b"}, {"name": "sim:judge-c"}]
 
 
-def _metaquerier(relation: str) -> Callable[[float], dict[str, Any]]:
-    def config(s: float) -> dict[str, Any]:
+def _metaquerier(relation: str) -> Callable[[float, Path], dict[str, Any]]:
+    def config(s: float, workdir: Path) -> dict[str, Any]:
         from relations.metaquerier.sim import DEFAULT_ASSOCIATIONS
 
         assoc = {
@@ -77,14 +81,14 @@ def _metaquerier(relation: str) -> Callable[[float], dict[str, Any]]:
     return config
 
 
-def _metafair(s: float) -> dict[str, Any]:
+def _metafair(s: float, workdir: Path) -> dict[str, Any]:
     from relations.metafair.sim import DEFAULT_TAILORING
 
     options = {"tailoring": {a: s * r for a, r in DEFAULT_TAILORING.items()}}
     return {"models": [_model(options)], "relations": [{"name": "metafair.mr8", "cases": POOL}]}
 
 
-def _langbite(s: float) -> dict[str, Any]:
+def _langbite(s: float, workdir: Path) -> dict[str, Any]:
     return {
         "models": [_model({})],
         "relations": [{"name": "langbite", "options": {"reassess": False}}],
@@ -92,11 +96,49 @@ def _langbite(s: float) -> dict[str, Any]:
     }
 
 
-def _biaslens(s: float) -> dict[str, Any]:
+# The generated BiasLens question set: 11 attributes x 4 roles x (6 Yes/No + 2 Choice + 2 Why)
+# = 440 questions, 880 cases in both variants (the sim's generator writes 6, 2 and 2 distinct
+# questions per role and type; the corpus's 110 questions would cap the pool at 220 cases).
+ROLES_PER_ATTRIBUTE = 4
+QUESTIONS_PER_ROLE = 12
+_QUESTION_SETS: dict[Path, Path] = {}
+
+
+def biaslens_question_set(workdir: Path) -> Path:
+    """A question-set file made by BiasLens's own generation path on ``sim``: a
+    ``biaslens.roles`` campaign, its roles exported, a ``biaslens.questions`` campaign on
+    them, its questions exported (what ``harness biaslens export`` writes). Made once per
+    working directory."""
+    if workdir in _QUESTION_SETS:
+        return _QUESTION_SETS[workdir]
+    from relations.biaslens.generation_export import question_set, read_generation, write_roles
+    from relations.biaslens.questionset import write_questions
+
+    roles_db, questions_db = workdir / "biaslens-roles.db", workdir / "biaslens-questions.db"
+    roles, questions = workdir / "biaslens-roles.json", workdir / "biaslens-questions.csv"
+    models = [_model({})]
+    listing = {"name": "biaslens.roles", "options": {"roles_per_attribute": ROLES_PER_ATTRIBUTE}}
+    harness.run(
+        {"name": "power-roles", "seed": 3, "models": models, "relations": [listing]}, roles_db
+    )
+    write_roles(read_generation(roles_db).roles, roles)
+    writing = {
+        "name": "biaslens.questions",
+        "options": {"roles": str(roles), "per_role": QUESTIONS_PER_ROLE},
+    }
+    config = {"name": "power-questions", "seed": 3, "models": models, "relations": [writing]}
+    harness.run(config, questions_db)
+    write_questions(question_set(read_generation(questions_db), str(questions_db)), questions)
+    _QUESTION_SETS[workdir] = questions
+    return questions
+
+
+def _biaslens(s: float, workdir: Path) -> dict[str, Any]:
+    options = {"role": "both", "questions": str(biaslens_question_set(workdir))}
     return {
         "models": [_model({})],
         "judges": JUDGES,
-        "relations": [{"name": "biaslens.answer", "cases": POOL // 2, "options": {"role": "both"}}],
+        "relations": [{"name": "biaslens.answer", "options": options}],
     }
 
 
@@ -134,7 +176,7 @@ def _model(options: dict[str, Any]) -> dict[str, Any]:
     return {"name": "sim:planted", "max_in_flight": 64, "options": options}
 
 
-RELATIONS: dict[str, Callable[[float], dict[str, Any]]] = {
+RELATIONS: dict[str, Callable[[float, Path], dict[str, Any]]] = {
     "metaquerier.mr1": _metaquerier("metaquerier.mr1"),
     "metaquerier.mr2": _metaquerier("metaquerier.mr2"),
     "metafair.mr8": _metafair,
@@ -163,9 +205,29 @@ def tables_of(ctx: ReportContext, verdicts: list[VerdictRow]) -> list[Table]:
     sub.__dict__["relation_verdicts"] = verdicts
     sub.__dict__["case_data"] = ctx.case_data
     tables: list[Table] = []
-    for section in sorted(report_sections(), key=lambda s: (s.order, s.name)):
-        tables.extend(section.build(sub))
+    with _biaslens_trials_of({v.case_id for v in verdicts}):
+        for section in sorted(report_sections(), key=lambda s: (s.order, s.name)):
+            tables.extend(section.build(sub))
     return apply_fdr(tables)
+
+
+@contextlib.contextmanager
+def _biaslens_trials_of(case_ids: set[str]) -> Iterator[None]:
+    """BiasLens's report reads its trials from the log, not from the context's verdicts
+    (an import's trials need no verdict row): restrict them to the resample's cases, or
+    every resample would be the whole pool."""
+    from relations.biaslens import report as bl_report
+
+    load = bl_report.load_trials
+
+    def resampled(conn: Any, campaign: str) -> list[Any]:
+        return [t for t in load(conn, campaign) if t.case_id in case_ids]
+
+    bl_report.load_trials = resampled
+    try:
+        yield
+    finally:
+        bl_report.load_trials = load
 
 
 def flagged(tables: list[Table], names: tuple[str, ...] | None) -> bool | None:
@@ -206,14 +268,14 @@ def headline(verdicts: list[VerdictRow], ctx: ReportContext, line: str) -> tuple
         sub = ReportContext(ctx.log, ctx.campaign)
         sub.__dict__["relation_verdicts"] = verdicts
         sub.__dict__["case_data"] = ctx.case_data
-        units, _ = _attribution_units(sub)
-        return sum(units.values()), len(units)
+        attribution, _ = _attribution_units(sub)
+        return sum(attribution.values()), len(attribution)
     valid = [v for v in verdicts if v.outcome in ("HELD", "VIOLATED")]
     return sum(v.outcome == "VIOLATED" for v in valid), len(valid)
 
 
 def measure(relation: str, s: float, resamples: int, workdir: Path) -> list[str]:
-    config = {"name": f"power-{relation}-{s}", "seed": 3, **RELATIONS[relation](s)}
+    config = {"name": f"power-{relation}-{s}", "seed": 3, **RELATIONS[relation](s, workdir)}
     db = workdir / f"{relation}-{s}.db"
     with _patched_constants(relation, s):
         summary = harness.run(config, db)
@@ -256,7 +318,7 @@ def main() -> None:
     parser.add_argument("--background", type=float, default=0.002, help="MetaQuerier's")
     args = parser.parse_args()
     BACKGROUND[0] = args.background
-    strengths = args.strengths or ((0.0, 1.0) if args.quick else (0.0, 0.25, 0.5, 1.0))
+    strengths = args.strengths or ((0.0, 1.0) if args.quick else (0.0, 0.25, 0.5, 0.75, 1.0))
     resamples = args.resamples or (10 if args.quick else 20)
     started = time.monotonic()
     print(

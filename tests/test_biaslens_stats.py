@@ -132,11 +132,13 @@ def test_attribute_rates_have_wilson_intervals_and_a_test_against_the_rest(
         low, high = proportion_confint(c["biased"], n, alpha=0.05, method="wilson")
         assert c["ci95_low"] == pytest.approx(max(0.0, low), abs=1e-4)
         assert c["ci95_high"] == pytest.approx(min(1.0, high), abs=1e-4)
-        assert c["test"] in {"fisher", "chi2"} and 0 <= c["p"] <= 1
+        expected = {"cmh-exact"} if c["type"] == ALL_TYPES else {"fisher", "chi2"}
+        assert c["test"] in expected and 0 <= c["p"] <= 1
     # The planted role bias (women, Black people: with the role) is flagged after FDR, on the
     # role variant only (age: planted in both variants); no unplanted attribute is flagged.
     flagged = {(c["variant"], c["attribute"]) for c in cells if c["flagged"] == "yes"}
-    assert flagged and flagged <= {("role", "gender"), ("role", "race"), ("role", "age")}
+    planted = {("role", "gender"), ("role", "race"), ("role", "age"), ("no_role", "age")}
+    assert flagged and flagged <= planted
 
 
 def test_every_biaslens_test_is_corrected_together(sim_tables: list[Table]) -> None:
@@ -169,3 +171,42 @@ def test_all_types_row_pools_the_pairs_of_an_attribute(sim_tables: list[Table]) 
         parts = [r for r in paired if r["attribute"] == attribute and r["type"] != ALL_TYPES]
         for column in ("pairs", "role_biased", "no_role_biased", "role_only", "no_role_only"):
             assert total[column] == sum(r[column] for r in parts), (attribute, column)
+
+
+def test_all_types_rows_sum_the_types_of_an_attribute(sim_tables: list[Table]) -> None:
+    cells = rows(sim_tables, "biaslens_cells")
+    pooled = {(r["variant"], r["attribute"]): r for r in cells if r["type"] == ALL_TYPES}
+    assert len(pooled) == 22  # 11 attributes x 2 variants
+    for (variant, attribute), total in pooled.items():
+        parts = [
+            r
+            for r in cells
+            if (r["variant"], r["attribute"]) == (variant, attribute) and r["type"] != ALL_TYPES
+        ]
+        assert len(parts) == 3
+        for column in ("questions", "biased", "released_biased", "judged"):
+            assert total[column] == sum(r[column] for r in parts), (attribute, column)
+
+
+def test_a_bias_spread_over_the_types_is_flagged_by_the_all_types_row() -> None:
+    """3 of 6 questions biased in each type of one attribute, against 3 of 60 in the rest of
+    each type: no type alone survives the correction (Fisher p ~ 0.01 each), the attribute
+    over its types does (the exact test stratified by type)."""
+    from harness.report import apply_fdr
+    from relations.biaslens.questionset import ATTRIBUTES
+    from relations.biaslens.report import _long_cells
+    from relations.biaslens.tally import Cell
+
+    by_cell = {}
+    for i, attribute in enumerate(ATTRIBUTES):
+        for qtype in QType:
+            biased = 3 if attribute == "gender" else int(i < 3)
+            by_cell[("m", "role", attribute, qtype)] = Cell(
+                questions=6, biased={"strict": biased, "released": biased}
+            )
+    (table, _) = apply_fdr([_long_cells(by_cell, "strict")])
+    got = [dict(zip(table.columns, r, strict=True)) for r in table.rows]
+    flagged = {(r["attribute"], r["type"]) for r in got if r["flagged"] == "yes"}
+    assert flagged == {("gender", ALL_TYPES)}
+    (gender,) = [r for r in got if (r["attribute"], r["type"]) == ("gender", ALL_TYPES)]
+    assert (gender["biased"], gender["judged"], gender["test"]) == (9, 18, "cmh-exact")

@@ -12,9 +12,11 @@ from hypothesis import strategies as st
 
 from harness.stats import (
     compare_to_rest,
+    compare_to_rest_stratified,
     fdr_adjust,
     majority_per_case,
     mcnemar_exact,
+    stratified_exact_test,
     two_by_two_test,
     wilson_interval,
 )
@@ -142,3 +144,68 @@ def test_compare_groups_takes_the_rest_within_the_same_context() -> None:
     assert (rows[("m1", "a")].rest_k, rows[("m1", "a")].rest_n) == (1, 20)
     assert (rows[("m1", "b")].rest_k, rows[("m1", "b")].rest_n) == (3, 10)
     assert rows[("m2", "a")].test == "none"  # no other group of m2
+
+
+def brute_stratified(tables: list[tuple[int, int, int, int]]) -> float:
+    """The exact conditional test given the strata, by enumerating every combination of
+    top-left cells that keeps each table's margins: the probability of every combination
+    whose sum is no more likely than the observed sum."""
+    import itertools
+
+    ranges, probs = [], []
+    for a, b, c, d in tables:
+        r1, c1, n = a + b, a + c, a + b + c + d
+        xs = list(range(max(0, r1 + c1 - n), min(r1, c1) + 1))
+        ranges.append(xs)
+        probs.append(
+            {
+                x: Fraction(math.comb(c1, x) * math.comb(n - c1, r1 - x), math.comb(n, r1))
+                for x in xs
+            }
+        )
+    by_sum: dict[int, Fraction] = {}
+    for combo in itertools.product(*ranges):
+        p = Fraction(1)
+        for x, pr in zip(combo, probs, strict=True):
+            p *= pr[x]
+        by_sum[sum(combo)] = by_sum.get(sum(combo), Fraction(0)) + p
+    observed = by_sum[sum(t[0] for t in tables)]
+    return float(sum(p for p in by_sum.values() if p <= observed * Fraction(10000001, 10**7)))
+
+
+small = st.integers(0, 5)
+
+
+@settings(deadline=None, max_examples=150)  # the machine is shared: timings vary
+@given(st.lists(st.tuples(small, small, small, small), min_size=1, max_size=3))
+def test_stratified_exact_test_matches_the_enumeration(
+    tables: list[tuple[int, int, int, int]],
+) -> None:
+    p = stratified_exact_test([((a, b), (c, d)) for a, b, c, d in tables])
+    assert p == pytest.approx(min(1.0, brute_stratified(tables)), rel=1e-7, abs=1e-12)
+
+
+@settings(deadline=None)  # the machine is shared: timings vary
+@given(a=cells, b=cells, c=cells, d=cells)
+def test_one_stratum_is_fishers_test(a: int, b: int, c: int, d: int) -> None:
+    p = stratified_exact_test([((a, b), (c, d))])
+    assert p == pytest.approx(min(1.0, brute_fisher(a, b, c, d)), rel=1e-7, abs=1e-12)
+
+
+def test_stratifying_keeps_a_stratum_effect_out_of_the_group_effect() -> None:
+    # Within each stratum the group fares exactly like the rest (1/2 and 1/10), but the
+    # group sits mostly in the stratum with the high base rate: pooled, it looks worse.
+    strata = [(20, 40, 2, 4), (1, 10, 10, 100)]
+    pooled = compare_to_rest(21, 50, 12, 104)
+    assert pooled.p < 0.001
+    g = compare_to_rest_stratified(strata)
+    assert g.test == "cmh-exact" and g.p > 0.5
+    assert (g.k, g.n, g.rest_k, g.rest_n) == (21, 50, 12, 104)
+    assert g.diff == pytest.approx(pooled.diff)
+
+
+def test_strata_without_both_sides_give_no_test() -> None:
+    g = compare_to_rest_stratified([(2, 5, 0, 0), (0, 0, 1, 9)])
+    assert g.test == "none" and math.isnan(g.p)
+    g = compare_to_rest_stratified([(0, 5, 0, 9), (0, 0, 1, 9)])
+    assert g.test == "cmh-exact" and g.p == 1.0

@@ -3,6 +3,13 @@
 - Per attribute: the rate of biased questions with its Wilson interval, and the attribute
   against the other attributes of the same model, variant and type (Fisher's exact test, or
   chi-squared on large tables, with the difference and risk ratio: `harness.stats`).
+- Per attribute over all its types (type `ALL_TYPES`): the attribute against the rest
+  within each question type, combined by Cochran-Mantel-Haenszel's test
+  (`compare_to_rest_stratified`). A planted bias concerns a group whatever the question
+  type, and a cell of one type holds a few questions (a generated set spreads its
+  questions over 11 attributes x 3 types x 2 variants), so the per-type tests alone miss
+  what the attribute's questions together show; stratifying by type keeps the types' own
+  base rates (Why answers are judged by a jury, Yes/No read from a word) out of the test.
 - Role vs no-role: the same question asked with and without its role sentence is a pair, so
   the two rates are compared with McNemar's exact test on the discordant pairs, and the
   difference of the paired rates gets the exact interval conditional on those pairs
@@ -29,6 +36,7 @@ from harness.stats import (
     COMPARISON_COLUMNS,
     TEST_COLUMNS,
     compare_to_rest,
+    compare_to_rest_stratified,
     mcnemar_exact,
     report_number,
     wilson_interval,
@@ -85,6 +93,38 @@ def attribute_rates(
             report_number(high),
             *comparison.cells(),
         ]
+    return out
+
+
+def attribute_rates_all_types(
+    by_cell: dict[tuple[str, str, str, QType], Cell], mode: str
+) -> dict[tuple[str, str, str], tuple[Cell, list[Any]]]:
+    """Per (model, variant, attribute): its cells summed over the types, and `RATE_COLUMNS`
+    with the attribute against the rest of its (model, variant) stratified by type."""
+    by_type: dict[tuple[str, str, QType], dict[str, tuple[int, int]]] = defaultdict(dict)
+    for (model, variant, attribute, qtype), c in by_cell.items():
+        by_type[(model, variant, qtype)][attribute] = (c.biased[mode], judged(c, mode))
+    summed: dict[tuple[str, str, str], Cell] = {}
+    strata: dict[tuple[str, str, str], list[tuple[int, int, int, int]]] = defaultdict(list)
+    for (model, variant, attribute, qtype), c in by_cell.items():
+        total = summed.setdefault((model, variant, attribute), Cell())
+        total.questions += c.questions
+        for m in total.biased:
+            total.biased[m] += c.biased[m]
+        total.strict_invalid_questions += c.strict_invalid_questions
+        total.strict_invalid_answers += c.strict_invalid_answers
+        others = [kn for a, kn in by_type[(model, variant, qtype)].items() if a != attribute]
+        k, n = c.biased[mode], judged(c, mode)
+        strata[(model, variant, attribute)].append(
+            (k, n, sum(o[0] for o in others), sum(o[1] for o in others))
+        )
+    out = {}
+    for key, total in summed.items():
+        comparison = compare_to_rest_stratified(strata[key])
+        k, n = total.biased[mode], judged(total, mode)
+        low, high = wilson_interval(k, n)
+        row = [n, report_number(k / n if n else math.nan), report_number(low)]
+        out[key] = (total, [*row, report_number(high), *comparison.cells()])
     return out
 
 

@@ -20,6 +20,7 @@ from relations.biaslens.comparisons import (
     PAIRED_COLUMNS,
     RATE_COLUMNS,
     attribute_rates,
+    attribute_rates_all_types,
     paired_variants,
 )
 from relations.biaslens.oracles import Vote
@@ -125,17 +126,23 @@ def _table3(by_cell: dict[Any, Any], mode: str, other: str) -> Table:
 
 def _long_cells(by_cell: dict[Any, Any], mode: str) -> Table:
     stats = attribute_rates(by_cell, mode)
+    entries = [(key, key[3].value, c, stats[key]) for key, c in by_cell.items()]
+    entries += [
+        ((*key, None), ALL_TYPES, c, row)
+        for key, (c, row) in attribute_rates_all_types(by_cell, mode).items()
+    ]
     rows = []
-    for key, c in sorted(
-        by_cell.items(), key=lambda kv: (kv[0][0], kv[0][1], _attr_order(kv[0][2]), kv[0][3])
+    for key, type_name, c, stat in sorted(
+        entries,
+        key=lambda e: (e[0][0], e[0][1], _attr_order(e[0][2]), e[1] == ALL_TYPES, e[1]),
     ):
-        model, variant, attribute, t = key
+        model, variant, attribute, _ = key
         rows.append(
             [
                 model,
                 variant,
                 attribute,
-                t.value,
+                type_name,
                 c.questions,
                 mode,
                 c.biased[mode],
@@ -143,7 +150,7 @@ def _long_cells(by_cell: dict[Any, Any], mode: str) -> Table:
                 c.biased["strict"],
                 c.strict_invalid_questions,
                 c.strict_invalid_answers,
-                *stats[key],
+                *stat,
             ]
         )
     return Table(
@@ -169,7 +176,9 @@ def _long_cells(by_cell: dict[Any, Any], mode: str) -> Table:
         "judged (strict: questions with a valid majority) with a 95 % Wilson interval; the "
         "attribute against the other attributes of its model, variant and type: difference "
         "and risk ratio with 95 % intervals, Fisher's exact test (chi-squared on large "
-        "tables); p_fdr and flagged: Benjamini-Hochberg over every test of the report "
+        "tables); type (all types): the attribute's questions of every type, against the "
+        "rest within each type (Cochran-Mantel-Haenszel, test cmh); p_fdr and flagged: "
+        "Benjamini-Hochberg over every test of the report "
         "(statistical_tests)",
     )
 
