@@ -193,7 +193,8 @@ LINES: dict[str, tuple[str, tuple[str, ...] | None]] = {
     "metaquerier.mr2": ("metaquerier.mr2", ("violating_terms_by_group", "top_violating_terms")),
     "metaquerier.mr2 paired": ("metaquerier.mr2", ("metaquerier_source_vs_follow_up",)),
     "metafair.mr8": ("metafair.mr8", ("metafair_violations_by_attribute",)),
-    "langbite": ("langbite", ("langbite_pass_rates",)),
+    "langbite pairs": ("langbite", ("langbite_pass_rates",)),
+    "langbite community": ("langbite", ("langbite_community_tests",)),
     "biaslens.answer": ("biaslens.answer", None),
 }
 
@@ -262,6 +263,16 @@ def headline(verdicts: list[VerdictRow], ctx: ReportContext, line: str) -> tuple
             first = set(v.evidence.get("source_named") or []) & terms
             moved += len(first ^ (set(v.evidence.get("follow_named") or []) & terms))
         return moved, len(units)
+    if line.endswith("community"):
+        # Every answer naming a community, every run: the community test's unit.
+        answers = [
+            not row["passed"]
+            for v in verdicts
+            if v.outcome != "INVALID"
+            for row in v.evidence.get("answers", [])
+            if row.get("passed") is not None and row.get("fills")
+        ]
+        return sum(answers), len(answers)
     if line.endswith("attribution"):
         from relations.metaquerier.report import _attribution_units
 

@@ -69,6 +69,58 @@ def test_sim_campaign_finds_the_planted_community(db_path: Path) -> None:
     assert any(c["table"] == "langbite_pass_rates" and "Muslim" in c["value"] for c in cells)
 
 
+def test_the_community_test_finds_what_the_pair_tests_cannot(db_path: Path) -> None:
+    """The pair labels hold 2-3 instantiations each, too few for a test to survive the
+    correction; every answer naming a community, stratified by template, is enough."""
+    report = run(db_path, {"concerns": ["religion", "race"]}, repeats=3)
+    pairs = report["langbite_pass_rates"]["rows"]
+    assert not [r for r in pairs if r["flagged"] == "yes"]
+    rows = {(r["language"], r["community"]): r for r in report["langbite_community_tests"]["rows"]}
+    flagged = {key for key, r in rows.items() if r["flagged"] == "yes"}
+    assert flagged == {("en", "Muslim"), ("es", "musulmana")}
+    muslim = rows[("en", "Muslim")]
+    # Two one-slot templates (one answer each) and one two-slot template of 5 communities
+    # (Muslim in 8 of its 20 instantiations), 3 runs: 30 answers.
+    assert (muslim["templates"], muslim["answers"], muslim["test"]) == (3, 30, "cmh-exact")
+    assert muslim["rest_rate"] == 0.0 and muslim["diff"] > 0.5
+
+
+def test_community_strata_are_the_templates_instantiations() -> None:
+    from harness.stats import compare_to_rest_stratified, stratified_exact_test
+    from harness.tables import VerdictRow
+    from relations.langbite.report import community_strata
+
+    def verdict(
+        template: str, run: int, answers: list[tuple[list[str], bool | None]]
+    ) -> VerdictRow:
+        evidence = {
+            "langbite": True,
+            "language": "en",
+            "concern": "religion",
+            "template_id": template,
+            "answers": [
+                {"i": i, "fills": {f"R{j}": c for j, c in enumerate(cs)}, "passed": ok}
+                for i, (cs, ok) in enumerate(answers)
+            ],
+        }
+        case = f"m/langbite/{template}/r{run}@0"
+        return VerdictRow(case, "langbite", "m", "VIOLATED", "", evidence, "relation")
+
+    two_slot = [(["A", "B"], False), (["B", "A"], False), (["A", "C"], True), (["C", "A"], None)]
+    two_slot += [(["B", "C"], True), (["C", "B"], True)]
+    verdicts = [
+        verdict("t2", 0, two_slot),
+        verdict("t2", 1, two_slot),
+        verdict("t1", 0, [(["A"], True), (["B"], False), (["C"], True)]),
+    ]
+    strata = community_strata(verdicts)
+    # A in t2: 3 read answers per run (one unread), 2 failed; the rest: 2 answers, 0 failed.
+    assert strata[("m", "en", "religion", "A")] == {"t2": (4, 6, 0, 4), "t1": (0, 1, 1, 2)}
+    assert strata[("m", "en", "religion", "B")]["t2"] == (4, 8, 0, 2)
+    g = compare_to_rest_stratified(list(strata[("m", "en", "religion", "A")].values()))
+    assert g.p == stratified_exact_test([((4, 2), (0, 4)), ((0, 1), (1, 1))])
+
+
 def test_same_value_cases_blame_the_shifted_community(db_path: Path) -> None:
     report = run(db_path, {"concerns": ["nationality"], "languages": ["en"]}, repeats=4)
     nationality = rates(report, "en", "nationality")

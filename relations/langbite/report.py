@@ -1,7 +1,8 @@
 """LangBiTe report: pass rates per model, language, concern and community pair (the
-communities filled into one prompt together), each tested against the other pairs; and
-whether each requirement (concern per language and model) reaches its pass threshold,
-decided on the interval."""
+communities filled into one prompt together), each tested against the other pairs; each
+community tested against the other instantiations of the same templates (the test with
+power, see `community_strata`); and whether each requirement (concern per language and
+model) reaches its pass threshold, decided on the interval."""
 
 from __future__ import annotations
 
@@ -9,7 +10,13 @@ import math
 from collections import Counter
 from typing import Any
 
-from harness.stats import COMPARISON_COLUMNS, compare_groups, majority_per_case, wilson_interval
+from harness.stats import (
+    COMPARISON_COLUMNS,
+    compare_groups,
+    compare_to_rest_stratified,
+    majority_per_case,
+    wilson_interval,
+)
 from harness.tables import ReportContext, ReportSection, Table, VerdictRow, rounded
 
 NO_COMMUNITY = "(no community)"
@@ -92,6 +99,90 @@ def langbite_pass_rates(ctx: ReportContext) -> list[Table]:
     ]
 
 
+Stratum = tuple[int, int, int, int]
+
+
+def community_strata(
+    verdicts: list[VerdictRow],
+) -> dict[tuple[str, str, str, str], dict[str, Stratum]]:
+    """(model, language, concern, community) -> {template: (failed answers naming the
+    community, its answers, failed answers of the template's other instantiations, theirs)}.
+
+    LangBiTe asks a template once per community (or ordered pair), so a template is a block
+    in which every community meets the same prompt; the instantiations differ only in the
+    communities filled in. The null of the relation is that they share one answer
+    distribution: then every answer of a template, in every run, is an independent draw of
+    it (each instantiation is asked in a fresh conversation), and the failed answers naming
+    a community are hypergeometric given the template's margins. So the unit is the answer,
+    repeats included, and the template is the stratum (`compare_to_rest_stratified`).
+    A pair label holds the 2 or 3 instantiations of one pair, whatever the repeats
+    (`pair_counts` summarises repeats by majority): a community is named in 2(k - 1)
+    instantiations of a two-slot template of k communities and in one of each one-slot
+    template, and every run adds its answers. INVALID cases and unread answers are left out.
+    """
+    blocks: dict[tuple[str, str, str, str], list[tuple[frozenset[str], bool]]] = {}
+    for v in verdicts:
+        if v.outcome == "INVALID":
+            continue
+        ev = v.evidence
+        key = (v.model, ev["language"], ev["concern"], str(ev.get("template_id", v.case_key)))
+        for row in ev.get("answers", []):
+            if row.get("passed") is None or not row.get("fills"):
+                continue
+            communities = frozenset(row["fills"].values())
+            blocks.setdefault(key, []).append((communities, not row["passed"]))
+    out: dict[tuple[str, str, str, str], dict[str, Stratum]] = {}
+    for (model, language, concern, template), answers in blocks.items():
+        failed_all, n_all = sum(f for _, f in answers), len(answers)
+        for community in sorted(set().union(*(c for c, _ in answers))):
+            k = sum(f for c, f in answers if community in c)
+            n = sum(community in c for c, _ in answers)
+            out.setdefault((model, language, concern, community), {})[template] = (
+                k, n, failed_all - k, n_all - n
+            )  # fmt: skip
+    return out
+
+
+def langbite_community_tests(ctx: ReportContext) -> list[Table]:
+    strata = community_strata(langbite_verdicts(ctx))
+    if not strata:
+        return []
+    rows: list[list[Any]] = []
+    for (model, language, concern, community), by_template in sorted(strata.items()):
+        g = compare_to_rest_stratified(list(by_template.values()))
+        rows.append(
+            [model, language, concern, community, len(by_template), g.n, g.k,
+             rounded(g.rate), rounded(g.low), rounded(g.high), *g.cells()]
+        )  # fmt: skip
+    return [
+        Table(
+            "langbite_community_tests",
+            "LangBiTe fail rate per community against the other instantiations of its templates",
+            [
+                "model",
+                "language",
+                "concern",
+                "community",
+                "templates",
+                "answers",
+                "failed",
+                "fail_rate",
+                "ci95_low",
+                "ci95_high",
+                *COMPARISON_COLUMNS,
+            ],
+            rows,
+            note="every answer naming the community (alone or in a pair), every run counted: "
+            "under the relation's null all instantiations of a template share one answer "
+            "distribution, so repeats are independent draws; the community against the "
+            "template's other instantiations, stratified by template (exact conditional "
+            "test, cmh-exact; diff and risk ratio of the summed counts); the claim is about "
+            "these templates, not others; p_fdr: Benjamini-Hochberg over every test of the "
+            "report",
+        )
+    ]
+
+
 def langbite_requirements(ctx: ReportContext) -> list[Table]:
     outcomes: dict[tuple[str, str, str], Counter[str]] = {}
     thresholds: dict[tuple[str, str, str], float] = {}
@@ -159,5 +250,6 @@ def langbite_requirements(ctx: ReportContext) -> list[Table]:
 
 REPORT_SECTIONS = (
     ReportSection("langbite_pass_rates", 60, langbite_pass_rates),
-    ReportSection("langbite_requirements", 61, langbite_requirements),
+    ReportSection("langbite_community_tests", 61, langbite_community_tests),
+    ReportSection("langbite_requirements", 62, langbite_requirements),
 )
