@@ -15,6 +15,7 @@ import textwrap
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import pytest
@@ -217,3 +218,25 @@ def test_a_killed_run_leaves_whole_calls_and_a_resume_pays_only_for_the_rest(log
     assert sorted(inner.asked) == sorted(t for t in texts if t not in recorded)
     assert len(inner.asked) == 20
     np.testing.assert_array_equal(out, np.stack([hash_vector(t) for t in texts]))
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """A copy of relations/badf/embedding.py's protocol (the family's, merged beside this)."""
+
+    name: str
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def test_every_embedder_here_is_an_embedder(log: Path, server: EmbeddingVendor) -> None:
+    from relations.badf.embedders_offline import minilm
+
+    vendor = openai_embedder(base_url=f"{server.url}/v1")
+    for embedder in (
+        minilm(),
+        vendor,
+        CachedEmbedder(vendor, log),
+        RecordedEmbedder(log, vendor.name),
+    ):
+        assert isinstance(embedder, Embedder) and isinstance(embedder.name, str)

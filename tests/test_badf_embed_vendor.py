@@ -23,6 +23,7 @@ from relations.badf.embedders_vendor import (
     VendorEmbedder,
     gemini_embedder,
     openai_embedder,
+    vendor_embedder,
 )
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -190,3 +191,13 @@ def test_configuration_errors_name_the_field(
 def test_batches_never_exceed_the_vendor_limit(make: MakeEmbedder) -> None:
     assert make("google", batch_size=5000).batch_size == 100
     assert make("openai", batch_size=5000).batch_size == 2048
+
+
+def test_vendor_embedder_by_name(server: EmbeddingVendor, keys: dict[str, str]) -> None:
+    embedder = vendor_embedder("openai:text-embedding-3-large", base_url=f"{server.url}/v1")
+    assert embedder.name == "openai:text-embedding-3-large"
+    assert vendor_embedder("google", base_url=server.url).name == "google:gemini-embedding-001"
+    with pytest.raises(ConfigError, match=r"embedder: no vendor embedder 'anthropic:x'"):
+        vendor_embedder("anthropic:x")
+    embedder.embed(["a"])
+    assert server.requests[0].body["model"] == "text-embedding-3-large"

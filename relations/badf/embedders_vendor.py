@@ -276,3 +276,17 @@ def gemini_embedder(model: str = "gemini-embedding-001", **options: Any) -> Gemi
 # Scheme -> factory taking the model identifier: "openai:text-embedding-3-large" is
 # VENDOR_FACTORIES["openai"]("text-embedding-3-large", **options).
 VENDOR_FACTORIES = {"openai": openai_embedder, "google": gemini_embedder}
+
+
+def vendor_embedder(name: str, **options: Any) -> VendorEmbedder:
+    """The vendor embedder named ``scheme:model`` (``openai:text-embedding-3-small``); a bare
+    ``openai`` or ``google`` takes that vendor's default model."""
+    scheme, _, model = name.partition(":")
+    factory = VENDOR_FACTORIES.get(scheme)
+    if factory is None:
+        raise ConfigError(
+            f"no vendor embedder {name!r}",
+            field="embedder",
+            fix="use openai:MODEL or google:MODEL (docs/embeddings.md)",
+        )
+    return factory(model, **options) if model else factory(**options)
