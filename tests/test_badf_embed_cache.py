@@ -240,3 +240,54 @@ def test_every_embedder_here_is_an_embedder(log: Path, server: EmbeddingVendor) 
         RecordedEmbedder(log, vendor.name),
     ):
         assert isinstance(embedder, Embedder) and isinstance(embedder.name, str)
+
+
+_CRASHING_CHILD = textwrap.dedent(
+    """
+    import os, sys
+    sys.path.insert(0, {tests!r})
+    from test_badf_embed_cache import CountingEmbedder
+    from relations.badf import embedding_cache
+
+    real_connect = embedding_cache._connect
+    written = 0
+
+    class DiesBeforeCommit:
+        # The process dies after a call's vectors are inserted and before COMMIT: the
+        # worst moment for a kill, reached on purpose rather than by chance.
+        def __init__(self, conn):
+            self.conn = conn
+
+        def __getattr__(self, name):
+            return getattr(self.conn, name)
+
+        def executemany(self, *args):
+            global written
+            result = self.conn.executemany(*args)
+            written += 1
+            if written == 3:
+                os._exit(9)
+            return result
+
+    embedding_cache._connect = lambda db, write: DiesBeforeCommit(real_connect(db, write=write))
+    texts = [f"concept {{i}}" for i in range(30)]
+    embedding_cache.CachedEmbedder(CountingEmbedder(), {db!r}, record_every=4).embed(texts)
+    """
+)
+
+
+def test_a_death_inside_the_transaction_records_nothing_of_that_call(log: Path) -> None:
+    child = subprocess.run(
+        [sys.executable, "-c", _CRASHING_CHILD.format(tests=str(TESTS), db=str(log))],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=120,
+    )
+    assert child.returncode == 9
+    calls = embedding_calls(log)
+    assert [c.texts for c in calls] == [4, 4], "the third call died before COMMIT"
+    texts = [f"concept {i}" for i in range(30)]
+    assert sorted(recorded_vectors(log, "hash-test", texts)) == sorted(texts[:8])
+    inner = CountingEmbedder()
+    CachedEmbedder(inner, log).embed(texts)
+    assert inner.asked == texts[8:]
