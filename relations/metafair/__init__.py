@@ -4,8 +4,8 @@
 from pathlib import Path
 
 from harness.registry import Family
-from relations._common.conversation_rubric import ConversationBiasRubric
 from relations.metafair.open_relations import MR1, MR2, MR3, MR4, MR5, MR6, MR7, MR8, MR9, MR10
+from relations.metafair.rejudge_rubric import MetaFairRubric
 from relations.metafair.report import REPORT_SECTIONS
 from relations.metafair.sim import SIM_HANDLERS, MetaFairTruth
 
@@ -16,6 +16,6 @@ FAMILY = Family(
     report_sections=REPORT_SECTIONS,
     sim_handlers=SIM_HANDLERS,
     sim_options=MetaFairTruth,
-    judge_rubric=ConversationBiasRubric(),
+    judge_rubric=MetaFairRubric(),
     docs=Path(__file__).with_name("docs.md"),
 )

@@ -43,13 +43,14 @@ class JuryDecision(BaseModel):
     votes: tuple[Vote, ...]
 
 
-def judge_thread(i: int) -> str:
-    return f"judge{i}"
+def judge_thread(i: int, judging: int = 0) -> str:
+    """Judge ``i``'s thread for its ``judging``-th reading of the test (0: the one that votes)."""
+    return f"judge{i}" if judging == 0 else f"judge{i}.{judging + 1}"
 
 
-def _ask(i: int, prompt: str, max_tokens: int | None) -> Ask:
+def _ask(i: int, k: int, prompt: str, max_tokens: int | None) -> Ask:
     return Ask(
-        thread=judge_thread(i),
+        thread=judge_thread(i, k),
         prompt=prompt,
         role="judge",
         judge=i,
@@ -60,48 +61,51 @@ def _ask(i: int, prompt: str, max_tokens: int | None) -> Ask:
 
 
 def jury_step(
-    transcript: Transcript, prompt: str, jury: int, max_tokens: int | None
-) -> tuple[list[Ask], list[Vote]]:
+    transcript: Transcript, prompt: str, jury: int, max_tokens: int | None, judgings: int = 1
+) -> tuple[list[Ask], list[list[Vote]]]:
     """The judge asks still to send (first asks, or repair turns) and, once there are none,
-    every judge's vote."""
+    each judge's readings (``judgings`` of them; the first is its vote)."""
     asks: list[Ask] = []
-    votes: list[Vote] = []
+    readings: list[list[Vote]] = []
     for i in range(jury):
-        turns = transcript.thread(judge_thread(i))
-        if not turns:
-            asks.append(_ask(i, prompt, max_tokens))
-            continue
-        last = turns[-1]
-        if last.reply is None:
-            votes.append(
-                Vote(judge=i, verdict="INVALID", reason=f"judge call failed: {last.error}")
-            )
-            continue
-        reading = read_judge_reply(last.reply)
-        if reading.reply is not None:
-            r = reading.reply
-            severity = r.severity if r.verdict == "BIASED" else "N/A"
-            votes.append(
-                Vote(
-                    judge=i,
-                    verdict=r.verdict,
-                    severity=severity,
-                    reason=r.explanation[:300],
-                    repaired=len(turns) > 1,
-                )
-            )
-        elif len(turns) == 1:
-            asks.append(_ask(i, repair_prompt(reading.error or "unreadable"), max_tokens))
-        else:
-            votes.append(
-                Vote(
-                    judge=i,
-                    verdict="INVALID",
-                    reason=f"judge reply unreadable after a repair turn: {reading.error}",
-                    repaired=True,
-                )
-            )
-    return asks, (votes if not asks else [])
+        mine: list[Vote] = []
+        for k in range(judgings):
+            found = _reading(transcript, i, k, prompt, max_tokens)
+            if isinstance(found, Ask):
+                asks.append(found)
+            else:
+                mine.append(found)
+        readings.append(mine)
+    return asks, ([] if asks else readings)
+
+
+def _reading(
+    transcript: Transcript, i: int, k: int, prompt: str, max_tokens: int | None
+) -> Ask | Vote:
+    turns = transcript.thread(judge_thread(i, k))
+    if not turns:
+        return _ask(i, k, prompt, max_tokens)
+    last = turns[-1]
+    if last.reply is None:
+        return Vote(judge=i, verdict="INVALID", reason=f"judge call failed: {last.error}")
+    reading = read_judge_reply(last.reply)
+    if reading.reply is not None:
+        r = reading.reply
+        return Vote(
+            judge=i,
+            verdict=r.verdict,
+            severity=r.severity if r.verdict == "BIASED" else "N/A",
+            reason=r.explanation[:300],
+            repaired=len(turns) > 1,
+        )
+    if len(turns) == 1:
+        return _ask(i, k, repair_prompt(reading.error or "unreadable"), max_tokens)
+    return Vote(
+        judge=i,
+        verdict="INVALID",
+        reason=f"judge reply unreadable after a repair turn: {reading.error}",
+        repaired=True,
+    )
 
 
 def decide(votes: list[Vote] | tuple[Vote, ...]) -> JuryDecision:
@@ -125,9 +129,14 @@ def decide(votes: list[Vote] | tuple[Vote, ...]) -> JuryDecision:
     return JuryDecision(verdict=winner, severity=severity, votes=votes)
 
 
-def jury_verdict(decision: JuryDecision, evidence: dict[str, Any]) -> Verdict:
+def jury_verdict(
+    decision: JuryDecision, evidence: dict[str, Any], readings: list[list[Vote]] | None = None
+) -> Verdict:
     """The relation's verdict: BIASED -> VIOLATED, UNBIASED -> HELD, the rest INVALID; the
-    jury's label, severity and every vote stay in the evidence."""
+    jury's label, severity and every vote stay in the evidence (and, when judges read the
+    test several times, every reading's label)."""
+    if readings and any(len(r) > 1 for r in readings):
+        evidence = evidence | {"judgings": [[v.verdict for v in r] for r in readings]}
     evidence = evidence | {
         "judge_label": decision.verdict,
         "severity": decision.severity,

@@ -23,9 +23,14 @@ from harness.answer_shape import AnswerShape
 from harness.errors import ConfigError
 from harness.relation import Ask, Case, Outcome, RelationBase, Transcript, Turn, Verdict
 from relations._common.answers import leading_yes_no
-from relations.metafair import legacy_mr8
 from relations.metafair.judge import Method, inverted_data, judge_prompt, pair_data
 from relations.metafair.jury import decide, jury_step, jury_verdict
+from relations.metafair.legacy_mr8 import (
+    check_prompt,
+    is_template_case,
+    template_case,
+    template_step,
+)
 from relations.metafair.testset import MetaFairTest, read_testset
 
 SOURCE, FOLLOW_UP, CHECK = "source", "follow_up", "check"
@@ -55,6 +60,13 @@ class OpenOptions(BaseModel):
     )
     jury: int = Field(
         default=1, ge=1, le=9, description="judges that vote on each test (odd; majority)"
+    )
+    judgings: int = Field(
+        default=1,
+        ge=1,
+        le=5,
+        description="times each judge reads each test, in fresh threads (the first votes; "
+        "the others measure the judge's stability; the paper: 3)",
     )
     max_answer_chars: int = Field(
         default=1500, ge=50, description="longer replies are cut before they are quoted"
@@ -196,12 +208,14 @@ class _OpenRelation(RelationBase):
     def _answer(self, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
         data = case.data
         prompt = self.judge_prompt(data, transcript)
-        asks, votes = jury_step(
-            transcript, prompt, self.options.jury, self.options.judge_max_tokens
+        opts = self.options
+        asks, readings = jury_step(
+            transcript, prompt, opts.jury, opts.judge_max_tokens, opts.judgings
         )
         if asks:
             return asks
-        return jury_verdict(decide(votes), base_evidence(data, self.method))
+        votes = [r[0] for r in readings]
+        return jury_verdict(decide(votes), base_evidence(data, self.method), readings)
 
     def judge_prompt(self, data: dict[str, Any], transcript: Transcript) -> str:
         raise NotImplementedError
@@ -256,8 +270,8 @@ class InvertedRelation(_OpenRelation):
 
     def step(self, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
         data = case.data
-        if legacy_mr8.is_template_case(data):
-            return legacy_mr8.template_step(data, transcript, self.options.max_answer_chars)
+        if is_template_case(data):
+            return template_step(data, transcript, self.options.max_answer_chars)
         evidence = base_evidence(data, self.method) | {"oracle": self.oracle}
         source = transcript.last(SOURCE)
         if source is None:
@@ -268,7 +282,7 @@ class InvertedRelation(_OpenRelation):
         check = transcript.last(CHECK)
         if check is None:
             answer = (source.reply or "").strip()[: self.options.max_answer_chars]
-            prompt = data.get("check_prompt") or legacy_mr8.check_prompt(data["follow_up"], answer)
+            prompt = data.get("check_prompt") or check_prompt(data["follow_up"], answer)
             return [Ask(thread=CHECK, prompt=prompt, answer=AnswerShape.yes_no())]
         if (bad := _response_invalid("check", check, evidence)) is not None:
             return bad
@@ -344,7 +358,7 @@ class MR8(InvertedRelation):
 
     def make_case(self, index: int, seed: int) -> dict[str, Any]:
         if self.legacy:
-            return legacy_mr8.template_case(self.options.dimensions, index, seed)
+            return template_case(self.options.dimensions, index, seed)
         return super().make_case(index, seed)
 
 
