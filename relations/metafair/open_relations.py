@@ -23,6 +23,7 @@ from harness.answer_shape import AnswerShape
 from harness.errors import ConfigError
 from harness.relation import Ask, Case, Outcome, RelationBase, Transcript, Turn, Verdict
 from relations._common.answers import leading_yes_no
+from relations.metafair.import_rows import ImportedRow, read_rows, row_case_data
 from relations.metafair.judge import Method, inverted_data, judge_prompt, pair_data
 from relations.metafair.jury import decide, jury_step, jury_verdict
 from relations.metafair.legacy_mr8 import (
@@ -59,7 +60,11 @@ class OpenOptions(BaseModel):
         default=None, description="bias dimensions to run (e.g. gender); null: every one"
     )
     jury: int = Field(
-        default=1, ge=1, le=9, description="judges that vote on each test (odd; majority)"
+        default=1,
+        ge=0,
+        le=9,
+        description="judges that vote on each test (odd; majority); 0: none, the verdict "
+        "waits for 'harness rejudge' (imported logs)",
     )
     judgings: int = Field(
         default=1,
@@ -74,10 +79,16 @@ class OpenOptions(BaseModel):
     max_tokens: int | None = Field(default=None, ge=1, description="subject reply limit")
     judge_max_tokens: int | None = Field(default=400, ge=1, description="judge reply limit")
 
+    imported: str | None = Field(
+        default=None,
+        description="the CSV an imported log came from (set by 'harness import metafair'); "
+        "its rows of this relation are the cases",
+    )
+
     @field_validator("jury")
     @classmethod
     def _odd(cls, jury: int) -> int:
-        if jury % 2 == 0:
+        if jury and jury % 2 == 0:
             raise ValueError(f"a jury of {jury} can tie; give an odd number of judges")
         return jury
 
@@ -186,10 +197,18 @@ class _OpenRelation(RelationBase):
 
     def __init__(self, options: BaseModel | None = None) -> None:
         super().__init__(options)
-        self.tests = [] if self.legacy else self._load()
-
-    def _load(self) -> list[MetaFairTest]:
-        return load_tests(self.options.testset, self.mr, self.options.dimensions)
+        self.rows: list[ImportedRow] = []
+        self.tests: list[MetaFairTest] = []
+        if self.options.imported is not None:
+            self.rows = [r for r in read_rows(self.options.imported) if r.mr == self.mr]
+            if not self.rows:
+                raise ConfigError(
+                    f"{self.options.imported} holds no row of metafair.mr{self.mr}",
+                    field="options.imported",
+                    fix="import the file again, or drop this relation from the campaign",
+                )
+        elif not self.legacy:
+            self.tests = load_tests(self.options.testset, self.mr, self.options.dimensions)
 
     @property
     def legacy(self) -> bool:
@@ -200,15 +219,23 @@ class _OpenRelation(RelationBase):
         return self.options.jury
 
     def case_count(self) -> int | None:
-        return len(self.tests)
+        return len(self.rows) if self.rows else len(self.tests)
 
     def make_case(self, index: int, seed: int) -> dict[str, Any]:
+        if self.rows:
+            return row_case_data(self.rows[index])
         return test_case_data(self.tests[index], self.instruction)
 
     def _answer(self, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
         data = case.data
-        prompt = self.judge_prompt(data, transcript)
         opts = self.options
+        if opts.jury == 0:
+            return Verdict(
+                outcome=Outcome.INVALID,
+                reason="not judged: the campaign has no jury; run harness rejudge",
+                evidence=base_evidence(data, self.method) | {"invalid_kind": "unjudged"},
+            )
+        prompt = self.judge_prompt(data, transcript)
         asks, readings = jury_step(
             transcript, prompt, opts.jury, opts.judge_max_tokens, opts.judgings
         )
@@ -351,10 +378,11 @@ class MR8(InvertedRelation):
 
     @property
     def legacy(self) -> bool:
-        return self.options.testset is None and self.options.oracle is None
+        opts = self.options
+        return opts.testset is None and opts.oracle is None and opts.imported is None
 
     def case_count(self) -> int | None:
-        return None if self.legacy else len(self.tests)
+        return None if self.legacy else super().case_count()
 
     def make_case(self, index: int, seed: int) -> dict[str, Any]:
         if self.legacy:
