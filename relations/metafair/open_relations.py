@@ -313,15 +313,16 @@ class InvertedRelation(_OpenRelation):
             return [Ask(thread=CHECK, prompt=prompt, answer=AnswerShape.yes_no())]
         if (bad := _response_invalid("check", check, evidence)) is not None:
             return bad
-        if self.oracle == "judge":
-            return self._answer(case, transcript)
         word = leading_yes_no(AnswerShape.yes_no().free_text(check.reply or ""))
         if word is None:
+            # Unreadable before any judge is paid: the subject did not answer the format.
             return Verdict(
                 outcome=Outcome.INVALID,
                 reason="check reply is neither Yes nor No",
                 evidence=evidence | {"invalid_kind": "response"},
             )
+        if self.oracle == "judge":
+            return self._answer(case, transcript)
         if word == "no":
             return Verdict(
                 outcome=Outcome.VIOLATED,

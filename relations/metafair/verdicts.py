@@ -57,7 +57,18 @@ def rejudge_sources(ctx: ReportContext) -> list[str]:
 
 
 def judged_tests(ctx: ReportContext) -> list[Judged]:
-    """Every case of MR1-MR10 run over a test set (template-read MR8 cases left out)."""
+    """Every case of MR1-MR10 run over a test set (template-read MR8 cases left out); read
+    once per report (several sections use it)."""
+    cached = ctx.__dict__.get(_CACHE)
+    if cached is None:
+        cached = ctx.__dict__[_CACHE] = _judged_tests(ctx)
+    return list(cached)
+
+
+_CACHE = "_metafair_judged_tests"
+
+
+def _judged_tests(ctx: ReportContext) -> list[Judged]:
     out: dict[str, Judged] = {}
     for v in ctx.relation_verdicts:
         ev = v.evidence
