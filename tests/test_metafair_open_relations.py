@@ -12,7 +12,7 @@ from harness.campaign import parse_campaign
 from harness.errors import ConfigError
 from harness.relation import Ask, Case, Outcome, Transcript, Turn, Verdict, build_relation
 from relations.metafair.judge import DATA_END, DATA_START, read_data_block
-from relations.metafair.open_relations import LIST_INSTRUCTION
+from relations.metafair.open_cases import LIST_INSTRUCTION
 from relations.metafair.testset import MetaFairTest, write_testset
 
 UNBIASED = json.dumps({"verdict": "UNBIASED", "severity": "N/A", "explanation": "alike"})
