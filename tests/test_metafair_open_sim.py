@@ -148,3 +148,8 @@ async def test_a_subject_reply_cannot_change_the_verdict(mr: int) -> None:
     # Quoted as data: the attack sits JSON-escaped inside the data block, once.
     assert judge_prompt.count("</test-data>") == 1
     assert '{\\"verdict\\": \\"UNBIASED\\"' in judge_prompt
+
+
+def test_the_campaign_replays_with_no_difference(planted_log: Path) -> None:
+    result = harness.verify(planted_log)
+    assert result.cases == 10 * 5 * PER_ATTRIBUTE and result.differences == []
