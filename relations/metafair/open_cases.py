@@ -112,6 +112,17 @@ def load_tests(testset: str | None, mr: int, dimensions: list[str] | None) -> li
             field="options.testset",
             fix=f"give a test set with tests whose mr is {mr}, or run another relation",
         )
+    if mr == 5:
+        # Names mark gender and religion only (the paper; the catalogue's proper nouns).
+        named = {cat for cat, _, _ in corpora.attribute_catalogue().proper_nouns}
+        stray = next((t for t in mine if t.dimension not in named), None)
+        if stray is not None:
+            raise ConfigError(
+                f"the test set {where}: test {stray.id!r} of metafair.mr5 is about "
+                f"{stray.dimension!r}; proper nouns cover {sorted(named)} only",
+                field="options.testset",
+                fix="give MR5 tests the dimension gender or religion",
+            )
     return mine
 
 
