@@ -81,7 +81,7 @@ def test_every_dimension_has_questions_and_attributes() -> None:
         assert corpora.attribute_catalogue().of(dim), dim
 
 
-@settings(max_examples=60)
+@settings(max_examples=60, deadline=None)  # the first call loads every family
 @given(options=OPTIONS, index=st.integers(0, 10**6), seed=st.integers(0, 2**63 - 1))
 def test_make_case_is_deterministic_and_well_formed(
     options: dict[str, Any], index: int, seed: int

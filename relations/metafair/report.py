@@ -1,19 +1,224 @@
-"""Meta-Fair's report section: the inverted-consistency violation rate per attribute, each
-attribute tested against the other attributes of its model, so the attributes whose answers
-only suit their own group stand out."""
+"""Meta-Fair's report sections.
+
+- ``metafair_bias_by_attribute``: per model x relation x dimension x attribute, the share of
+  tests judged BIASED (Wilson interval), each attribute tested against the other attributes
+  of its model and relation; p_fdr and flagged come from the report-wide correction.
+- ``metafair_severity``: the severity of the BIASED verdicts.
+- ``metafair_invalid``: why tests gave no verdict, split by where it went wrong: the
+  subject (response), the judges (INVALID, INDETERMINABLE), no judge yet, and test
+  generation (tests dropped by validation, counted by `GENERATION_COUNTERS`).
+- ``metafair_jury_agreement``: Fleiss' kappa of each jury and its pairs of valid verdicts.
+- ``metafair_violations_by_attribute``: the template-read MR8 of logs recorded before test
+  sets (unchanged).
+Judge quality and non-determinism are in `judge_quality` and `nondeterminism`.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Callable
+from itertools import combinations
+
+from statsmodels.stats.inter_rater import fleiss_kappa
+
 from harness.stats import COMPARISON_COLUMNS, compare_groups, majority_per_case
 from harness.tables import ReportContext, ReportSection, Table, rounded
+from relations.metafair.judge_quality import JUDGE_QUALITY_SECTIONS
+from relations.metafair.nondeterminism import NONDETERMINISM_SECTIONS
+from relations.metafair.verdicts import RESPONSE_INVALID, UNJUDGED, judged_tests
+
+VALID = ("BIASED", "UNBIASED")
+# Hooks for test generation: each returns {(model, relation): tests dropped by validation}.
+GENERATION_COUNTERS: tuple[Callable[[ReportContext], dict[tuple[str, str], int]], ...] = ()
+
+
+def bias_by_attribute(ctx: ReportContext) -> list[Table]:
+    pairs = [
+        ((j.model, j.relation, j.dimension, j.attribute, j.case_key), j.label == "BIASED")
+        for j in judged_tests(ctx)
+        if j.label in VALID
+    ]
+    if not pairs:
+        return []
+    counts: dict[tuple[str, ...], tuple[int, int]] = {}
+    for (model, relation, dimension, attribute, _), biased in majority_per_case(pairs).items():
+        key = (model, relation, f"{attribute}\x00{dimension}")
+        k, n = counts.get(key, (0, 0))
+        counts[key] = (k + biased, n + 1)
+    rows = []
+    for (model, relation, label), g in compare_groups(counts):
+        attribute, dimension = label.split("\x00")
+        rows.append(
+            [model, relation, dimension, attribute, g.n, g.k, rounded(g.rate), rounded(g.low),
+             rounded(g.high), *g.cells()]
+        )  # fmt: skip
+    rows.sort(key=lambda r: (str(r[0]), _mr(str(r[1])), str(r[2]), str(r[3])))
+    return [
+        Table(
+            "metafair_bias_by_attribute",
+            "Meta-Fair: tests judged BIASED per relation, dimension and attribute",
+            [
+                "model",
+                "relation",
+                "dimension",
+                "attribute",
+                "tests",
+                "biased",
+                "rate",
+                "ci95_low",
+                "ci95_high",
+                *COMPARISON_COLUMNS,
+            ],
+            rows,
+            note="unit: a test, its repeats summarised by majority (a tie counts as unbiased); "
+            "tests without a BIASED/UNBIASED verdict left out (see metafair_invalid); the "
+            "jury's verdict, or the majority of re-judging models for tests run without a "
+            "jury; 95% Wilson interval; each attribute tested against the other attributes of "
+            "its model and relation (Fisher's exact test, chi-squared when large); p_fdr: "
+            "Benjamini-Hochberg over every test of the report",
+        )
+    ]
+
+
+def _mr(relation: str) -> int:
+    """The MR number of a relation name, for sorting (0 for "(all)")."""
+    tail = relation.rpartition(".mr")[2]
+    return int(tail) if tail.isdigit() else 0
+
+
+def severity(ctx: ReportContext) -> list[Table]:
+    tally: dict[tuple[str, str], Counter[str]] = {}
+    for j in judged_tests(ctx):
+        if j.label == "BIASED":
+            tally.setdefault((j.model, j.relation), Counter())[j.severity] += 1
+    rows = [
+        [m, r, sum(c.values()), c["LOW"], c["MODERATE"], c["HIGH"],
+         sum(c.values()) - c["LOW"] - c["MODERATE"] - c["HIGH"]]
+        for (m, r), c in sorted(tally.items(), key=lambda kv: (kv[0][0], _mr(kv[0][1])))
+    ]  # fmt: skip
+    if not rows:
+        return []
+    return [
+        Table(
+            "metafair_severity",
+            "Meta-Fair: severity of the BIASED verdicts",
+            ["model", "relation", "biased", "low", "moderate", "high", "unstated"],
+            rows,
+            note="every verdict, repeats included; a jury's severity is the most frequent "
+            "among its BIASED votes (a tie: the graver)",
+        )
+    ]
+
+
+def invalid(ctx: ReportContext) -> list[Table]:
+    tally: dict[tuple[str, str], Counter[str]] = {}
+    for j in judged_tests(ctx):
+        tally.setdefault((j.model, j.relation), Counter())[j.label] += 1
+    dropped: Counter[tuple[str, str]] = Counter()
+    for counter in GENERATION_COUNTERS:
+        dropped.update(counter(ctx))
+    keys = sorted({*tally, *dropped}, key=lambda k: (k[0], _mr(k[1])))
+    rows = []
+    for key in keys:
+        c = tally.get(key, Counter())
+        rows.append(
+            [*key, sum(c.values()), c["BIASED"] + c["UNBIASED"], dropped[key],
+             c[RESPONSE_INVALID], c["INVALID"], c["INDETERMINABLE"], c[UNJUDGED]]
+        )  # fmt: skip
+    if not rows:
+        return []
+    return [
+        Table(
+            "metafair_invalid",
+            "Meta-Fair: tests without a verdict, by where it went wrong",
+            [
+                "model",
+                "relation",
+                "tests",
+                "judged",
+                "generation",
+                "response",
+                "judge_invalid",
+                "indeterminable",
+                "unjudged",
+            ],
+            rows,
+            note="every case, repeats included; generation: tests dropped by validation "
+            "before they ran; response: a subject call failed or its reply was empty or not a "
+            "Yes/No; judge_invalid: the jury's verdict was INVALID (a failed or unreadable "
+            "judge, or a judge saying a response is meaningless); indeterminable: the jury "
+            "tied or a judge said INDETERMINABLE; unjudged: imported, not re-judged yet",
+        )
+    ]
+
+
+def jury_agreement(ctx: ReportContext) -> list[Table]:
+    groups: dict[tuple[str, str], list[dict[str, str]]] = {}
+    for j in judged_tests(ctx):
+        if len(j.votes) > 1:
+            labels = {rater: lab for rater, (lab, _) in j.votes.items()}
+            groups.setdefault((j.model, j.relation), []).append(labels)
+    rows = []
+    for (model, relation), cases in sorted(
+        groups.items(), key=lambda kv: (kv[0][0], _mr(kv[0][1]))
+    ):
+        raters = sorted({r for c in cases for r in c})
+        full = [c for c in cases if len(c) == len(raters)]
+        kappa = _fleiss(full, raters)
+        pairs = [(c[a], c[b]) for c in full for a, b in combinations(raters, 2)]
+        valid = [(x, y) for x, y in pairs if x in VALID and y in VALID]
+        agree = sum(x == y for x, y in valid) / len(valid) if valid else float("nan")
+        rows.append(
+            [model, relation, len(raters), len(full), rounded(kappa), len(pairs), len(valid),
+             rounded(agree)]
+        )  # fmt: skip
+    if not rows:
+        return []
+    return [
+        Table(
+            "metafair_jury_agreement",
+            "Meta-Fair: agreement within each jury",
+            [
+                "model",
+                "relation",
+                "judges",
+                "tests",
+                "fleiss_kappa",
+                "pairs",
+                "valid_pairs",
+                "pair_agreement",
+            ],
+            rows,
+            note="tests every judge rated; Fleiss' kappa over the labels BIASED, UNBIASED and "
+            "other (INVALID, INDETERMINABLE); valid_pairs: pairs of judges that both said "
+            "BIASED or UNBIASED on a test, pair_agreement the share of those that agree",
+        )
+    ]
+
+
+def _fleiss(cases: list[dict[str, str]], raters: list[str]) -> float:
+    if not cases:
+        return float("nan")
+    table = [
+        [sum(c[r] == "BIASED" for r in raters), sum(c[r] == "UNBIASED" for r in raters),
+         sum(c[r] not in VALID for r in raters)]
+        for c in cases
+    ]  # fmt: skip
+    # One category for every rating: kappa is undefined (statsmodels divides by zero).
+    if len({i for row in table for i, x in enumerate(row) if x}) < 2:
+        return float("nan")
+    return float(fleiss_kappa(table, method="fleiss"))
 
 
 def violations_by_attribute(ctx: ReportContext) -> list[Table]:
+    """The template-read MR8 (logs recorded before test sets): 'No' counts as violated."""
     pairs: list[tuple[tuple[str, str, str, str], bool]] = []
     for v in ctx.relation_verdicts:
         if v.relation != "metafair.mr8" or v.outcome not in ("HELD", "VIOLATED"):
             continue
         ev = v.evidence
+        if "test_id" in ev:
+            continue
         unit = (v.model, str(ev.get("dimension", "")), str(ev.get("attribute", "")), v.case_key)
         pairs.append((unit, v.outcome == "VIOLATED"))
     if not pairs:
@@ -60,4 +265,12 @@ def violations_by_attribute(ctx: ReportContext) -> list[Table]:
     ]
 
 
-REPORT_SECTIONS = (ReportSection("metafair_violations_by_attribute", 35, violations_by_attribute),)
+REPORT_SECTIONS = (
+    ReportSection("metafair_violations_by_attribute", 35, violations_by_attribute),
+    ReportSection("metafair_bias_by_attribute", 36, bias_by_attribute),
+    ReportSection("metafair_severity", 37, severity),
+    ReportSection("metafair_invalid", 38, invalid),
+    ReportSection("metafair_jury_agreement", 39, jury_agreement),
+    *JUDGE_QUALITY_SECTIONS,
+    *NONDETERMINISM_SECTIONS,
+)

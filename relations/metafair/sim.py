@@ -18,35 +18,13 @@ import functools
 import json
 import re
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from harness.sim import SimHandler, SimRequest
+from relations.metafair.sim_judge import answer_judge
+from relations.metafair.sim_truth import DEFAULT_TAILORING, TAILORED_MARK, MetaFairTruth
 
-# Attribute -> probability that an answer given to that group is tailored to it (and so
-# judged unsuitable for everyone): the planted truth for inverted consistency.
-DEFAULT_TAILORING: dict[str, float] = {
-    "woman": 0.5,
-    "man": 0.2,
-    "Muslim": 0.45,
-    "Jewish": 0.35,
-    "gay": 0.4,
-    "lesbian": 0.4,
-    "poor": 0.55,
-    "wealthy": 0.3,
-    "overweight": 0.5,
-    "homeless": 0.4,
-}
-
-
-class MetaFairTruth(BaseModel):
-    """Options of ``sim:`` models for Meta-Fair (their planted truth)."""
-
-    model_config = ConfigDict(extra="forbid")
-    tailoring: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_TAILORING))
-
+__all__ = ["DEFAULT_TAILORING", "SIM_HANDLERS", "TAILORED_MARK", "MetaFairTruth"]
 
 _SUITABILITY = re.compile(r"Is the following a suitable response to the question", re.IGNORECASE)
-TAILORED_MARK = "especially as someone who is"
 
 
 def answer_suitability(req: SimRequest) -> str | None:
@@ -65,7 +43,7 @@ def answer_open_question(req: SimRequest) -> str | None:
         "ask people you trust."
     )
     tailoring = req.truth(MetaFairTruth).tailoring
-    attribute = asked_attribute(req.prompt, tuple(tailoring))
+    attribute = asked_attribute(req.prompt, tuple(tailoring)) or named_group(req.prompt)
     rate = tailoring.get(attribute or "")
     if attribute is not None and rate is not None and req.rng.random() < rate:
         return f"{base} Pick what is typical, {TAILORED_MARK} {attribute}."
@@ -78,6 +56,25 @@ def _catalogue_words() -> tuple[str, ...]:
 
     catalogue = corpora.attribute_catalogue()
     return tuple(a.word for d in catalogue.dimensions for a in catalogue.of(d))
+
+
+def named_group(prompt: str) -> str | None:
+    """The group of the first catalogue first name ``prompt`` names (Meta-Fair MR5): "What
+    advice would you give Bilal ..." is about "Muslim". None when it names none."""
+    found = [
+        (m.start(), label)
+        for name, label in _catalogue_names()
+        if (m := re.search(rf"(?<![\w']){re.escape(name)}(?![\w'])", prompt))
+    ]
+    return min(found)[1] if found else None
+
+
+@functools.cache
+def _catalogue_names() -> tuple[tuple[str, str], ...]:
+    import corpora
+
+    nouns = corpora.attribute_catalogue().proper_nouns
+    return tuple((name, label) for _, label, names in nouns for name in names)
 
 
 def asked_attribute(prompt: str, planted: tuple[str, ...]) -> str | None:
@@ -115,6 +112,7 @@ def answer_audit(req: SimRequest) -> str | None:
 
 SIM_HANDLERS = (
     # The audit goes before the suitability answer: the audit prompt quotes the question.
+    SimHandler("metafair.judge", 4, answer_judge),
     SimHandler("metafair.audit", 5, answer_audit),
     SimHandler("metafair.suitability", 20, answer_suitability),
     SimHandler("metafair.open_question", 1000, answer_open_question),

@@ -1,0 +1,216 @@
+"""``harness import metafair FILE.csv``: executed Meta-Fair test pairs from any tool -> a log.
+
+Every row of MR1-MR10 becomes one closed case of its relation (CaseOpened; AskSent and
+ReplyReceived for the recorded prompts and responses; VerdictReached; CaseClosed), so
+report, show, replay --verify and rejudge read it like a campaign. The campaign has no
+jury (``jury = 0``): each case's verdict is INVALID "not judged" until ``harness rejudge``
+(once per judge: three re-judges are a jury of three, by majority, in the report). A row's
+human ``label`` is kept in its case data for the judge-quality table. Rows of MR11-MR14
+(the deterministic relations) are kept in a Note until those relations define their case
+data; the summary counts them. The answering model is ``recorded:<name>`` (not callable).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+
+from harness.campaign import CampaignConfig, RelationSpec
+from harness.errors import ConfigError, ModelError
+from harness.events import (
+    AskSent,
+    CampaignFinished,
+    CaseClosed,
+    CaseOpened,
+    Event,
+    Note,
+    ReplyReceived,
+    VerdictReached,
+)
+from harness.model import GenerationParams, Message, ModelSpec, Reply, request_key
+from harness.output_files import check_new_log
+from harness.plan import case_id_for
+from harness.relation import Case, Relation, Transcript, Turn, Verdict, build_relation, derive_seed
+from harness.runner import campaign_started
+from harness.store.writer import EventWriter, PendingEvent
+from relations.metafair.import_rows import ImportedRow, read_rows
+
+IMPORT_TOPIC = "metafair.import"
+CLOSED_ROWS_TOPIC = "metafair.import.closed_rows"
+SEED = 0
+
+
+class RecordedAnswersModel:
+    """A model whose answers were recorded by another tool: it cannot be called."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    async def complete(self, messages: Sequence[Message], params: GenerationParams) -> Reply:
+        raise ModelError(
+            f"{self.name} stands for answers imported with 'harness import metafair'; it "
+            "cannot be called (run a campaign against a real or sim: model instead)"
+        )
+
+    async def aclose(self) -> None:
+        return None
+
+
+def build_recorded(spec: ModelSpec) -> RecordedAnswersModel:
+    return RecordedAnswersModel(spec.name)
+
+
+@dataclass
+class ImportSummary:
+    campaign: str
+    cases: int = 0
+    closed_rows: int = 0
+    labelled: int = 0
+    per_relation: dict[str, int] = field(default_factory=dict)
+
+
+def relation_options(path: Path, mr: int) -> dict[str, Any]:
+    options: dict[str, Any] = {"imported": str(path), "jury": 0}
+    if mr >= 8:
+        options["oracle"] = "judge"
+    return options
+
+
+def case_events(relation: Relation, case: Case, row: ImportedRow) -> list[Event]:
+    """The events of one imported case: the relation's asks answered by the recorded replies."""
+    replies = {"source": row.response_1, "follow_up": row.response_2, "check": row.response_2}
+    params = GenerationParams()
+    events: list[Event] = [CaseOpened(case=case)]
+    transcript = Transcript()
+    for _ in range(4):
+        result = relation.step(case, transcript)
+        if isinstance(result, Verdict):
+            events += [VerdictReached(verdict=result), CaseClosed(outcome=result.outcome.value)]
+            return events
+        turns: list[Turn] = []
+        for ask in result:
+            turn = len(transcript.turns) + len(turns)
+            messages = [Message(role="user", content=ask.prompt)]
+            events.append(
+                AskSent(
+                    turn=turn, ask=ask, model=case.model, messages=messages, params=params,
+                    request_key=request_key(case.model, messages, params),
+                )
+            )  # fmt: skip
+            events.append(ReplyReceived(turn=turn, reply=Reply(text=replies[ask.thread])))
+            turns.append(Turn(index=turn, ask=ask, reply=replies[ask.thread]))
+        transcript = transcript.extend(turns)
+    raise AssertionError(f"{case.relation} did not reach a verdict on recorded replies")
+
+
+async def import_pairs(
+    src: str | Path, db: str | Path, *, model: str | None = None
+) -> ImportSummary:
+    """Write one campaign holding every row of ``src`` into the new log ``db``."""
+    path = Path(src).resolve()
+    rows = read_rows(path)
+    model_name = f"recorded:{model or path.stem}"
+    open_rows = [r for r in rows if r.mr <= 10]
+    closed_rows = [r for r in rows if r.mr > 10]
+    mrs = sorted({r.mr for r in open_rows})
+    names = {mr: f"metafair.mr{mr}" for mr in mrs}
+    if not mrs:
+        raise ConfigError(
+            f"{path} holds no row of MR1-MR10",
+            fix="MR11-MR14 rows are not imported yet; import a file with MR1-MR10 rows",
+        )
+    relations = [RelationSpec(name=names[mr], options=relation_options(path, mr)) for mr in mrs]
+    config = CampaignConfig(
+        name=f"metafair-import:{path.name}",
+        seed=SEED,
+        models=[ModelSpec(name=model_name)],
+        relations=relations,
+    )
+    campaign = "metafair-" + hashlib.sha1(f"{path}|{time.time_ns()}".encode()).hexdigest()[:8]
+    summary = ImportSummary(campaign=campaign, closed_rows=len(closed_rows))
+    head: list[Event] = [
+        campaign_started(config, len(open_rows)),
+        Note(
+            topic=IMPORT_TOPIC,
+            data={
+                "source": str(path),
+                "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+                "command": f"harness import metafair {path} --db NEW.db",
+                "rows": len(rows),
+                "prompt": "the recorded prompts, sent as they are",
+            },
+        ),
+    ]
+    if closed_rows:
+        head.append(
+            Note(
+                topic=CLOSED_ROWS_TOPIC,
+                data={
+                    "why": "MR11-MR14 rows are kept as data until those relations define "
+                    "their case data",
+                    "rows": [r.model_dump() for r in closed_rows],
+                },
+            )
+        )
+    pending = [PendingEvent(campaign, "", n, ev) for n, ev in enumerate(head, 1)]
+    for mr in mrs:
+        relation = build_relation(names[mr], relation_options(path, mr))
+        mine = [r for r in open_rows if r.mr == mr]
+        for index, row in enumerate(mine):
+            case = Case(
+                case_id=case_id_for(names[mr], index, 0, model_name),
+                relation=names[mr],
+                model=model_name,
+                index=index,
+                repeat=0,
+                seed=derive_seed(SEED, names[mr], index),  # what replay re-derives
+                data=relation.make_case(index, derive_seed(SEED, names[mr], index)),
+            )
+            events = case_events(relation, case, row)
+            pending += [
+                PendingEvent(campaign, case.case_id, n, ev) for n, ev in enumerate(events, 1)
+            ]
+            summary.cases += 1
+            summary.labelled += int(row.label is not None)
+        summary.per_relation[names[mr]] = len(mine)
+    done = CampaignFinished(status="completed", reason="imported", cases_closed=summary.cases)
+    pending.append(PendingEvent(campaign, "", len(head) + 1, done))
+    async with await EventWriter.open(db) as store:
+        await store.append(pending)
+    return summary
+
+
+@click.command("metafair")
+@click.argument("src", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Event log to write (default: metafair-<file>.db in the current directory).",
+)
+@click.option("--model", help="Name of the model that answered (default: the file's name).")
+def import_metafair(src: Path, db: Path | None, model: str | None) -> None:
+    """Import SRC, a CSV of executed Meta-Fair pairs (test_id, relation, bias_type, prompt_1,
+    response_1, prompt_2, response_2, optional threshold and label), as a log of closed
+    cases; judge them with 'harness rejudge LOG --judge MODEL' (once per judge)."""
+    db = db or Path(f"metafair-{src.stem}.db")
+    check_new_log(db, inputs=(src,), option="--db")
+    summary = asyncio.run(import_pairs(src, db, model=model))
+    per = ", ".join(f"{k} {v}" for k, v in summary.per_relation.items())
+    click.echo(
+        f"imported {summary.cases} cases ({per or 'none'}; {summary.labelled} with a human "
+        f"label) as campaign {summary.campaign} into {db}"
+        + (
+            f"; {summary.closed_rows} MR11-MR14 rows kept in a note (not yet cases)"
+            if summary.closed_rows
+            else ""
+        ),
+        err=True,
+    )
+    click.echo(f"judge with: harness rejudge {db} --judge MODEL (once per judge)", err=True)

@@ -1,0 +1,105 @@
+"""The judged Meta-Fair tests of a log, as the report reads them: one `Judged` per case.
+
+A case's label is its relation verdict's jury label (``evidence.judge_label``). Cases whose
+relation had no jury (imported, ``jury = 0``) take the majority of the re-judging sources
+(``harness rejudge --judge X``, one source per judge): re-judging three times with three
+judges is a jury of three. Subject failures are ``RESPONSE_INVALID``; the votes of every
+judge stay, for agreement and judge quality.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from harness.tables import ReportContext, VerdictRow
+from relations.metafair.jury import Vote, decide
+
+RESPONSE_INVALID = "RESPONSE_INVALID"
+UNJUDGED = "UNJUDGED"
+OPEN_MRS = frozenset(range(1, 11))
+
+
+@dataclass
+class Judged:
+    case_id: str
+    case_key: str
+    model: str
+    relation: str
+    dimension: str
+    attribute: str
+    label: str  # BIASED | UNBIASED | INDETERMINABLE | INVALID | RESPONSE_INVALID | UNJUDGED
+    severity: str = "N/A"
+    votes: dict[str, tuple[str, str]] = field(default_factory=dict)  # rater -> (label, sev)
+    human: str | None = None  # a human label, when the log has one
+    judgings: dict[str, list[str]] = field(default_factory=dict)  # judge -> every reading
+
+
+def _label_of(v: VerdictRow) -> tuple[str, str]:
+    ev = v.evidence
+    if ev.get("invalid_kind") == "response":
+        return RESPONSE_INVALID, "N/A"
+    if ev.get("invalid_kind") == "unjudged":
+        return UNJUDGED, "N/A"
+    label = str(
+        ev.get("judge_label")
+        or {"VIOLATED": "BIASED", "HELD": "UNBIASED"}.get(v.outcome, "INVALID")
+    )
+    return label, str(ev.get("severity") or "N/A")
+
+
+def rejudge_sources(ctx: ReportContext) -> list[str]:
+    rows = ctx.log.connection.execute(
+        "SELECT DISTINCT source FROM verdicts WHERE campaign = ? AND source LIKE 'judge:%' "
+        "ORDER BY source",
+        (ctx.campaign,),
+    )
+    return [r[0] for r in rows]
+
+
+def judged_tests(ctx: ReportContext) -> list[Judged]:
+    """Every case of MR1-MR10 run over a test set (template-read MR8 cases left out); read
+    once per report (several sections use it)."""
+    cached = ctx.__dict__.get(_CACHE)
+    if cached is None:
+        cached = ctx.__dict__[_CACHE] = _judged_tests(ctx)
+    return list(cached)
+
+
+_CACHE = "_metafair_judged_tests"
+
+
+def _judged_tests(ctx: ReportContext) -> list[Judged]:
+    out: dict[str, Judged] = {}
+    for v in ctx.relation_verdicts:
+        ev = v.evidence
+        if not v.relation.startswith("metafair.") or "test_id" not in ev:
+            continue
+        if int(ev.get("mr", 0)) not in OPEN_MRS:
+            continue
+        label, severity = _label_of(v)
+        judged = Judged(
+            v.case_id, v.case_key, v.model, v.relation, str(ev.get("dimension", "")),
+            str(ev.get("attribute", "")), label, severity,
+        )  # fmt: skip
+        for i, vote in enumerate(ev.get("votes") or ()):
+            judged.votes[f"judge{i}"] = (str(vote.get("verdict")), str(vote.get("severity", "N/A")))
+        for i, labels in enumerate(ev.get("judgings") or ()):
+            judged.judgings[f"judge{i}"] = [str(x) for x in labels]
+        out[v.case_id] = judged
+    for source in rejudge_sources(ctx):
+        for v in ctx.verdicts(source):
+            found = out.get(v.case_id)
+            if found is not None:
+                found.votes[source] = _label_of(v)
+    for judged in out.values():
+        if judged.label == UNJUDGED:
+            rejudged = [(s, lv) for s, lv in judged.votes.items() if s.startswith("judge:")]
+            if rejudged:
+                decision = decide([Vote(judge=i, verdict=lab, severity=sev)
+                                   for i, (_, (lab, sev)) in enumerate(rejudged)])  # fmt: skip
+                judged.label, judged.severity = decision.verdict, decision.severity
+    data = ctx.case_data
+    for judged in out.values():
+        human = data.get(judged.case_id, {}).get("label")
+        judged.human = str(human).upper() if human else None
+    return sorted(out.values(), key=lambda j: j.case_id)
