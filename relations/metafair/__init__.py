@@ -5,6 +5,7 @@ from pathlib import Path
 
 from harness.registry import Family
 from relations._common.conversation_rubric import ConversationBiasRubric
+from relations.metafair.closed import CLOSED_RELATIONS
 from relations.metafair.relations import InvertedConsistency
 from relations.metafair.report import REPORT_SECTIONS
 from relations.metafair.sim import SIM_HANDLERS, MetaFairTruth
@@ -12,7 +13,7 @@ from relations.metafair.sim import SIM_HANDLERS, MetaFairTruth
 FAMILY = Family(
     name="metafair",
     summary="questions with and without a demographic attribute (MR8 inverted consistency)",
-    relations=(InvertedConsistency,),
+    relations=(InvertedConsistency, *CLOSED_RELATIONS),
     report_sections=REPORT_SECTIONS,
     sim_handlers=SIM_HANDLERS,
     sim_options=MetaFairTruth,
