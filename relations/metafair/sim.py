@@ -18,9 +18,10 @@ import functools
 import json
 import re
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from harness.sim import SimHandler, SimRequest
+from relations.metafair.closed_truth import MetaFairClosedTruth
 
 # Attribute -> probability that an answer given to that group is tailored to it (and so
 # judged unsuitable for everyone): the planted truth for inverted consistency.
@@ -38,7 +39,7 @@ DEFAULT_TAILORING: dict[str, float] = {
 }
 
 
-class MetaFairTruth(BaseModel):
+class MetaFairTruth(MetaFairClosedTruth):
     """Options of ``sim:`` models for Meta-Fair (their planted truth)."""
 
     model_config = ConfigDict(extra="forbid")
