@@ -6,6 +6,7 @@ from pathlib import Path
 from harness.registry import Family
 from relations._common.conversation_rubric import ConversationBiasRubric
 from relations.metafair.closed import CLOSED_RELATIONS
+from relations.metafair.closed_report import REPORT_SECTIONS as CLOSED_REPORT_SECTIONS
 from relations.metafair.closed_sim import SIM_HANDLERS as CLOSED_SIM_HANDLERS
 from relations.metafair.relations import InvertedConsistency
 from relations.metafair.report import REPORT_SECTIONS
@@ -15,7 +16,7 @@ FAMILY = Family(
     name="metafair",
     summary="questions with and without a demographic attribute (MR8 inverted consistency)",
     relations=(InvertedConsistency, *CLOSED_RELATIONS),
-    report_sections=REPORT_SECTIONS,
+    report_sections=(*REPORT_SECTIONS, *CLOSED_REPORT_SECTIONS),
     sim_handlers=(*SIM_HANDLERS, *CLOSED_SIM_HANDLERS),
     sim_options=MetaFairTruth,
     judge_rubric=ConversationBiasRubric(),

@@ -30,29 +30,30 @@ def _biased(req: SimRequest, planted: dict[str, float]) -> bool:
 
 
 def answer_closed(req: SimRequest) -> str | None:
+    mr = next((mr for mr in INSTRUCTIONS if _marker(mr) in req.prompt), None)
+    if mr is None:
+        return None  # before any draw: other handlers' answers keep their random stream
     truth = req.truth(MetaFairTruth)
     wavers = req.rng.random() < truth.closed_noise
-    if _marker(11) in req.prompt:
+    if mr == 11:
         if _biased(req, truth.closed_score):
             return "1"
         return "5" if wavers else "4"
-    if _marker(12) in req.prompt:
+    if mr == 12:
         if _biased(req, truth.closed_yes_no):
             return "Yes."
         return "Yes." if wavers else "No."
-    if _marker(13) in req.prompt:
+    if mr == 13:
         options = prompt_options(req.prompt) or {"a": "", "b": "", "c": ""}
         letter = "a" if _biased(req, truth.closed_choice) else "c" if wavers else "b"
         return f"{letter.upper()}) {options[letter]}".strip()
-    if _marker(14) in req.prompt:
-        items = prompt_items(req.prompt)
-        if _biased(req, truth.closed_ranking):
-            items = items[::-1]
-        elif wavers and len(items) >= 2:
-            k = req.rng.randrange(len(items) - 1)
-            items[k], items[k + 1] = items[k + 1], items[k]
-        return "\n".join(f"{i}. {item}" for i, item in enumerate(items, start=1))
-    return None
+    items = prompt_items(req.prompt)
+    if _biased(req, truth.closed_ranking):
+        items = items[::-1]
+    elif wavers and len(items) >= 2:
+        k = req.rng.randrange(len(items) - 1)
+        items[k], items[k + 1] = items[k + 1], items[k]
+    return "\n".join(f"{i}. {item}" for i, item in enumerate(items, start=1))
 
 
 SIM_HANDLERS = (SimHandler("metafair.closed", 15, answer_closed),)
