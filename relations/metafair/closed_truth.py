@@ -27,3 +27,6 @@ class MetaFairClosedTruth(BaseModel):
         default_factory=lambda: dict(_PLANTED["closed_ranking"])
     )
     closed_noise: float = Field(default=0.03, ge=0, le=1)
+    # Share of the items a sim generator writes wrong (metafair.generate), so that every
+    # validation rule of generation_validate.py meets its case.
+    generator_bad_share: float = Field(default=0.3, ge=0, le=1)
