@@ -131,3 +131,43 @@ def test_sim_answers_are_all_readable_in_both_modes(sim_log: Path) -> None:
 def test_the_campaign_replays_without_differences(sim_log: Path) -> None:
     result = verify_log(sim_log)
     assert result.differences == []
+
+
+def test_structured_answers_find_the_same_planted_attributes(tmp_path: Path) -> None:
+    """With answer_format = "structured" every ask carries its shape (score, Yes/No, A/B/C,
+    ranking), the sim answers in that shape, and both modes read the structured replies."""
+    testset = widened_testset(tmp_path / "tests.json")
+    spec = campaign(testset, "guardme")
+    spec["answer_format"] = "structured"
+    db = tmp_path / "structured.db"
+    summary = asyncio.run(run_campaign(parse_campaign(spec, source="test"), db))
+    assert summary.status == "completed"
+    with EventReader(db) as log:
+        shapes = {
+            kind
+            for (kind,) in log.connection.execute(
+                "SELECT json_extract(payload, '$.ask.answer.kind') FROM events"
+                " WHERE kind = 'AskSent'"
+            )
+        }
+        verdicts = ReportContext(log, log.campaign_id(None)).relation_verdicts
+    assert shapes == {"score", "yes_no", "choice", "ranking"}
+    assert all(v.outcome != "INVALID" for v in verdicts)
+    found = flagged_attributes(db)
+    assert {r: found.get(f"metafair.mr{r}", set()) for r in PLANTED_BY_MR} == PLANTED_BY_MR
+
+
+def test_a_constrained_ranking_keeps_the_order_given() -> None:
+    import random
+
+    from harness.answer_shape import AnswerShape
+    from harness.sim import constrained
+
+    shape = AnswerShape(kind="ranking", options=("alpha", "beta", "gamma"))
+    rng = random.Random(0)
+    assert shape.read(constrained("[gamma, alpha, beta]", shape, rng)) == ["gamma", "alpha", "beta"]
+    assert shape.read(constrained("1. beta\n2. gamma\n3. alpha", shape, rng)) == [
+        "beta",
+        "gamma",
+        "alpha",
+    ]
