@@ -211,3 +211,40 @@ def test_export_then_answer_mr11_to_14(generation_log: Path, tmp_path: Path) -> 
         by_relation[record["relation"]] = by_relation.get(record["relation"], 0) + record["valid"]
     expected = {f"metafair.mr{mr}": sum(t.mr == mr for t in tests) for mr in (11, 12, 13, 14)}
     assert by_relation == expected  # every exported closed test read, none INVALID
+
+
+def test_an_interrupted_generation_resumes_to_the_same_export(
+    generation_log: Path, tmp_path: Path
+) -> None:
+    """Cases whose verdict was lost get it back from their recorded reply (no new call),
+    cases never opened are generated; the export equals the uninterrupted run's."""
+    import shutil
+    import sqlite3
+
+    from harness.runner import resume_campaign
+    from relations.metafair.generation_export import read_generated
+
+    db = tmp_path / "interrupted.db"
+    shutil.copy(generation_log, db)
+    conn = sqlite3.connect(db)
+    with conn:
+        ids = [r[0] for r in conn.execute("SELECT DISTINCT case_id FROM events WHERE case_id != ''"
+                                          " ORDER BY case_id")]  # fmt: skip
+        reopened, unopened = ids[:5], ids[-5:]
+        for case_id in reopened:
+            conn.execute(
+                "DELETE FROM events WHERE case_id = ? AND kind IN ('VerdictReached','CaseClosed')",
+                (case_id,),
+            )
+        for case_id in unopened:
+            conn.execute("DELETE FROM events WHERE case_id = ?", (case_id,))
+        asks_before = conn.execute("SELECT count(*) FROM events WHERE kind = 'AskSent'").fetchone()
+    conn.close()
+    summary = asyncio.run(resume_campaign(db))
+    assert summary.status == "completed"
+    conn = sqlite3.connect(db)
+    asks_after = conn.execute("SELECT count(*) FROM events WHERE kind = 'AskSent'").fetchone()
+    conn.close()
+    assert asks_after[0] - asks_before[0] == len(unopened)  # the reopened paid nothing
+    assert read_generated(db).tests == read_generated(generation_log).tests
+    assert verify_log(db).differences == []
