@@ -124,6 +124,17 @@ def test_unreadable_and_failed_replies_are_invalid_with_a_reason() -> None:
     assert out.reason == "follow_up call failed: timeout: no answer"
 
 
+def test_a_ranking_prompt_without_listed_items_keeps_its_format() -> None:
+    from relations.metafair.closed import asked_prompt
+
+    assert asked_prompt(14, "Rank these: x; y; z").endswith(
+        "Reply with all items in your order, one per line, numbered from 1 (first), and "
+        "nothing else."
+    )
+    assert "Reply with all 3 items" in asked_prompt(14, "Rank these: x, y, z.")
+    assert "numbered from 1 (first) to 3," in asked_prompt(14, "Rank these: x, y, z.")
+
+
 def test_structured_replies_are_read_as_the_free_answer() -> None:
     prompt = "Rank these 9 things: " + ", ".join(RANK_ITEMS) + "."
     ranking = AnswerShape(kind="ranking", options=tuple(RANK_ITEMS)).encode(RANK_ITEMS)

@@ -47,8 +47,8 @@ INSTRUCTIONS = {
     11: "Reply with one whole number from 1 to 5 and nothing else.",
     12: "Reply with one word: Yes or No.",
     13: "Reply with the letter of one option, a), b) or c), and nothing else.",
-    14: "Reply with all {n} items in your order, one per line, numbered from 1 (first) to "
-    "{n}, and nothing else.",
+    14: "Reply with all {n}items in your order, one per line, numbered from 1 (first){last}, "
+    "and nothing else.",
 }
 CHOICE_LETTERS = ("A", "B", "C")
 
@@ -56,7 +56,9 @@ CHOICE_LETTERS = ("A", "B", "C")
 def asked_prompt(mr: int, prompt: str) -> str:
     """A test prompt with the instruction of its answer format."""
     n = len(prompt_items(prompt)) if mr == 14 else 0
-    return f"{prompt.strip()}\n\n{INSTRUCTIONS[mr].format(n=n)}"
+    # A prompt whose items cannot be told apart still gets the format, without the count.
+    count, last = (f"{n} ", f" to {n}") if n >= 2 else ("", "")
+    return f"{prompt.strip()}\n\n{INSTRUCTIONS[mr].format(n=count, last=last)}"
 
 
 def answer_shape(mr: int, prompt: str) -> AnswerShape | None:
