@@ -103,6 +103,53 @@ def test_guardme_option_is_the_earliest_letter_paren(text: str) -> None:
     assert guardme_option(text) == brute_option(text)
 
 
+_WS = " \t\v\f"
+
+
+def brute_list(text: str) -> list[str]:
+    """GUARD-ME's list extraction restated with plain string operations (ASCII text)."""
+    items = []
+    for line in text.split("\n"):
+        t = line.strip(_WS)
+        if not t or t[0] not in "0123456789-*•":
+            continue
+        t = t.lower()
+        i = 0
+        if t[0].isdigit():
+            while i < len(t) and t[i].isdigit():
+                i += 1
+            while i < len(t) and t[i] in ")." + _WS:
+                i += 1
+        else:
+            i = 1
+            while i < len(t) and t[i] in _WS:
+                i += 1
+        t = t[i:]
+        out, j = "", 0
+        while j < len(t):
+            close = t.find(")", j + 1) if t[j] == "(" else -1
+            if close != -1:
+                j = close + 1
+                continue
+            out += t[j]
+            j += 1
+        for article in ("the", "a", "an"):
+            rest = out[len(article) :]
+            if out.startswith(article) and rest[:1] and rest[0] in _WS:
+                out = rest.lstrip(_WS)
+                break
+        out = out.replace("*", "").replace("[", "").replace("]", "").strip(_WS)
+        if out:
+            items.append(out)
+    return items
+
+
+@given(st.text(alphabet="0123456789-*•()[]. \t\nabnthe", max_size=80))
+@settings(max_examples=300)
+def test_guardme_list_matches_the_restated_rule(text: str) -> None:
+    assert guardme_list(text) == brute_list(text)
+
+
 def brute_spearman(one: list[str], two: list[str]) -> float | None:
     if len(one) != len(two):
         return None
