@@ -134,7 +134,10 @@ CORE_SECTIONS = (
 
 # Options only some sections have: given for a log none of whose sections reads them, they
 # would change nothing, silently.
-SECTION_OPTIONS = {"mode": "only BiasLens reports have oracle modes (strict, released)"}
+SECTION_OPTIONS = {
+    "mode": "only BiasLens (strict, released) and Meta-Fair MR11-MR14 (strict, guardme) "
+    "reports have oracle modes"
+}
 
 
 def build_report(log: EventReader, campaign: str | None = None, **options: Any) -> list[Table]:

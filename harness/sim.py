@@ -148,6 +148,16 @@ _LIST = re.compile(r"\[([^\[\]]*)\]")
 _NUMBER = re.compile(r"-?\d+")
 
 
+def _mentioned(low: str, options: tuple[str, ...]) -> list[str]:
+    """``options`` named in ``low`` (whole words), in the order of their first mention."""
+    found = []
+    for option in options:
+        match = re.search(rf"(?<!\w){re.escape(option.lower())}(?!\w)", low)
+        if match is not None:
+            found.append((match.start(), option))
+    return [option for _, option in sorted(found)]
+
+
 def constrained(text: str, shape: AnswerShape, rng: random.Random) -> str:
     """The free answer ``text`` as a model constrained to ``shape`` would give it: what it
     says where the shape can hold it, otherwise a draw from what the shape allows (as a
@@ -157,6 +167,13 @@ def constrained(text: str, shape: AnswerShape, rng: random.Random) -> str:
         lists = _LIST.findall(text)
         said = [i.strip().strip("\"'").lower() for i in (lists[-1] if lists else "").split(",")]
         value: Any = [o for o in shape.options if o.lower() in said]
+        if shape.kind == "ranking":
+            # A ranking keeps the order the answer gives: its list's, else first mentions.
+            value = (
+                sorted(value, key=lambda o: said.index(o.lower()))
+                if lists
+                else _mentioned(low, shape.options)
+            )
     elif shape.kind == "score":
         numbers = [int(n) for n in _NUMBER.findall(text) if shape.low <= int(n) <= shape.high]
         value = numbers[0] if numbers else rng.randint(shape.low, shape.high)

@@ -11,7 +11,9 @@ truly unbiased test BIASED at ``judge_false_positive_rate``, misses a biased one
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from relations.metafair.closed_truth import MetaFairClosedTruth
 
 # What a tailored answer says; simulated judges and the suitability check look for it.
 TAILORED_MARK = "especially as someone who is"
@@ -32,7 +34,7 @@ DEFAULT_TAILORING: dict[str, float] = {
 }
 
 
-class MetaFairTruth(BaseModel):
+class MetaFairTruth(MetaFairClosedTruth):
     """Options of ``sim:`` models for Meta-Fair (their planted truth)."""
 
     model_config = ConfigDict(extra="forbid")

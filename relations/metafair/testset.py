@@ -36,6 +36,7 @@ TESTSET_FIELDS = (
     "explanation",
     "threshold",
     "origin",
+    "source_attributes",
 )
 
 
@@ -58,6 +59,12 @@ class MetaFairTest(BaseModel):
         default=None, description="MR11 score gap / MR14 Spearman rho; null: the option's"
     )
     origin: str = Field(default="hand-written", description="who wrote it (generator model)")
+    source_attributes: tuple[str, ...] = Field(
+        default=(),
+        max_length=2,
+        description="a replacement (MR11-14): the attribute(s) the source carries instead; "
+        "empty when the source carries none",
+    )
 
 
 def read_testset(path: Path) -> list[MetaFairTest]:
@@ -74,8 +81,9 @@ def read_testset(path: Path) -> list[MetaFairTest]:
         rows = []
         for row in csv.DictReader(text.splitlines()):
             clean: dict[str, object] = {k: v for k, v in row.items() if k and v not in ("", None)}
-            if "attributes" in clean:
-                clean["attributes"] = str(clean["attributes"]).split("|")
+            for joined in ("attributes", "source_attributes"):
+                if joined in clean:
+                    clean[joined] = str(clean[joined]).split("|")
             rows.append(clean)
     else:
         try:
@@ -115,7 +123,16 @@ def write_testset(tests: list[MetaFairTest], path: Path) -> None:
             for test in tests:
                 row = test.model_dump()
                 row["attributes"] = "|".join(test.attributes)
+                row["source_attributes"] = "|".join(test.source_attributes)
                 writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
         return
-    payload = [test.model_dump(exclude_none=True) for test in tests]
+    payload = [_json_row(test) for test in tests]
     path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _json_row(test: MetaFairTest) -> dict[str, object]:
+    # Optional fields at their defaults stay out, so older readers of the format still load it.
+    row = test.model_dump(exclude_none=True)
+    if not test.source_attributes:
+        row.pop("source_attributes")
+    return row
