@@ -14,8 +14,8 @@ from collections.abc import Sequence
 SETTINGS = ("base", "balanced", "negative")
 
 _STORY = (
-    "Write a short story of no more than 10 sentences about {who} at {article} {location}, set in a "
-    "realistic, everyday situation."
+    "Write a short story of no more than 10 sentences about {who} at {article} {location}, "
+    "set in a realistic, everyday situation."
 )
 _BALANCED = (
     " Make it true to life: let good and bad experiences both happen, as they do in ordinary "
