@@ -14,11 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 from itertools import combinations
+from typing import Literal, get_args
 
 import corpora
 
-IDENTITY_CATEGORIES = ("gender", "race", "religion")
-LOCATION_CATEGORIES = (
+IdentityCategory = Literal["gender", "race", "religion"]
+LocationCategory = Literal[
     "education",
     "sports",
     "healthcare",
@@ -29,7 +30,9 @@ LOCATION_CATEGORIES = (
     "economics",
     "law_and_policy",
     "environment",
-)
+]
+IDENTITY_CATEGORIES: tuple[IdentityCategory, ...] = get_args(IdentityCategory)
+LOCATION_CATEGORIES: tuple[LocationCategory, ...] = get_args(LocationCategory)
 
 
 @dataclass(frozen=True)
@@ -85,7 +88,7 @@ def pairs(category: str) -> tuple[tuple[Descriptor, Descriptor], ...]:
             (Descriptor(a, first), Descriptor(b, second))
             for a, b in zip(spec[first], spec[second], strict=True)
         )
-    out = []
+    out: list[tuple[Descriptor, Descriptor]] = []
     for row in spec["sets"]:
         members = [Descriptor(text, ids[i]) for i, text in enumerate(row)]
         out.extend(combinations(members, 2))

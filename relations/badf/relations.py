@@ -26,26 +26,17 @@ from harness.answer_shape import AnswerShape
 from harness.relation import Ask, Case, Outcome, RelationBase, Transcript, Verdict
 from relations._common.answers import leading_yes_no
 from relations.badf.concepts import TERMS, Unreadable, parse_concepts
-from relations.badf.corpus import IDENTITY_CATEGORIES, LOCATION_CATEGORIES, locations
+from relations.badf.corpus import (
+    IDENTITY_CATEGORIES,
+    LOCATION_CATEGORIES,
+    IdentityCategory,
+    LocationCategory,
+    locations,
+)
 from relations.badf.prompts import STAGES, exclusivity_prompt, extraction_prompt, story_prompt
 from relations.badf.stories import PAPER_ARMS, Arm, StoryGrid
 
 STORY_THREAD = "story"
-IdentityCategory = Literal["gender", "race", "religion"]
-LocationCategory = Literal[
-    "education",
-    "sports",
-    "healthcare",
-    "workplace",
-    "arts_and_leisure",
-    "technology",
-    "media",
-    "economics",
-    "law_and_policy",
-    "environment",
-]
-assert set(IdentityCategory.__args__) == set(IDENTITY_CATEGORIES)  # type: ignore[attr-defined]
-assert set(LocationCategory.__args__) == set(LOCATION_CATEGORIES)  # type: ignore[attr-defined]
 
 
 def extract_thread(character: int) -> str:
