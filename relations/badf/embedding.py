@@ -9,11 +9,11 @@ offline CPU model, the OpenAI and Gemini embedding APIs, their cache) live in
 `LexicalEmbedder` ("lexical-ngram") needs nothing but numpy: each text becomes the hashed
 counts of its character n-grams (3 to 5 characters of the lower-cased text, padded with
 spaces) plus its words of three letters or more, weighted 3 (so that "leader" and "reader",
-or "friendly" and "unfriendly", which share most n-grams, stay apart), L2-normalised. It is deterministic (a stable hash, never Python's
-salted one) and free, which makes it the fallback and what the tests use. It sees spelling,
-not meaning: "caring" and "very caring person" are close, "caring" and "compassionate" are
-not (they share no n-gram). `RECOMMENDED_THRESHOLDS` holds the cosine threshold each
-embedder is meant to be used with.
+or "friendly" and "unfriendly", which share most n-grams, stay apart), L2-normalised. It
+is deterministic (a stable hash, never Python's salted one) and free, which makes it the
+fallback and what the tests use. It sees spelling, not meaning: "caring" and "very caring"
+are close, "caring" and "compassionate" are not (they share no n-gram).
+`RECOMMENDED_THRESHOLDS` holds the cosine threshold each embedder is meant to be used with.
 """
 
 from __future__ import annotations
