@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import chi2
 
+from relations.badf import significance
 from relations.badf.analysis import AnalysisSettings, Observation, analyse, observations
 from relations.badf.embedding import LexicalEmbedder
-from relations.badf import significance
 from relations.badf.significance import ConceptList, chi2_p, distinctiveness
 
 CONCEPTS = ["caring", "brave", "calm", "curious"]

@@ -4,12 +4,17 @@ extraction, unification, significance per location category, exclusivity filter)
 from pathlib import Path
 
 from harness.registry import Family
+from relations.badf.cli import group
 from relations.badf.relations import BadfExclusivity, BadfStory
+from relations.badf.sim import SIM_HANDLERS, BadfTruth
 
 FAMILY = Family(
     name="badf",
     summary="bias associations discovered in generated stories: extraction, unification, "
     "distinctiveness and chi-squared per location category, exclusivity filter",
     relations=(BadfStory, BadfExclusivity),
+    sim_handlers=SIM_HANDLERS,
+    sim_options=BadfTruth,
+    commands=(group,),
     docs=Path(__file__).with_name("docs.md"),
 )
