@@ -169,3 +169,34 @@ def test_example_size_recovers_ninety_percent(tmp_path: Path) -> None:
     planted = planted_cells(cats, {c: list(identities(c)) for c in options["identity_categories"]})
     found = found_cells(analysis.candidates)
     assert len(planted & found) / len(planted) >= 0.9, planted - found
+
+
+def test_unfinished_exclusivity_campaign_is_resumed_not_restarted(
+    story_db: Path, tmp_path: Path
+) -> None:
+    from harness.store.writer import EventWriter, PendingEvent
+    from relations.badf.analyze import default_judge, exclusivity_config
+
+    db = tmp_path / "killed.db"
+    db.write_bytes(story_db.read_bytes())
+    settings = AnalysisSettings()
+    story_id, story_config, analysis = analyse_log(db, settings)
+    config = exclusivity_config(story_id, story_config, analysis, default_judge(story_config))
+
+    async def start_only() -> None:
+        # what a campaign killed right after its first event leaves in the log
+        from harness.runner import campaign_started
+
+        async with await EventWriter.open(db) as store:
+            started = campaign_started(config, len(analysis.candidates))
+            await store.append([PendingEvent("killed000001", "", 1, started)])
+
+    asyncio.run(start_only())
+    outcome = asyncio.run(analyze(db, settings))
+    assert outcome.action == "resumed" and outcome.campaign == "killed000001"
+    with EventReader(db) as log:
+        assert len(log.campaigns()) == 2  # no third campaign
+        closed = log.connection.execute(
+            "SELECT count(*) FROM verdicts WHERE campaign = 'killed000001'"
+        ).fetchone()[0]
+    assert closed == len(analysis.candidates)
