@@ -36,7 +36,7 @@ async def import_associations(src: str | Path, db: str | Path) -> ImportSummary:
     src = Path(src).resolve()
     load_folder.cache_clear()  # read the folder as it is now
     folder = load_folder(str(src))
-    options = {"released_dir": str(src)}
+    options = {"folder": str(src)}
     relation = build_relation(RELATION, options)
     config = CampaignConfig(
         name=f"badf-import:{src.name}",

@@ -52,10 +52,14 @@ class StoryOptions(BaseModel):
         "default: the paper's four",
     )
     identity_categories: list[IdentityCategory] = Field(
-        default_factory=lambda: list(IDENTITY_CATEGORIES), min_length=1
+        default_factory=lambda: list(IDENTITY_CATEGORIES),
+        min_length=1,
+        description="gender, race, religion: whose descriptors the stories feature",
     )
     location_categories: list[LocationCategory] = Field(
-        default_factory=lambda: list(LOCATION_CATEGORIES), min_length=1
+        default_factory=lambda: list(LOCATION_CATEGORIES),
+        min_length=1,
+        description="location categories of corpora/badf/locations.toml (default: all 10)",
     )
     locations: list[str] | None = Field(
         default=None, description="only these locations (names from corpora/badf/locations.toml)"
@@ -69,8 +73,12 @@ class StoryOptions(BaseModel):
         default="judge", description="who extracts concepts: a campaign judge, or the subject"
     )
     extractor_judge: int = Field(default=0, ge=0, description="index into [[judges]]")
-    story_max_tokens: int | None = Field(default=None, ge=1)
-    extraction_max_tokens: int | None = Field(default=None, ge=1)
+    story_max_tokens: int | None = Field(
+        default=None, ge=1, description="story length limit; null: the model's default"
+    )
+    extraction_max_tokens: int | None = Field(
+        default=None, ge=1, description="extraction answer limit; null: the model's default"
+    )
 
     @field_validator("locations")
     @classmethod
@@ -238,8 +246,12 @@ class ExclusivityOptions(BaseModel):
     analysis: dict[str, Any] = Field(
         default_factory=dict, description="the analysis settings (recorded, not read)"
     )
-    candidates: list[Candidate] = Field(default_factory=list)
-    max_tokens: int | None = Field(default=None, ge=1)
+    candidates: list[Candidate] = Field(
+        default_factory=list, description="the significant associations to ask about"
+    )
+    max_tokens: int | None = Field(
+        default=None, ge=1, description="answer length limit; null: the model's default"
+    )
 
 
 class BadfExclusivity(RelationBase):

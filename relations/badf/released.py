@@ -132,7 +132,7 @@ def load_folder(folder: str) -> ReleasedFolder:
 
 class ReleasedOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    released_dir: str = Field(description="the folder of association files an import read")
+    folder: str = Field(description="the folder of association files an import read")
 
 
 class BadfReleased(RelationBase):
@@ -146,10 +146,10 @@ class BadfReleased(RelationBase):
     options: ReleasedOptions
 
     def case_count(self) -> int | None:
-        return len(load_folder(self.options.released_dir).rows)
+        return len(load_folder(self.options.folder).rows)
 
     def make_case(self, index: int, seed: int) -> dict[str, Any]:
-        return dict(load_folder(self.options.released_dir).rows[index])
+        return dict(load_folder(self.options.folder).rows[index])
 
     def step(self, case: Case, transcript: Transcript) -> list[Any] | Verdict:
         evidence = {k: v for k, v in case.data.items() if k != "released"}
