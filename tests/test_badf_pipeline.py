@@ -200,3 +200,26 @@ def test_unfinished_exclusivity_campaign_is_resumed_not_restarted(
             "SELECT count(*) FROM verdicts WHERE campaign = 'killed000001'"
         ).fetchone()[0]
     assert closed == len(analysis.candidates)
+
+
+def test_analyze_command(story_db: Path, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    db = tmp_path / "cli.db"
+    db.write_bytes(story_db.read_bytes())
+    runner = CliRunner()
+    dry = runner.invoke(main, ["badf", "analyze", str(db), "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert "440 concept lists in 2 groups" in dry.output and "dry run: nothing asked" in dry.output
+    with EventReader(db) as log:
+        assert len(log.campaigns()) == 1  # a dry run writes nothing
+    bad = runner.invoke(main, ["badf", "analyze", str(db), "--threshold", "2"])
+    assert bad.exit_code != 0 and "threshold" in bad.output
+    done = runner.invoke(main, ["badf", "analyze", str(db), "--judge", "sim:other-judge"])
+    assert done.exit_code == 0, done.output
+    assert "exclusivity campaign" in done.output and ": started" in done.output
+    with EventReader(db) as log:
+        started = log.campaigns()[-1][1]
+    assert started.config["models"][0]["name"] == "sim:other-judge"
