@@ -24,14 +24,10 @@ from typing import Any
 
 from harness.tables import ReportContext, ReportSection, Table, rounded
 from relations.badf.corpus import IDENTITY_CATEGORIES, identities
+from relations.badf.report_released import released, released_beside, significant_digits
 
-STORY, EXCLUSIVITY, RELEASED = "badf.story", "badf.exclusivity", "badf.released"
+STORY, EXCLUSIVITY = "badf.story", "badf.exclusivity"
 SHOWN_CASES = 3
-
-
-def _sig(p: float | None) -> float | None:
-    """A p-value to four significant digits (tiny ones stay readable, never 0.0)."""
-    return None if p is None or p != p else float(f"{p:.4g}")
 
 
 def _links(cases: list[str], total: int) -> str:
@@ -172,8 +168,8 @@ def associations(ctx: ReportContext) -> list[Table]:
                     rounded(c["score"]),
                     c["a"],
                     c["n"],
-                    _sig(c["p"]),
-                    _sig(c["p_bh"]),
+                    significant_digits(c["p"]),
+                    significant_digits(c["p_bh"]),
                     "; ".join(m for m in c.get("members", []) if m != c["concept"]),
                     _links(c.get("cases", []), c["a"]),
                 ]
@@ -208,7 +204,7 @@ def associations(ctx: ReportContext) -> list[Table]:
         )
     tables.append(_table2(kept))
     tables.append(_top(kept, int(ctx.options.get("top", 10))))
-    comparison = _released_beside(ctx, kept)
+    comparison = released_beside(ctx, kept)
     if comparison is not None:
         tables.append(comparison)
     return tables
@@ -254,85 +250,6 @@ def _top(kept: list[dict[str, Any]], k: int) -> Table:
         ["arm", "identity", "rank", "concept", "location_category", "score", "a", "N"],
         rows,
     )
-
-
-def _released_rows(ctx: ReportContext) -> list[dict[str, Any]]:
-    cur = ctx.log.connection.execute(
-        "SELECT evidence FROM verdicts WHERE relation = ? AND source = 'relation'", (RELEASED,)
-    )
-    return [json.loads(e or "{}") for (e,) in cur]
-
-
-def _released_beside(ctx: ReportContext, kept: list[dict[str, Any]]) -> Table | None:
-    """Ours and the authors' per location category and identity: counts and shared phrases
-    (a released phrase is shared when it is one of the phrases of one of our concepts)."""
-    released = _released_rows(ctx)
-    if not released:
-        return None
-    ours: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for c in kept:
-        ours[(c["location_category"], c["identity"])].update([c["concept"], *c.get("members", [])])
-    ours_count = Counter((c["location_category"], c["identity"]) for c in kept)
-    theirs: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for r in released:
-        theirs[(r["location_category"], r["identity"])].append(r["phrase"])
-    rows = []
-    for key in sorted(set(ours_count) | set(theirs)):
-        shared = sorted({p for p in theirs.get(key, []) if p in ours.get(key, set())})
-        rows.append(
-            [
-                *key,
-                ours_count.get(key, 0),
-                len(theirs.get(key, [])),
-                len(shared),
-                "; ".join(shared[:5]),
-            ]
-        )
-    return Table(
-        "badf_released_comparison",
-        "BADF: our associations beside the authors' released ones",
-        ["location_category", "identity", "ours", "released", "shared", "shared_phrases"],
-        rows,
-        note="released = rows of the authors' association files imported into this log "
-        "(harness import badf); shared = the same phrase (lower case) among our concept's phrases",
-    )
-
-
-def released(ctx: ReportContext) -> list[Table]:
-    rows = [v.evidence for v in ctx.relation_verdicts if v.relation == RELEASED]
-    if not rows:
-        return []
-    rows.sort(
-        key=lambda r: (r["location_category"], r["identity"], -(r.get("score") or 0), r["phrase"])
-    )
-    return [
-        Table(
-            "badf_released",
-            "BADF associations released by the authors (imported)",
-            [
-                "source_file",
-                "location_category",
-                "identity",
-                "phrase",
-                "score",
-                "p",
-                "prompt_response",
-            ],
-            [
-                [
-                    r["source_file"],
-                    r["location_category"],
-                    r["identity"],
-                    r["phrase"],
-                    r.get("score"),
-                    r.get("p"),
-                    r.get("prompt_response", ""),
-                ]
-                for r in rows
-            ],
-            note="category and identity names mapped to ours (relations/badf/importer.py)",
-        )
-    ]
 
 
 REPORT_SECTIONS = (
