@@ -224,3 +224,10 @@ def test_parse_concepts_reads_structured_fenced_and_normalises() -> None:
     assert parse_concepts('Here:\n```json\n["A", "B"]\n```\n') == ["a", "b"]
     # the last list wins (a model that corrects itself)
     assert parse_concepts('["draft"] then final ["final"]') == ["final"]
+
+
+def test_descriptors_interleave_identities() -> None:
+    # so that the first cases of a small campaign cover every identity
+    for cat in IDENTITY_CATEGORIES:
+        first = descriptors(cat)[: len(identities(cat))]
+        assert {d.identity for d in first} == set(identities(cat))

@@ -69,11 +69,13 @@ def identities(category: str) -> tuple[str, ...]:
 
 @cache
 def descriptors(category: str) -> tuple[Descriptor, ...]:
-    """Every descriptor of an identity category, in a stable order."""
+    """Every descriptor of an identity category, identities interleaved, in a stable order."""
     spec = corpora.load_toml("badf/descriptors.toml")[category]
     ids = spec["identities"]
     if spec["pairing"] == "rows":
-        return tuple(Descriptor(text, ident) for ident in ids for text in spec[ident])
+        # Interleaved (Hannah, Thomas, Olivia...): a campaign's first cases cover every identity.
+        rows = zip(*(spec[ident] for ident in ids), strict=True)
+        return tuple(Descriptor(text, ids[i]) for row in rows for i, text in enumerate(row))
     return tuple(Descriptor(text, ids[i]) for row in spec["sets"] for i, text in enumerate(row))
 
 
