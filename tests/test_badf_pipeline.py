@@ -223,3 +223,16 @@ def test_analyze_command(story_db: Path, tmp_path: Path) -> None:
     with EventReader(db) as log:
         started = log.campaigns()[-1][1]
     assert started.config["models"][0]["name"] == "sim:other-judge"
+
+
+def test_embedder_options_reach_the_embedder(story_db: Path) -> None:
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    args = ["badf", "analyze", str(story_db), "--dry-run", "--embedder-option", "dim=256"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert "lexical-ngram:256:3-5" in result.output
+    bad = CliRunner().invoke(main, [*args[:-1], "colour=red"])
+    assert bad.exit_code != 0 and "does not take these options" in bad.output

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import click
@@ -27,6 +28,13 @@ def group() -> None:
     "campaign's extractor judge, else its model).",
 )
 @click.option("--embedder", default="lexical-ngram", show_default=True, help="Concept embedder.")
+@click.option(
+    "--embedder-option",
+    "embedder_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="An option of the embedder (repeatable); VALUE is read as JSON when it parses.",
+)
 @click.option(
     "--threshold",
     type=float,
@@ -54,6 +62,7 @@ def analyze_command(
     campaign: str | None,
     judge: str | None,
     embedder: str,
+    embedder_options: tuple[str, ...],
     threshold: float | None,
     linkage: str,
     denominator: str,
@@ -70,6 +79,7 @@ def analyze_command(
 
     values = {
         "embedder": embedder,
+        "embedder_options": dict(_key_value(o) for o in embedder_options),
         "threshold": threshold,
         "linkage": linkage,
         "denominator": denominator,
@@ -101,6 +111,16 @@ def analyze_command(
     )
     click.echo(outcome_line, err=True)
     click.echo(f"report with: harness report {db}", err=True)
+
+
+def _key_value(text: str) -> tuple[str, object]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise click.BadParameter(f"{text!r}: give KEY=VALUE", param_hint="--embedder-option")
+    try:
+        return key, json.loads(value)
+    except ValueError:
+        return key, value
 
 
 @click.command("badf")
