@@ -13,7 +13,9 @@ or "friendly" and "unfriendly", which share most n-grams, stay apart), L2-normal
 is deterministic (a stable hash, never Python's salted one) and free, which makes it the
 fallback and what the tests use. It sees spelling, not meaning: "caring" and "very caring"
 are close, "caring" and "compassionate" are not (they share no n-gram).
-`RECOMMENDED_THRESHOLDS` holds the cosine threshold each embedder is meant to be used with.
+A text without a letter or digit has no feature: its row is all zeros (similar to nothing,
+so it stays a concept of its own). `RECOMMENDED_THRESHOLDS` holds the cosine threshold each
+embedder is meant to be used with.
 """
 
 from __future__ import annotations
