@@ -1,9 +1,10 @@
 """examples/badf_local.toml end to end on the real SmolLM2 model (llama-cpp-python): stories,
 extraction turns by the same model, analysis, report, replay.
 
-What it showed when run (relations/badf/docs.md, "On a real small model"): the model wrote
-both stories; both first extraction answers were not a JSON list, so both cases were
-INVALID with the reason, and ``analyze`` had nothing to ask. The point is the pipeline on a
+What it showed when run (relations/badf/docs.md, "On a real small model"): both stories
+written; with structured answers one case's four extraction turns were JSON lists (scene
+words and names rather than traits: HELD), the other's refinement turn was unreadable
+(INVALID with the reason); ``analyze`` had nothing to ask. The point is the pipeline on a
 real model; the assertions hold whether or not the model's extraction is readable.
 """
 
