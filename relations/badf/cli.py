@@ -1,0 +1,149 @@
+"""BADF on the command line: ``harness badf analyze`` (stages 3-5 on a story log) and
+``harness import badf`` (the authors' released association files -> a log)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import click
+from pydantic import ValidationError
+
+from harness.config_errors import config_error
+from harness.model import ModelSpec
+
+
+@click.group("badf")
+def group() -> None:
+    """BADF helpers (see also 'harness import badf')."""
+
+
+@group.command("analyze")
+@click.argument("db", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.option("--campaign", help="The badf.story campaign (default: the latest in the log).")
+@click.option(
+    "--judge",
+    help="Model asked the exclusivity question, 'scheme:identifier' (default: the story "
+    "campaign's extractor judge, else its model).",
+)
+@click.option("--embedder", default="lexical-ngram", show_default=True, help="Concept embedder.")
+@click.option(
+    "--embedder-option",
+    "embedder_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="An option of the embedder (repeatable); VALUE is read as JSON when it parses.",
+)
+@click.option(
+    "--threshold",
+    type=float,
+    help="Cosine threshold of unification (default: the embedder's; paper 0.63 for "
+    "all-mpnet-base-v2, authors' code 0.83).",
+)
+@click.option("--linkage", type=click.Choice(["leader", "single"]), default="leader")
+@click.option(
+    "--denominator",
+    type=click.Choice(["lists", "concepts"]),
+    default="lists",
+    help="N of the score: concept lists of the identity (paper) or its concepts (released code).",
+)
+@click.option("--alpha", type=float, default=0.05, show_default=True)
+@click.option(
+    "--keep-by",
+    type=click.Choice(["p", "p_bh"]),
+    default="p",
+    help="Keep by raw p (paper) or Benjamini-Hochberg adjusted p.",
+)
+@click.option("--no-yates", is_flag=True, help="No continuity correction on 2x2 tables.")
+@click.option("--dry-run", is_flag=True, help="Compute the candidates; ask nothing.")
+def analyze_command(
+    db: Path,
+    campaign: str | None,
+    judge: str | None,
+    embedder: str,
+    embedder_options: tuple[str, ...],
+    threshold: float | None,
+    linkage: str,
+    denominator: str,
+    alpha: float,
+    keep_by: str,
+    no_yates: bool,
+    dry_run: bool,
+) -> None:
+    """Unify the concepts of the story campaign in DB, keep the significant associations per
+    location category, and ask a judge which are exclusive by definition (a campaign in the
+    same log: resumable, never paid twice). Then: harness report DB."""
+    from relations.badf.analysis import AnalysisSettings
+    from relations.badf.analyze import analyse_log, analyze
+
+    values = {
+        "embedder": embedder,
+        "embedder_options": dict(_key_value(o) for o in embedder_options),
+        "threshold": threshold,
+        "linkage": linkage,
+        "denominator": denominator,
+        "alpha": alpha,
+        "keep_by": keep_by,
+        "yates": not no_yates,
+    }
+    try:
+        settings = AnalysisSettings.model_validate(values)
+    except ValidationError as exc:
+        raise config_error(exc, fix="see 'harness badf analyze --help'", data=values) from exc
+    spec = ModelSpec(name=judge) if judge else None
+    if dry_run:
+        story, _, analysis = analyse_log(db, settings, campaign=campaign)
+        outcome_line = "dry run: nothing asked"
+    else:
+        outcome = asyncio.run(analyze(db, settings, campaign=campaign, judge=spec))
+        story, analysis = outcome.story_campaign, outcome.analysis
+        outcome_line = f"exclusivity campaign {outcome.campaign}: {outcome.action}" + (
+            f" ({outcome.cached} answers reused from the log)" if outcome.cached else ""
+        )
+    phrases = len(analysis.unification.representative)
+    click.echo(
+        f"story campaign {story}: {analysis.lists} concept lists in {analysis.groups} groups; "
+        f"{phrases} phrases unified into {len(analysis.unification.members)} concepts "
+        f"({analysis.unification.embedder}, threshold {analysis.unification.threshold}); "
+        f"{analysis.tests} tests; {len(analysis.candidates)} significant associations",
+        err=True,
+    )
+    click.echo(outcome_line, err=True)
+    click.echo(f"report with: harness report {db}", err=True)
+
+
+def _key_value(text: str) -> tuple[str, object]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise click.BadParameter(f"{text!r}: give KEY=VALUE", param_hint="--embedder-option")
+    try:
+        return key, json.loads(value)
+    except ValueError:
+        return key, value
+
+
+@click.command("badf")
+@click.argument("src", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Event log to add the import to (default: badf-<folder>.db); give your BADF log to "
+    "see the authors' findings beside yours in one report.",
+)
+def import_badf(src: Path, db: Path | None) -> None:
+    """Import SRC, a folder of the BADF authors' association files (CSV with columns Location
+    Category, Demographic Identity, Phrase, Score, P-Value, Prompt Response)."""
+    from relations.badf.importer import import_associations
+
+    db = db or Path(f"badf-{src.resolve().name}.db")
+    summary = asyncio.run(import_associations(src, db))
+    click.echo(
+        f"imported {summary.rows} associations from {summary.files} files as campaign "
+        f"{summary.campaign}"
+        + (
+            f"; {summary.skipped} rows skipped ({summary.first_problem})" if summary.skipped else ""
+        ),
+        err=True,
+    )
+    click.echo(f"report with: harness report {db} --campaign {summary.campaign}", err=True)

@@ -1,0 +1,259 @@
+"""The BADF report sections. They read the log only: no model or embedding API is called.
+
+- story campaign (``badf.story``): stories and concept lists per arm and identity category;
+- exclusivity campaign (``badf.exclusivity``, written by ``harness badf analyze``): the
+  analysis settings, the associations kept per location category x identity (score, a of N,
+  p, BH-adjusted p, the stories they came from), those dropped as exclusive by definition,
+  the counts per identity and arm as the paper's Table 2, the top-k concepts per identity and
+  arm, and, when the log also holds an import of the authors' released associations
+  (``harness import badf``), theirs beside ours;
+- import campaign (``badf.released``): the released associations themselves.
+
+The p of an association is that of its concept's chi-squared test in its location category;
+the paper keeps associations by this raw p. ``p_bh`` is the Benjamini-Hochberg adjustment over
+every concept test of the analysis, shown beside it. These columns deliberately do not end in
+the report's ``p, p_fdr, flagged``: the report-wide correction would see only the kept rows,
+an already selected subset.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from typing import Any
+
+from harness.tables import ReportContext, ReportSection, Table, rounded
+from relations.badf.corpus import IDENTITY_CATEGORIES, identities
+from relations.badf.report_released import released, released_beside, significant_digits
+
+STORY, EXCLUSIVITY = "badf.story", "badf.exclusivity"
+SHOWN_CASES = 3
+
+
+def _links(cases: list[str], total: int) -> str:
+    shown = "; ".join(cases[:SHOWN_CASES])
+    more = total - min(total, SHOWN_CASES)
+    return shown + (f" (+{more} more)" if more > 0 else "")
+
+
+def stories(ctx: ReportContext) -> list[Table]:
+    counts: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+    lists: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for v in ctx.relation_verdicts:
+        if v.relation != STORY:
+            continue
+        data = ctx.case_data.get(v.case_id, {})
+        key = (data.get("arm", "?"), data.get("identity_category", "?"))
+        counts[key][v.outcome] += 1
+        for c in v.evidence.get("characters", []):
+            lists[key].append(len(c.get("concepts", [])))
+    if not counts:
+        return []
+    rows = []
+    for key in sorted(counts):
+        n = lists[key]
+        rows.append(
+            [
+                *key,
+                sum(counts[key].values()),
+                counts[key]["HELD"],
+                counts[key]["INVALID"],
+                len(n),
+                rounded(sum(n) / len(n)) if n else None,
+            ]
+        )
+    return [
+        Table(
+            "badf_stories",
+            "BADF stories and concept lists per arm and identity category",
+            [
+                "arm",
+                "identity_category",
+                "stories",
+                "extracted",
+                "invalid",
+                "lists",
+                "concepts_per_list",
+            ],
+            rows,
+            note="find the associations with: harness badf analyze DB (then report again)",
+        )
+    ]
+
+
+def _candidates(ctx: ReportContext) -> list[tuple[dict[str, Any], str]]:
+    """(candidate, exclusivity outcome) of the exclusivity cases of this campaign."""
+    out = []
+    for v in ctx.relation_verdicts:
+        if v.relation == EXCLUSIVITY:
+            out.append((ctx.case_data.get(v.case_id, {}), v.outcome))
+    return out
+
+
+def _settings(ctx: ReportContext) -> dict[str, Any]:
+    row = ctx.log.connection.execute(
+        "SELECT payload FROM events WHERE campaign = ? AND kind = 'CampaignStarted'",
+        (ctx.campaign,),
+    ).fetchone()
+    config = json.loads(row[0])["config"] if row else {}
+    for rel in config.get("relations", []):
+        if rel.get("name") == EXCLUSIVITY:
+            options = rel.get("options", {})
+            return {"source_campaign": options.get("source_campaign")} | options.get("analysis", {})
+    return {}
+
+
+def _identity_columns(seen: set[str]) -> list[str]:
+    ordered = [i for cat in IDENTITY_CATEGORIES for i in identities(cat) if i in seen]
+    return ordered + sorted(seen - set(ordered))
+
+
+def associations(ctx: ReportContext) -> list[Table]:
+    found = _candidates(ctx)
+    if not found:
+        return []
+    settings = _settings(ctx)
+    kept = [c for c, outcome in found if outcome == "HELD"]
+    dropped = [c for c, outcome in found if outcome == "VIOLATED"]
+    unjudged = [c for c, outcome in found if outcome == "INVALID"]
+    tables = [
+        Table(
+            "badf_analysis",
+            "BADF analysis settings",
+            ["setting", "value"],
+            [
+                [k, json.dumps(v) if isinstance(v, dict | list) else v]
+                for k, v in sorted(settings.items())
+            ],
+            note="keep_by p: associations kept by the raw chi-squared p, as the paper does; "
+            "p_bh is Benjamini-Hochberg over every concept test of the analysis ('tests')",
+        )
+    ]
+    order = sorted(
+        kept,
+        key=lambda c: (
+            c["arm"],
+            c["identity_category"],
+            c["location_category"],
+            c["identity"],
+            -c["score"],
+            c["concept"],
+        ),
+    )
+    tables.append(
+        Table(
+            "badf_associations",
+            "BADF associations per location category and identity (after the exclusivity filter)",
+            [
+                "arm",
+                "identity_category",
+                "location_category",
+                "identity",
+                "concept",
+                "score",
+                "a",
+                "N",
+                "p",
+                "p_bh",
+                "paraphrases",
+                "stories",
+            ],
+            [
+                [
+                    c["arm"],
+                    c["identity_category"],
+                    c["location_category"],
+                    c["identity"],
+                    c["concept"],
+                    rounded(c["score"]),
+                    c["a"],
+                    c["n"],
+                    significant_digits(c["p"]),
+                    significant_digits(c["p_bh"]),
+                    "; ".join(m for m in c.get("members", []) if m != c["concept"]),
+                    _links(c.get("cases", []), c["a"]),
+                ]
+                for c in order
+            ],
+            note="score = (a - min over the other identities) / N; a of N concept lists of the "
+            "identity hold the concept; stories: case ids (harness show DB CASE)",
+        )
+    )
+    if dropped or unjudged:
+        tables.append(
+            Table(
+                "badf_exclusive",
+                "BADF associations dropped as exclusive by definition, or not judged",
+                ["arm", "location_category", "identity", "concept", "score", "why"],
+                [
+                    [
+                        c["arm"],
+                        c["location_category"],
+                        c["identity"],
+                        c["concept"],
+                        rounded(c["score"]),
+                        why,
+                    ]
+                    for group, why in (
+                        (dropped, "exclusive (YES)"),
+                        (unjudged, "judge answer unreadable"),
+                    )
+                    for c in group
+                ],
+            )
+        )
+    tables.append(_table2(kept))
+    tables.append(_top(kept, int(ctx.options.get("top", 10))))
+    comparison = released_beside(ctx, kept)
+    if comparison is not None:
+        tables.append(comparison)
+    return tables
+
+
+def _table2(kept: list[dict[str, Any]]) -> Table:
+    columns = _identity_columns({c["identity"] for c in kept})
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    for c in kept:
+        counts[c["arm"]][c["identity"]] += 1
+    return Table(
+        "badf_counts",
+        "BADF associations per identity and arm (as the paper's Table 2)",
+        ["arm", *columns],
+        [[arm, *(counts[arm][i] for i in columns)] for arm in sorted(counts)],
+        note="summed over location categories, after the exclusivity filter",
+    )
+
+
+def _top(kept: list[dict[str, Any]], k: int) -> Table:
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for c in kept:
+        groups[(c["arm"], c["identity"])].append(c)
+    rows = []
+    for (arm, identity), items in sorted(groups.items()):
+        items.sort(key=lambda c: (-c["score"], c["p"], c["concept"], c["location_category"]))
+        for rank, c in enumerate(items[:k], 1):
+            rows.append(
+                [
+                    arm,
+                    identity,
+                    rank,
+                    c["concept"],
+                    c["location_category"],
+                    rounded(c["score"]),
+                    c["a"],
+                    c["n"],
+                ]
+            )
+    return Table(
+        "badf_top",
+        f"BADF top {k} associations per identity and arm, by score",
+        ["arm", "identity", "rank", "concept", "location_category", "score", "a", "N"],
+        rows,
+    )
+
+
+REPORT_SECTIONS = (
+    ReportSection("badf_stories", 80, stories),
+    ReportSection("badf_associations", 81, associations),
+    ReportSection("badf_released", 82, released),
+)

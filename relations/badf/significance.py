@@ -1,0 +1,96 @@
+"""Significant associations within one group of stories (an arm, an identity category and a
+location category): the distinctiveness score and the chi-squared test of independence.
+
+For identity d and concept c: ``a`` = the concept lists of d that contain c, ``m`` = the
+smallest such count among the other identities, and the score S = (a - m) / N, clipped at
+0. ``N`` is, as in the paper, the number of concept lists of d (``denominator = "lists"``);
+the authors' released code divided by d's total number of concepts instead
+(``denominator = "concepts"``). The test is scipy's chi-squared test of independence on the
+table identity x (c present, c absent); a 2 x 2 table gets Yates' continuity correction,
+scipy's default (``yates = False`` turns it off). A concept present in every list or in none
+cannot be tested (p is NaN). An association is kept when S > 0 and p < alpha; the caller
+adjusts the p-values for the false discovery rate over every test of the analysis.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from scipy.stats import chi2_contingency
+
+Denominator = Literal["lists", "concepts"]
+
+
+@dataclass(frozen=True)
+class ConceptList:
+    case_id: str
+    concepts: frozenset[str]
+    size: int  # concepts before deduplication by unification (the released denominator)
+
+
+@dataclass(frozen=True)
+class ConceptTest:
+    """One concept's test in one group, with its counts per identity."""
+
+    concept: str
+    present: dict[str, int]  # identity -> a
+    lists: dict[str, int]  # identity -> N (concept lists)
+    totals: dict[str, int]  # identity -> total concepts
+    p: float
+    scores: dict[str, float] = field(default_factory=dict)
+
+    def score(self, identity: str) -> float:
+        return self.scores.get(identity, 0.0)
+
+
+def distinctiveness(a: int, others: Sequence[int], denominator: int) -> float:
+    """S = (a - min(others)) / denominator, clipped at 0 (0 when undefined)."""
+    if denominator <= 0 or not others:
+        return 0.0
+    return max(0.0, (a - min(others)) / denominator)
+
+
+def chi2_p(present: Sequence[int], lists: Sequence[int], *, yates: bool = True) -> float:
+    """p of the chi-squared test of identity x (present, absent); NaN when it cannot run."""
+    table = [[a, n - a] for a, n in zip(present, lists, strict=True) if n > 0]
+    if len(table) < 2:
+        return math.nan
+    if sum(r[0] for r in table) == 0 or sum(r[1] for r in table) == 0:
+        return math.nan
+    result = chi2_contingency(table, correction=yates)
+    return float(result.pvalue)
+
+
+def tested_concepts(
+    by_identity: Mapping[str, Sequence[ConceptList]],
+    *,
+    denominator: Denominator = "lists",
+    yates: bool = True,
+) -> list[ConceptTest]:
+    """Every concept of the group, tested, with each identity's score."""
+    identities = sorted(d for d, lists in by_identity.items() if lists)
+    lists = {d: len(by_identity[d]) for d in identities}
+    totals = {d: sum(c.size for c in by_identity[d]) for d in identities}
+    present: dict[str, dict[str, int]] = {}
+    for d in identities:
+        for concept_list in by_identity[d]:
+            for c in concept_list.concepts:
+                present.setdefault(c, dict.fromkeys(identities, 0))[d] += 1
+    out = []
+    for concept in sorted(present):
+        counts = present[concept]
+        p = chi2_p([counts[d] for d in identities], [lists[d] for d in identities], yates=yates)
+        scores = {}
+        for d in identities:
+            den = lists[d] if denominator == "lists" else totals[d]
+            others = [counts[o] for o in identities if o != d]
+            scores[d] = distinctiveness(counts[d], others, den)
+        out.append(ConceptTest(concept, counts, lists, totals, p, scores))
+    return out
+
+
+def is_kept(score: float, p: float, alpha: float) -> bool:
+    return score > 0 and not math.isnan(p) and p < alpha
