@@ -230,9 +230,29 @@ def test_embedder_options_reach_the_embedder(story_db: Path) -> None:
 
     from harness.cli import main
 
-    args = ["badf", "analyze", str(story_db), "--dry-run", "--embedder-option", "dim=256"]
+    args = ["badf", "analyze", str(story_db), "--dry-run", "--embedder", "lexical-ngram"]
+    args += ["--embedder-option", "dim=256"]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     assert "lexical-ngram:256:3-5" in result.output
     bad = CliRunner().invoke(main, [*args[:-1], "colour=red"])
     assert bad.exit_code != 0 and "does not take these options" in bad.output
+
+
+def test_analysis_keeps_vectors_in_the_log_and_never_computes_one_twice(
+    story_db: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    from relations.badf.embedding_cache import embedding_calls
+
+    db = tmp_path / "copy.db"
+    shutil.copy(story_db, db)
+    assert embedding_calls(db) == []
+    _, _, first = analyse_log(db, AnalysisSettings())
+    calls = embedding_calls(db)
+    assert calls and {c.embedder for c in calls} == {"minilm-l6-numpy"}
+    assert sum(c.texts for c in calls) == len(first.unification.representative)
+    _, _, second = analyse_log(db, AnalysisSettings())
+    assert embedding_calls(db) == calls  # every vector came from the log
+    assert second.candidates == first.candidates

@@ -21,7 +21,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.stats import fdr_adjust
-from relations.badf.embedding import RECOMMENDED_THRESHOLDS, Embedder, embedder_for
+from relations.badf.embedding import (
+    DEFAULT_EMBEDDER,
+    RECOMMENDED_THRESHOLDS,
+    Embedder,
+    embedder_for,
+)
 from relations.badf.relations import Candidate
 from relations.badf.significance import ConceptList, Denominator, is_kept, tested_concepts
 from relations.badf.unify import Linkage, Unification, unify
@@ -33,7 +38,7 @@ class AnalysisSettings(BaseModel):
     """How stages 3 and 4 run; recorded with the candidates so a report says what it used."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    embedder: str = "lexical-ngram"
+    embedder: str = DEFAULT_EMBEDDER
     embedder_options: dict[str, Any] = Field(default_factory=dict)
     threshold: float | None = Field(
         default=None,

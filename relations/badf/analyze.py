@@ -33,7 +33,8 @@ from harness.runner import resume_campaign, run_campaign
 from harness.store.reader import EventReader
 from harness.tables import ReportContext
 from relations.badf.analysis import Analysis, AnalysisSettings, analyse, observations
-from relations.badf.embedding import Embedder
+from relations.badf.embedding import Embedder, embedder_for
+from relations.badf.embedding_cache import CachedEmbedder
 
 STORY = "badf.story"
 EXCLUSIVITY = "badf.exclusivity"
@@ -86,6 +87,11 @@ def analyse_log(
         cid, config = story_campaign(log, campaign)
         ctx = ReportContext(log, cid)
         rows = ((v.case_id, v.outcome, v.evidence) for v in ctx.verdicts() if v.relation == STORY)
+        if embedder is None:
+            # Vectors are kept in the log by (embedder, text): a second analysis, a resume or
+            # another process never computes (or pays for) a phrase's vector twice.
+            inner = embedder_for(settings.embedder, **settings.embedder_options)
+            embedder = CachedEmbedder(inner, db, campaign=cid)
         analysis = analyse(observations(rows), settings, embedder)
     return cid, config, analysis
 

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from harness.config_errors import config_error
 from harness.model import ModelSpec
+from relations.badf.embedding import DEFAULT_EMBEDDER
 
 
 @click.group("badf")
@@ -27,7 +28,12 @@ def group() -> None:
     help="Model asked the exclusivity question, 'scheme:identifier' (default: the story "
     "campaign's extractor judge, else its model).",
 )
-@click.option("--embedder", default="lexical-ngram", show_default=True, help="Concept embedder.")
+@click.option(
+    "--embedder",
+    default=DEFAULT_EMBEDDER,
+    show_default=True,
+    help="Concept embedder: minilm-l6-numpy (offline), lexical-ngram, openai:MODEL, google:MODEL.",
+)
 @click.option(
     "--embedder-option",
     "embedder_options",
