@@ -45,7 +45,8 @@ from harness.relation import (
     derive_seed,
 )
 from harness.retry import RetryPolicy
-from harness.store.writer import EventWriter, PendingEvent
+from harness.store.protocol import EventSink
+from harness.store.writer import PendingEvent
 
 
 class ProgressSink(Protocol):
@@ -111,7 +112,7 @@ current_call: contextvars.ContextVar[CallContext | None] = contextvars.ContextVa
 class Engine:
     def __init__(
         self,
-        store: EventWriter,
+        store: EventSink,
         config: CampaignConfig,
         campaign_id: str,
         models: Mapping[str, Model],

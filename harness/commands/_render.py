@@ -13,7 +13,7 @@ from harness.campaign_status import report_header
 from harness.engine import RunSummary
 from harness.exit_codes import campaign_exit_code, unfinished_reason
 from harness.report import Table, build_report
-from harness.store.reader import EventReader
+from harness.store.open import open_reader
 from harness.terminal_text import printable, rich_text
 
 
@@ -101,6 +101,6 @@ def render_tables(
 
 
 def echo_report(db: Path, campaign: str | None = None) -> None:
-    with EventReader(db) as log:
+    with open_reader(db) as log:
         tables = [*report_header(log, campaign), *build_report(log, campaign)]
     render_tables(tables, row_limit=TEXT_ROW_LIMIT)

@@ -16,7 +16,7 @@ from harness.plan import Plan
 from harness.progress import RichProgress
 from harness.providers import VENDOR_SCHEMES, estimate_cost, format_estimate
 from harness.runner import run_campaign
-from harness.store.reader import EventReader
+from harness.store.open import open_reader
 
 
 def refuse_second_campaign(db: Path, config: CampaignConfig, campaign_arg: str) -> None:
@@ -24,7 +24,7 @@ def refuse_second_campaign(db: Path, config: CampaignConfig, campaign_arg: str) 
     again for every answer it recorded. Raises a `ConfigError` with the three ways on."""
     if not db.exists() or db.stat().st_size == 0:
         return
-    with EventReader(db) as log:
+    with open_reader(db) as log:
         existing = campaign_statuses(log)
     if not existing:
         return
