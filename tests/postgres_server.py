@@ -172,3 +172,18 @@ def start_server() -> tuple[PostgresServer | None, str]:
         except Exception:
             time.sleep(0.2)
     return server, ""
+
+
+def raw_sql(target: str, sql: str, *args: object) -> None:
+    """Run one statement (SQLite's ``?`` placeholders) on the log at ``target`` behind the
+    store's back: what a damaged log, a newer harness or a crash leaves, made on purpose."""
+    if target.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(target, autocommit=True) as conn:
+            conn.execute(sql.replace("?", "%s"), args)  # type: ignore[arg-type]
+        return
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(target)) as conn, conn:
+        conn.execute(sql, args)

@@ -36,9 +36,10 @@ from harness.events import (
 )
 from harness.model import GenerationParams, Message, Reply, Usage
 from harness.relation import Ask, Case, Outcome, Verdict
-from harness.store.open import is_postgres_url, open_reader, open_writer
+from harness.store.open import open_reader, open_writer
 from harness.store.reader import EventReader
 from harness.store.writer import EventWriter, PendingEvent
+from tests.postgres_server import raw_sql
 
 CAMPAIGN = "c1"
 
@@ -92,14 +93,7 @@ def rows(target: str, sql: str, *args: object) -> list[tuple[object, ...]]:
 
 def raw_insert(target: str, sql: str, *args: object) -> None:
     """Write a row behind the writer's back (a newer harness, a damaged log)."""
-    if is_postgres_url(target):
-        import psycopg
-
-        with psycopg.connect(target, autocommit=True) as conn:
-            conn.execute(sql.replace("?", "%s"), args)  # type: ignore[arg-type]
-        return
-    with sqlite3.connect(target) as conn:
-        conn.execute(sql, args)
+    raw_sql(target, sql, *args)
 
 
 async def test_append_then_read_round_trips(store_url: str) -> None:
