@@ -32,6 +32,7 @@ from harness.runner import (
     load_resume_point,
 )
 from harness.store.open import is_postgres_url, open_reader, open_writer
+from harness.store.postgres_budgets import SharedBudgets
 from harness.store.postgres_leases import CaseLeases
 from harness.store.protocol import EventSink
 from harness.store.writer import PendingEvent
@@ -110,6 +111,8 @@ async def run_worker(
     leases = await CaseLeases.open(
         db, point.campaign, ttl_s=lease_s, had_events=set(point.open_cases)
     )
+    # Requests and tokens per window hold for all workers together, not for each.
+    shared = await SharedBudgets.share(db, point.campaign, session.budgets.gates)
     try:
         async with await open_writer(db, create=False) as store:
             engine = Engine(
@@ -141,6 +144,7 @@ async def run_worker(
                     store, leases, point.campaign, plan.total_cases, db
                 )
     finally:
+        await shared.close()
         await leases.close()
     return WorkerSummary(summary, leases.owner, leases.taken_over, finished)
 
