@@ -24,6 +24,7 @@ from harness.errors import ConfigError, HarnessError
 from harness.events import CampaignFinished
 from harness.model import Model
 from harness.plan import Plan
+from harness.providers import VendorGate
 from harness.runner import (
     Session,
     campaign_started,
@@ -34,6 +35,7 @@ from harness.runner import (
 from harness.store.open import is_postgres_url, open_reader, open_writer
 from harness.store.postgres_budgets import SharedBudgets
 from harness.store.postgres_leases import CaseLeases
+from harness.store.postgres_spend import SharedSpend, SharedSpendGate
 from harness.store.protocol import EventSink
 from harness.store.writer import PendingEvent
 
@@ -48,12 +50,13 @@ class WorkerSummary:
     finished: bool  # this worker recorded CampaignFinished
 
 
-async def _renew(leases: CaseLeases, engine: Engine) -> None:
+async def _renew(leases: CaseLeases, spend: SharedSpend, engine: Engine) -> None:
     """Renew every ttl/3; a worker that cannot reach the database stops taking cases."""
     while True:
         await asyncio.sleep(leases.ttl_s / 3)
         try:
             await leases.renew()
+            await spend.renew()
         except HarnessError as exc:
             engine.request_stop(f"lost the database: {exc}")
             return
@@ -113,6 +116,18 @@ async def run_worker(
     )
     # Requests and tokens per window hold for all workers together, not for each.
     shared = await SharedBudgets.share(db, point.campaign, session.budgets.gates)
+    # ... and so does the spending ceiling: every worker's calls count against it.
+    spend = await SharedSpend.open(
+        db,
+        point.campaign,
+        leases.owner,
+        ceiling_usd=point.config.limits.spend_ceiling_usd,
+        spent_in_log=point.spent_usd,
+        ttl_s=lease_s,
+    )
+    for name, gate in list(session.gates.items()):
+        if isinstance(gate, VendorGate) and gate.price is not None:
+            session.gates[name] = SharedSpendGate(gate, spend)
     try:
         async with await open_writer(db, create=False) as store:
             engine = Engine(
@@ -130,7 +145,7 @@ async def run_worker(
             )
             if handle_signals:
                 install_stop_handlers(engine.signal_stop)
-            renewer = asyncio.create_task(_renew(leases, engine), name="lease-renewal")
+            renewer = asyncio.create_task(_renew(leases, spend, engine), name="lease-renewal")
             try:
                 summary = await engine.run()
             finally:
@@ -144,6 +159,7 @@ async def run_worker(
                     store, leases, point.campaign, plan.total_cases, db
                 )
     finally:
+        await spend.close()
         await shared.close()
         await leases.close()
     return WorkerSummary(summary, leases.owner, leases.taken_over, finished)
