@@ -40,6 +40,8 @@ CREATE TABLE IF NOT EXISTS leases (
 CREATE INDEX IF NOT EXISTS leases_by_owner ON leases (owner) WHERE NOT done;
 """
 
+CONNECTIONS = 4  # per worker, for claims and releases
+
 _CLAIM = """
 INSERT INTO leases (campaign, case_id, owner, expires_at)
 VALUES (%(campaign)s, %(case_id)s, %(owner)s, clock_timestamp() + %(ttl)s * interval '1 second')
@@ -56,14 +58,18 @@ class CaseLeases:
 
     def __init__(
         self,
-        conn: psycopg.AsyncConnection[Any],
+        conns: list[psycopg.AsyncConnection[Any]],
         target: PostgresUrl,
         campaign: str,
         *,
         ttl_s: float,
         had_events: set[str],
     ) -> None:
-        self._conn = conn
+        # Every case of a worker claims and releases: several connections, so hundreds of
+        # cases in flight do not queue behind one connection's round trips.
+        self._conns = conns
+        self._conn = conns[0]  # renewals and the session-level locks of harness.worker
+        self._turn = 0
         self.target = target
         self.campaign = campaign
         self.ttl_s = ttl_s
@@ -78,14 +84,22 @@ class CaseLeases:
         cls, url: str, campaign: str, *, ttl_s: float = 30.0, had_events: set[str] | None = None
     ) -> CaseLeases:
         target = PostgresUrl.parse(url)
+        conns: list[psycopg.AsyncConnection[Any]] = []
         try:
-            conn = await psycopg.AsyncConnection.connect(target.url, autocommit=True)
-            async with conn.transaction():
-                await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-                await conn.execute(LEASES)
+            for _ in range(CONNECTIONS):
+                conns.append(await psycopg.AsyncConnection.connect(target.url, autocommit=True))
+            async with conns[0].transaction():
+                await conns[0].execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+                await conns[0].execute(LEASES)
         except psycopg.Error as exc:
+            for conn in conns:
+                await conn.close()
             raise StoreError(f"cannot lease cases in {target}: {target.scrub(str(exc))}") from exc
-        return cls(conn, target, campaign, ttl_s=ttl_s, had_events=had_events or set())
+        return cls(conns, target, campaign, ttl_s=ttl_s, had_events=had_events or set())
+
+    def _pick(self) -> psycopg.AsyncConnection[Any]:
+        self._turn = (self._turn + 1) % len(self._conns)
+        return self._conns[self._turn]
 
     def _fail(self, exc: psycopg.Error) -> StoreError:
         return StoreError(f"leasing cases in {self.target} failed: {self.target.scrub(str(exc))}")
@@ -94,7 +108,7 @@ class CaseLeases:
         """(granted, the case's state folded from the log when it has events)."""
         args = {"campaign": self.campaign, "case_id": case_id, "owner": self.owner}
         try:
-            cur = await self._conn.execute(_CLAIM, {**args, "ttl": self.ttl_s})
+            cur = await self._pick().execute(_CLAIM, {**args, "ttl": self.ttl_s})
             row = await cur.fetchone()
         except psycopg.Error as exc:
             raise self._fail(exc) from exc
@@ -116,7 +130,7 @@ class CaseLeases:
 
     async def _fold(self, case_id: str) -> CaseState | None:
         try:
-            cur = await self._conn.execute(
+            cur = await self._pick().execute(
                 "SELECT gseq, campaign, case_id, seq, ts, kind, schema_version, payload"
                 " FROM events WHERE campaign = %s AND case_id = %s ORDER BY seq",
                 (self.campaign, case_id),
@@ -134,7 +148,7 @@ class CaseLeases:
         """Give a case up: done for good when ``closed``, else claimable again at once."""
         self.held.discard(case_id)
         try:
-            await self._conn.execute(
+            await self._pick().execute(
                 "UPDATE leases SET done = %s, owner = NULL, expires_at = clock_timestamp()"
                 " WHERE campaign = %s AND case_id = %s AND owner = %s",
                 (closed, self.campaign, case_id, self.owner),
@@ -165,4 +179,5 @@ class CaseLeases:
             for case_id in list(self.held):
                 await self.release(case_id, closed=False)
         finally:
-            await self._conn.close()
+            for conn in self._conns:
+                await conn.close()
