@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import subprocess
 import sys
 import uuid
@@ -36,6 +37,7 @@ from harness.store.open import is_postgres_url, open_reader, open_writer
 from harness.store.postgres_budgets import SharedBudgets
 from harness.store.postgres_leases import CaseLeases
 from harness.store.postgres_spend import SharedSpend, SharedSpendGate
+from harness.store.postgres_url import PostgresUrl
 from harness.store.protocol import EventSink
 from harness.store.writer import PendingEvent
 
@@ -178,11 +180,17 @@ async def start_campaign(config: CampaignConfig, db: str, plan: Plan) -> str:
 def spawn_workers(
     db: str, campaign: str, count: int, lease_s: float
 ) -> list[subprocess.Popen[bytes]]:
-    """``count`` more ``harness worker`` processes on this machine (each its own core)."""
-    argv = [sys.executable, "-c", "from harness.cli import main; main()", "worker", db]
-    argv += ["--campaign", campaign]
+    """``count`` more ``harness worker`` processes on this machine (each its own core).
+    A password in ``db`` goes to them in their environment (PGPASSWORD), never on their
+    command line, which any user of the machine can list."""
+    target = PostgresUrl.parse(db)
+    env = dict(os.environ)
+    if target.secrets:
+        env["PGPASSWORD"] = target.secrets[0]
+    argv = [sys.executable, "-c", "from harness.cli import main; main()", "worker"]
+    argv += [target.shown if target.secrets else db, "--campaign", campaign]
     argv += ["--lease", str(lease_s)]
     return [
-        subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for _ in range(count)
     ]

@@ -136,3 +136,24 @@ def test_a_campaign_file_names_its_store_but_never_a_password(
     assert refused.exit_code == 2
     assert "store" in refused.output and "PGPASSWORD" in refused.output
     assert PASSWORD not in refused.output
+
+
+def test_spawned_workers_get_the_password_in_their_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``harness run --workers N`` starts N - 1 processes: their command lines, which any
+    user of the machine can list, never hold the password."""
+    import harness.worker
+
+    seen: list[tuple[list[str], dict[str, str]]] = []
+
+    class Recorded:
+        def __init__(self, argv: list[str], env: dict[str, str], **_: Any) -> None:
+            seen.append((argv, env))
+
+    monkeypatch.setattr(harness.worker.subprocess, "Popen", Recorded)
+    harness.worker.spawn_workers(f"postgresql://u:{PASSWORD}@h:5/db", "c1", 2, 30.0)
+    assert len(seen) == 2
+    for argv, env in seen:
+        assert PASSWORD not in " ".join(argv) and "postgresql://u@h:5/db" in argv
+        assert env["PGPASSWORD"] == PASSWORD
