@@ -33,6 +33,7 @@ from harness.relation import Ask, Case, Outcome, RelationBase, Transcript, Verdi
 from harness.replay import VerifyResult, verify_log
 from harness.report import build_report, to_csv, to_json
 from harness.runner import resume_campaign, run_campaign
+from harness.store.open import open_reader
 from harness.store.reader import EventReader
 from harness.tables import Table
 
@@ -135,7 +136,7 @@ def report_tables(db: str | Path, *, campaign: str | None = None, **options: Any
     table ``campaign`` (name, id, times, status, cases closed of planned, models, seed)."""
     from harness.campaign_status import report_header
 
-    with EventReader(db) as log:
+    with open_reader(db) as log:
         return [*report_header(log, campaign), *build_report(log, campaign, **options)]
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from harness.commands import (
     cache,
     campaigns,
+    copy,
     corpora,
     export,
     importers,
@@ -18,6 +19,7 @@ from harness.commands import (
     resume,
     run,
     show,
+    worker,
 )
 from harness.judge_agreement import JUDGE_SECTIONS
 from harness.local import build_local
@@ -45,6 +47,8 @@ CORE = Family(
         report.command,
         show.command,
         export.command,
+        copy.command,
+        worker.command,
         importers.group,
         cache.group,
         campaigns.command,

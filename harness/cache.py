@@ -24,7 +24,7 @@ from typing import Any
 
 from harness.events import AskSent, CampaignStarted, CaseOpened, ReplyReceived
 from harness.model import GenerationParams, Message, Reply, request_key
-from harness.store.reader import EventReader
+from harness.store.open import open_reader
 
 
 def cache_key(
@@ -59,7 +59,7 @@ class RecordedCall:
 
 def recorded_calls(db: str | Path) -> Iterator[RecordedCall]:
     """Every answered call of every campaign in ``db`` (cached answers included)."""
-    with EventReader(db) as log:
+    with open_reader(db) as log:
         for campaign, started in log.campaigns():
             derived = derived_seed_models(started.config)
             for case_id, events in log.cases(campaign):
@@ -200,7 +200,7 @@ def explain_case(
     not, how does it differ from the closest recorded call."""
     candidates = [c for path in old_dbs for c in recorded_calls(path)]
     by_key = {(c.key, c.repeat): c for c in reversed(candidates)}
-    with EventReader(db) as log:
+    with open_reader(db) as log:
         started = next((s for cid, s in log.campaigns() if cid == campaign), None)
         assert isinstance(started, CampaignStarted)
         derived = derived_seed_models(started.config)

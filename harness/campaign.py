@@ -13,7 +13,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harness.answer_shape import AnswerFormat
 from harness.config_errors import config_error
@@ -21,6 +21,7 @@ from harness.errors import ConfigError, strip_url_credentials
 from harness.model import GenerationParams, ModelSpec, known_schemes
 from harness.providers import check_vendor_options
 from harness.relation import build_relation
+from harness.store.postgres_url import PostgresUrl, is_postgres_url
 
 
 class RelationSpec(BaseModel):
@@ -53,6 +54,20 @@ class CampaignConfig(BaseModel):
     defaults: GenerationParams = Field(default_factory=GenerationParams)
     # "structured": answers constrained to each ask's declared shape (see harness/answer_shape)
     answer_format: AnswerFormat = "free"
+    # Where `harness run` writes the log when given no --db: a SQLite file or a
+    # postgresql:// URL (docs/scale-out.md). Where a campaign is stored is not what it is:
+    # left out of the recorded config and its hash.
+    store: str | None = None
+
+    @field_validator("store")
+    @classmethod
+    def _store_without_password(cls, value: str | None) -> str | None:
+        if value is not None and is_postgres_url(value) and PostgresUrl.parse(value).secrets:
+            raise ValueError(
+                "the store URL holds a password; a campaign file never holds secrets: give "
+                "the URL without it and the password in PGPASSWORD or ~/.pgpass"
+            )
+        return value
 
     def answer_format_of(self, spec: ModelSpec) -> AnswerFormat:
         return spec.answer_format or self.answer_format
@@ -68,7 +83,7 @@ class CampaignConfig(BaseModel):
     def resolved(self) -> dict[str, Any]:
         """The campaign as stored in CampaignStarted. Keys never belong in a config; a
         credential inside a URL option (``http://user:key@host``, ``?key=``) is removed."""
-        data = self.model_dump(mode="json")
+        data = self.model_dump(mode="json", exclude={"store"})
         for group in ("models", "judges"):
             for spec in data[group]:
                 spec["options"] = _without_url_credentials(spec["options"])

@@ -69,7 +69,9 @@ def _counts(log: EventReader, kind: str) -> dict[str, int]:
 def _paid_replies(log: EventReader) -> dict[str, int]:
     sql = (
         "SELECT campaign, COUNT(*) FROM events WHERE kind = 'ReplyReceived'"
-        " AND COALESCE(json_extract(payload, '$.cached'), 0) = 0 GROUP BY campaign"
+        # JSON false is 0 in SQLite and 'false' in PostgreSQL: compared as text, both stores.
+        " AND COALESCE(CAST(json_extract(payload, '$.cached') AS TEXT), '0') IN ('0', 'false')"
+        " GROUP BY campaign"
     )
     return dict(log.connection.execute(sql).fetchall())
 

@@ -9,7 +9,7 @@ from typing import Any, TextIO
 
 from harness.fold import CaseState, TurnState
 from harness.replay import fold_or_raise
-from harness.store.reader import EventReader
+from harness.store.open import open_reader
 
 
 def _turn(t: TurnState) -> dict[str, Any]:
@@ -63,7 +63,7 @@ def conversation(campaign: str, state: CaseState) -> dict[str, Any]:
 
 
 def conversations(db: str | Path, campaign: str | None = None) -> Iterator[dict[str, Any]]:
-    with EventReader(db) as log:
+    with open_reader(db) as log:
         campaign = log.campaign_id(campaign)
         for case_id, events in log.cases(campaign):
             yield conversation(campaign, fold_or_raise(case_id, events))

@@ -23,6 +23,7 @@ from harness.campaign import CampaignConfig
 from harness.errors import (
     BudgetExceededError,
     CampaignAbortedError,
+    ConcurrencyError,
     HarnessError,
     ModelError,
     RelationError,
@@ -45,7 +46,8 @@ from harness.relation import (
     derive_seed,
 )
 from harness.retry import RetryPolicy
-from harness.store.writer import EventWriter, PendingEvent
+from harness.store.protocol import EventSink
+from harness.store.writer import PendingEvent
 
 
 class ProgressSink(Protocol):
@@ -84,6 +86,17 @@ class RunSummary:
     ceiling_usd: float | None = None  # set when the spending ceiling stopped the run
 
 
+class CaseLease(Protocol):
+    """Cases shared with other processes (`harness.worker`): a case runs only while this
+    process holds its lease. ``claim`` grants it (with the case's state folded from the log
+    when another worker began it) or refuses (held elsewhere, or closed); ``release`` gives
+    it back, for good when closed. None (the default): this process runs every case."""
+
+    async def claim(self, case_id: str) -> tuple[bool, CaseState | None]: ...
+
+    async def release(self, case_id: str, *, closed: bool) -> None: ...
+
+
 class AnswerCache(Protocol):
     """Answers reused across campaigns (see harness.cache); None disables reuse.
 
@@ -111,7 +124,7 @@ current_call: contextvars.ContextVar[CallContext | None] = contextvars.ContextVa
 class Engine:
     def __init__(
         self,
-        store: EventWriter,
+        store: EventSink,
         config: CampaignConfig,
         campaign_id: str,
         models: Mapping[str, Model],
@@ -123,9 +136,12 @@ class Engine:
         skip: Callable[[str], bool] | None = None,
         cache: AnswerCache | None = None,
         plan: Plan | None = None,
+        lease: CaseLease | None = None,
     ) -> None:
         """``plan``: the campaign's plan, built once by the caller (default: built here).
         ``skip``: ids of cases not to run (closed ones, on resume); they are never generated.
+        ``lease``: share the cases with other workers (then the workers, not this engine,
+        record the campaign's end: `harness.worker`).
         """
         self.store = store
         self.config = config
@@ -142,6 +158,7 @@ class Engine:
         self._resume = dict(resume or {})
         self._skip = skip
         self.cache = cache
+        self.lease = lease
         self.retry = RetryPolicy(max_attempts=config.limits.max_attempts, seed=config.seed)
         self.summary = RunSummary(campaign=campaign_id)
         self._stop = asyncio.Event()
@@ -218,6 +235,10 @@ class Engine:
         elif self._stop.is_set():
             self.summary.status = "stopped"
             self.summary.reason = self._stop_reason
+        if self.lease is not None:  # one worker's end is not the campaign's
+            if self._abort is not None:
+                raise CampaignAbortedError(self.summary.reason) from self._abort
+            return self.summary
         await self.store.append(
             [
                 PendingEvent(
@@ -243,6 +264,9 @@ class Engine:
                 case, relation = next(cases)
             except StopIteration:
                 return
+            if self.lease is not None:
+                await self._run_leased(case, relation)
+                continue
             try:
                 await self._run_case(case, relation)
             except BudgetExceededError as exc:
@@ -251,6 +275,30 @@ class Engine:
             except CampaignAbortedError as exc:
                 self._abort = exc
                 self.request_stop(str(exc))
+
+    async def _run_leased(self, case: Case, relation: Relation) -> None:
+        assert self.lease is not None
+        granted, state = await self.lease.claim(case.case_id)
+        if not granted:
+            return  # another worker runs it, or it is closed
+        if state is not None:
+            self._resume[case.case_id] = state
+        closed = False
+        try:
+            await self._run_case(case, relation)
+            closed = not self._stop.is_set()
+        except ConcurrencyError:
+            return  # lost the lease: another worker holds the case and appended first
+        except BudgetExceededError as exc:
+            self.summary.ceiling_usd = self.config.limits.spend_ceiling_usd
+            self.request_stop(f"spending ceiling reached: {exc}")
+        except CampaignAbortedError as exc:
+            self._abort = exc
+            self.request_stop(str(exc))
+        finally:
+            self._resume.pop(case.case_id, None)
+            with contextlib.suppress(HarnessError):
+                await self.lease.release(case.case_id, closed=closed)
 
     async def _run_case(self, case: Case, relation: Relation) -> None:
         state = self._resume.pop(case.case_id, None)

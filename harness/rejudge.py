@@ -45,8 +45,9 @@ from harness.replay import (
 )
 from harness.retry import RetryPolicy
 from harness.rubric import JudgeRubric
-from harness.store.reader import EventReader
-from harness.store.writer import EventWriter, PendingEvent
+from harness.store.open import open_reader, open_writer
+from harness.store.protocol import EventSink
+from harness.store.writer import PendingEvent
 
 
 def rubric_for(relation: str) -> JudgeRubric | None:
@@ -98,7 +99,7 @@ def judge_spec(
 class _Rejudge:
     def __init__(
         self,
-        store: EventWriter,
+        store: EventSink,
         campaign: str,
         model: Model,
         gate: CallGate,
@@ -256,7 +257,7 @@ def _jobs(
     db: str | Path, campaign: str, source: str, summary: RejudgeSummary, limit: int | None
 ) -> Iterator[CaseState]:
     taken = 0
-    with EventReader(db) as log:
+    with open_reader(db) as log:
         for case_id, events in log.cases(campaign):
             state = fold_or_raise(case_id, events)
             if not state.closed:
@@ -284,14 +285,14 @@ async def rejudge(
     from harness.providers import build_gate
 
     started = time.monotonic()
-    with EventReader(db) as log:
+    with open_reader(db) as log:
         campaign = campaign or log.latest_campaign()
         _, config = recorded_config(log, campaign)
     config = config.model_copy(update={"judges": [*config.judges, judge]})
     judge_model = model or build_model(judge)
     summary = RejudgeSummary(judge=judge.name, source=f"judge:{judge.name}")
     params = config.defaults.model_copy(update=judge.params.model_dump(exclude_none=True))
-    async with await EventWriter.open(db, create=False) as store:
+    async with await open_writer(db, create=False) as store:
         runner = _Rejudge(
             store,
             campaign,

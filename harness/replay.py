@@ -42,8 +42,9 @@ from harness.model import (
     request_key,
 )
 from harness.relation import Case, Outcome, Relation, Transcript, Verdict, derive_seed
+from harness.store.open import open_reader, open_writer
 from harness.store.reader import EventReader
-from harness.store.writer import EventWriter, PendingEvent
+from harness.store.writer import PendingEvent
 
 REJUDGE_THREAD_PREFIX = "rejudge:"
 
@@ -214,7 +215,7 @@ def relations_of(config: CampaignConfig) -> dict[str, Relation]:
 def verify_log(db: str | Path, campaign: str | None = None) -> VerifyResult:
     """Re-derive every case of ``campaign`` (default: the latest) from the log alone."""
     started_at = time.monotonic()
-    with EventReader(db) as log:
+    with open_reader(db) as log:
         campaign = log.campaign_id(campaign)
         _, config = recorded_config(log, campaign)
         relations = relations_of(config)
@@ -264,7 +265,7 @@ class ReplayIndex:
     @classmethod
     def from_log(cls, db: str | Path, campaign: str) -> ReplayIndex:
         index = cls()
-        with EventReader(db) as log:
+        with open_reader(db) as log:
             for case_id, events in log.cases(campaign):
                 state = fold_or_raise(case_id, events)
                 for turn in state.turns.values():
@@ -317,7 +318,7 @@ def build_replay(spec: ModelSpec) -> ReplayModel:
     """``replay:<log path>``: answers recorded in that log (latest campaign, or
     ``options.campaign``); ``options.model`` names the recorded model it stands in for."""
     db = spec.identifier
-    with EventReader(db) as log:
+    with open_reader(db) as log:
         campaign = str(spec.options.get("campaign") or log.latest_campaign())
     return ReplayModel(
         str(spec.options.get("model") or spec.name), ReplayIndex.from_log(db, campaign)
@@ -340,7 +341,7 @@ async def replay_into(db: str | Path, out: str | Path, campaign: str | None = No
     out = Path(out)
     if out.exists():
         raise StoreError(f"{out} exists; replay writes a new log (choose another path)")
-    with EventReader(db) as log:
+    with open_reader(db) as log:
         campaign = log.campaign_id(campaign)
         started, config = recorded_config(log, campaign)
     index = ReplayIndex.from_log(db, campaign)
@@ -359,7 +360,7 @@ async def replay_into(db: str | Path, out: str | Path, campaign: str | None = No
     gates: dict[str, CallGate] = {
         s.name: InFlightGate(max(s.max_in_flight, 32)) for s in [*config.models, *config.judges]
     }
-    async with await EventWriter.open(out) as store:
+    async with await open_writer(out) as store:
         await store.append([PendingEvent(campaign, "", 1, started)])
         engine = Engine(store, config, campaign, models, judges, gates=gates)
         summary = await engine.run()

@@ -22,8 +22,8 @@ from harness.gates import CallGate, InFlightGate
 from harness.model import Model, build_model
 from harness.plan import Plan
 from harness.providers import Budgets, build_budgets, campaign_endpoints
-from harness.store.reader import EventReader
-from harness.store.writer import EventWriter, PendingEvent
+from harness.store.open import log_exists, open_reader, open_writer
+from harness.store.writer import PendingEvent
 
 _ROOT = Path(__file__).resolve().parent.parent
 
@@ -131,7 +131,7 @@ async def run_campaign(
     session = Session.build(config, overrides)
     session.attach(progress)
     campaign_id = uuid.uuid4().hex[:12]
-    async with await EventWriter.open(db) as store:
+    async with await open_writer(db) as store:
         started = campaign_started(config, plan.total_cases)
         await store.append([PendingEvent(campaign_id, "", 1, started)])
         engine = Engine(
@@ -180,7 +180,7 @@ class ResumePoint:
 def load_resume_point(db: str | Path, campaign: str | None = None) -> ResumePoint:
     """Fold every case of ``campaign`` (default: the latest) in one pass over the log: the
     open cases with their state, the ids of the closed ones, and the spend so far."""
-    with EventReader(db) as log:
+    with open_reader(db) as log:
         refuse_resume_of_import(log, campaign)
         campaign = campaign or log.latest_campaign()
         started = next((e.event for e in log.events(campaign, kinds=("CampaignStarted",))), None)
@@ -248,7 +248,7 @@ async def resume_campaign(
     is folded once per resume). ``plan``: the plan of the resumed config, with
     ``config_updates`` applied (`updated_config`), if the caller built it already.
     """
-    if not Path(db).exists():
+    if not log_exists(db):
         raise StoreError(f"{db} does not exist")
     if point is None:
         point = load_resume_point(db, campaign)
@@ -256,7 +256,7 @@ async def resume_campaign(
     plan = plan if plan is not None else Plan(config)
     session = Session.build(config, overrides, spent_usd=point.spent_usd)
     session.attach(progress)
-    async with await EventWriter.open(db, create=False) as store:
+    async with await open_writer(db, create=False) as store:
         in_flight = sum(1 for s in point.open_cases.values() for t in s.open_turns() if t.in_flight)
         resumed = CampaignResumed(
             code_version=code_version(),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,40 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 def db_path(tmp_path: Path) -> Path:
     """Where a test's event log goes (a real SQLite file, created on first open)."""
     return tmp_path / "campaign.db"
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[Any]:
+    """A throwaway PostgreSQL server on loopback for the whole session (tests/postgres_server);
+    skips, saying why, where none can run."""
+    from tests.postgres_server import start_server
+
+    server, why = start_server()
+    if server is None:
+        pytest.skip(why)
+    try:
+        yield server
+    finally:
+        server.cleanup()
+
+
+@pytest.fixture
+def pg_url(postgres_server: Any) -> Iterator[str]:
+    """The connection string of a fresh, empty database, dropped after the test."""
+    name = postgres_server.create_database()
+    try:
+        yield postgres_server.url(name)
+    finally:
+        postgres_server.drop_database(name)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a test's event log goes, once per store: a SQLite file path, then the URL of a
+    fresh PostgreSQL database. Tests taking it form the one contract both stores meet."""
+    if request.param == "sqlite":
+        return str(tmp_path / "campaign.db")
+    return str(request.getfixturevalue("pg_url"))
 
 
 def campaign_dict(

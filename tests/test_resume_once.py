@@ -19,7 +19,9 @@ from harness.providers import spent_so_far
 from harness.relation import relation_classes
 from harness.replay import verify_log
 from harness.runner import load_resume_point, run_campaign
+from harness.store.open import open_reader
 from harness.store.reader import EventReader
+from tests.postgres_server import raw_sql
 
 REOPENED = {
     "metaquerier.mr1/3/r0@sim:test",
@@ -29,27 +31,27 @@ REOPENED = {
 NEVER_OPENED = {"metaquerier.mr1/15/r0@sim:test", "metaquerier.mr1/15/r1@sim:test"}
 
 
-def _interrupted_log(db: Path, make_campaign: Any) -> None:
+def _interrupted_log(db: str | Path, make_campaign: Any) -> None:
     """A finished campaign made to look interrupted: some cases lose their verdict (open,
     every turn answered), others were never opened."""
     config = make_campaign(("metaquerier.mr1", 20, {}), repeats=2)
     summary = asyncio.run(run_campaign(config, db))
     assert summary.cases_closed == 40
-    conn = sqlite3.connect(db)
-    with conn:
-        for case_id in REOPENED:
-            conn.execute(
-                "DELETE FROM events WHERE case_id = ? AND kind IN ('VerdictReached','CaseClosed')",
-                (case_id,),
-            )
-        for case_id in NEVER_OPENED:
-            conn.execute("DELETE FROM events WHERE case_id = ?", (case_id,))
-    conn.close()
+    for case_id in REOPENED:
+        raw_sql(
+            str(db),
+            "DELETE FROM events WHERE case_id = ? AND kind IN ('VerdictReached','CaseClosed')",
+            case_id,
+        )
+    for case_id in NEVER_OPENED:
+        raw_sql(str(db), "DELETE FROM events WHERE case_id = ?", case_id)
 
 
 def test_resume_folds_once_and_skips_closed_cases_ungenerated(
-    db_path: Path, make_campaign: Any, monkeypatch: pytest.MonkeyPatch
+    store_url: str, make_campaign: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """On either store (a SQLite file, a PostgreSQL database)."""
+    db_path = store_url
     _interrupted_log(db_path, make_campaign)
     folded: Counter[str] = Counter()
     generated: list[int] = []
@@ -86,7 +88,7 @@ def test_resume_folds_once_and_skips_closed_cases_ungenerated(
     assert len(plans) == 1
     # Only the indices with a case left to run were generated: 3 and 7 (open), 15 (new).
     assert sorted(generated) == [3, 7, 15]
-    with EventReader(db_path) as log:
+    with open_reader(db_path) as log:
         states = [fold_case(events) for _, events in log.cases(log.latest_campaign())]
     assert len(states) == 40 and all(s.closed for s in states)
     assert verify_log(db_path).differences == []

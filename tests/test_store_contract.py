@@ -1,5 +1,9 @@
-"""The event store's contract: atomic batches, per-case sequence, group commit, durability
-pragmas, the documented SQL views, and typed errors for foreign or newer files."""
+"""The event store's contract: atomic batches, per-case sequence, group commit, durability,
+the documented SQL views, and typed errors for foreign or newer logs.
+
+One suite for both stores: every test taking ``store_url`` runs against a SQLite file and
+against a fresh PostgreSQL database (tests/conftest.py); the few about one store's own
+layout (SQLite pragmas, PostgreSQL's foreign databases) say so in their names."""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import asyncio
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,8 +36,10 @@ from harness.events import (
 )
 from harness.model import GenerationParams, Message, Reply, Usage
 from harness.relation import Ask, Case, Outcome, Verdict
+from harness.store.open import open_reader, open_writer
 from harness.store.reader import EventReader
 from harness.store.writer import EventWriter, PendingEvent
+from tests.postgres_server import raw_sql
 
 CAMPAIGN = "c1"
 
@@ -78,12 +85,18 @@ def at(case_id: str, seq: int, event: object) -> PendingEvent:
     return PendingEvent(CAMPAIGN, case_id, seq, event)  # type: ignore[arg-type]
 
 
-def rows(db: Path, sql: str, *args: object) -> list[tuple[object, ...]]:
-    with sqlite3.connect(db) as conn:
-        return conn.execute(sql, args).fetchall()
+def rows(target: str, sql: str, *args: object) -> list[tuple[object, ...]]:
+    """``sql`` (SQLite's dialect) on the log at ``target``, through its reader."""
+    with open_reader(target) as log:
+        return [tuple(row) for row in log.connection.execute(sql, args).fetchall()]
 
 
-async def test_append_then_read_round_trips(db_path: Path) -> None:
+def raw_insert(target: str, sql: str, *args: object) -> None:
+    """Write a row behind the writer's back (a newer harness, a damaged log)."""
+    raw_sql(target, sql, *args)
+
+
+async def test_append_then_read_round_trips(store_url: str) -> None:
     c = case()
     events = [
         at("", 1, started()),
@@ -91,11 +104,11 @@ async def test_append_then_read_round_trips(db_path: Path) -> None:
         at(c.case_id, 2, sent(0)),
         at(c.case_id, 3, reply(0, "[nurse]")),
     ]
-    async with await EventWriter.open(db_path) as store:
+    async with await open_writer(store_url) as store:
         ids = await store.append(events[:2])
         ids += await store.append(events[2:])
     assert ids == sorted(ids) and len(set(ids)) == 4
-    with EventReader(db_path) as log:
+    with open_reader(store_url) as log:
         back = list(log.events())
         assert [s.event for s in back] == [p.event for p in events]
         assert [(s.campaign, s.case_id, s.seq) for s in back] == [
@@ -109,10 +122,10 @@ async def test_append_then_read_round_trips(db_path: Path) -> None:
 
 
 async def test_taken_sequence_number_raises_and_writes_nothing_of_the_batch(
-    db_path: Path,
+    store_url: str,
 ) -> None:
     c = case()
-    async with await EventWriter.open(db_path) as store:
+    async with await open_writer(store_url) as store:
         await store.append([at(c.case_id, 1, CaseOpened(case=c)), at(c.case_id, 2, sent(0))])
         with pytest.raises(ConcurrencyError):
             # seq 3 is free but seq 2 is taken: the whole batch must fail.
@@ -120,15 +133,15 @@ async def test_taken_sequence_number_raises_and_writes_nothing_of_the_batch(
         assert await store.next_seq(CAMPAIGN, c.case_id) == 3
         # The store is still usable after the conflict.
         await store.append([at(c.case_id, 3, reply(0, "ok"))])
-    assert rows(db_path, "SELECT seq, kind FROM events ORDER BY gseq") == [
+    assert rows(store_url, "SELECT seq, kind FROM events ORDER BY gseq") == [
         (1, "CaseOpened"),
         (2, "AskSent"),
         (3, "ReplyReceived"),
     ]
 
 
-async def test_a_conflicting_batch_fails_alone_inside_a_group(db_path: Path) -> None:
-    async with await EventWriter.open(db_path) as store:
+async def test_a_conflicting_batch_fails_alone_inside_a_group(store_url: str) -> None:
+    async with await open_writer(store_url) as store:
         await store.append([at("a", 1, Note(topic="x"))])
         results = await asyncio.gather(
             store.append([at("b", 1, Note(topic="b1")), at("b", 2, Note(topic="b2"))]),
@@ -138,20 +151,20 @@ async def test_a_conflicting_batch_fails_alone_inside_a_group(db_path: Path) -> 
         )
     assert isinstance(results[1], ConcurrencyError)
     assert not isinstance(results[0], BaseException) and not isinstance(results[2], BaseException)
-    topics = [json.loads(str(p))["topic"] for (p,) in rows(db_path, "SELECT payload FROM events")]
+    topics = [json.loads(str(p))["topic"] for (p,) in rows(store_url, "SELECT payload FROM events")]
     assert sorted(topics) == ["b1", "b2", "c1", "x"]
 
 
-async def test_batches_are_atomic_and_numbered(db_path: Path) -> None:
-    async with await EventWriter.open(db_path) as store:
+async def test_batches_are_atomic_and_numbered(store_url: str) -> None:
+    async with await open_writer(store_url) as store:
         await store.append([at("a", i, Note(topic=str(i))) for i in range(1, 6)])
         await store.append([at("b", 1, Note(topic="b"))])
-    batches = rows(db_path, "SELECT batch, count(*) FROM events GROUP BY batch ORDER BY batch")
+    batches = rows(store_url, "SELECT batch, count(*) FROM events GROUP BY batch ORDER BY batch")
     assert [n for _, n in batches] == [5, 1]
 
 
-async def test_group_commit_under_500_concurrent_appenders(db_path: Path) -> None:
-    async with await EventWriter.open(db_path) as store:
+async def test_group_commit_under_500_concurrent_appenders(store_url: str) -> None:
+    async with await open_writer(store_url) as store:
         ids = await asyncio.gather(
             *(
                 store.append(
@@ -168,11 +181,11 @@ async def test_group_commit_under_500_concurrent_appenders(db_path: Path) -> Non
     assert all(b - a == 1 for a, b in ids)
     # Group commit: far fewer transactions than appenders.
     assert commits < 100, commits
-    assert rows(db_path, "SELECT count(*) FROM events") == [(1000,)]
-    assert rows(db_path, "SELECT count(DISTINCT batch) FROM events") == [(500,)]
+    assert rows(store_url, "SELECT count(*) FROM events") == [(1000,)]
+    assert rows(store_url, "SELECT count(DISTINCT batch) FROM events") == [(500,)]
 
 
-async def test_durability_pragmas(db_path: Path) -> None:
+async def test_sqlite_durability_pragmas(db_path: Path) -> None:
     async with await EventWriter.open(db_path) as store:
         conn = store._conn  # the writer's own connection: synchronous is per connection
         async with conn.execute("PRAGMA journal_mode") as cur:
@@ -180,15 +193,15 @@ async def test_durability_pragmas(db_path: Path) -> None:
         async with conn.execute("PRAGMA synchronous") as cur:
             assert (await cur.fetchone())[0] == 2  # type: ignore[index]  # FULL
     # WAL is a property of the file: a new connection sees it too.
-    assert rows(db_path, "PRAGMA journal_mode") == [("wal",)]
+    assert rows(str(db_path), "PRAGMA journal_mode") == [("wal",)]
 
 
-async def test_views_turns_and_verdicts_say_what_the_events_say(db_path: Path) -> None:
+async def test_views_turns_and_verdicts_say_what_the_events_say(store_url: str) -> None:
     c = case()
     verdict = Verdict(
         outcome=Outcome.VIOLATED, reason="named pilot", evidence={"violating_terms": ["pilot"]}
     )
-    async with await EventWriter.open(db_path) as store:
+    async with await open_writer(store_url) as store:
         await store.append([at("", 1, started()), at(c.case_id, 1, CaseOpened(case=c))])
         await store.append([at(c.case_id, 2, sent(0, prompt="first"))])
         await store.append([at(c.case_id, 3, reply(0, "[nurse]"))])
@@ -212,7 +225,7 @@ async def test_views_turns_and_verdicts_say_what_the_events_say(db_path: Path) -
             ]
         )
     turns = rows(
-        db_path,
+        store_url,
         "SELECT turn, attempt, prompt, reply, error_kind, decision, model, thread, role,"
         " output_tokens FROM turns ORDER BY turn, attempt",
     )
@@ -222,7 +235,7 @@ async def test_views_turns_and_verdicts_say_what_the_events_say(db_path: Path) -
         (1, 2, "second", "[pilot]", None, None, "sim:test", "t", "subject", 3),
     ]
     [(case_id, relation, model, outcome, reason, evidence, source)] = rows(
-        db_path,
+        store_url,
         "SELECT case_id, relation, model, outcome, reason, evidence, source FROM verdicts",
     )
     assert (case_id, relation, model) == (c.case_id, c.relation, c.model)
@@ -265,8 +278,8 @@ def test_a_missing_log_is_a_store_error(tmp_path: Path) -> None:
         EventReader(tmp_path / "nope.db")
 
 
-async def test_append_after_close_is_refused(db_path: Path) -> None:
-    store = await EventWriter.open(db_path)
+async def test_append_after_close_is_refused(store_url: str) -> None:
+    store = await open_writer(store_url)
     await store.close()
     with pytest.raises(StoreClosedError):
         await store.append([at("a", 1, Note(topic="late"))])
@@ -285,14 +298,89 @@ def test_decode_rejects_unknown_kinds_and_newer_versions() -> None:
         decode_event(kind, version, json.dumps({"kind": "Note", "topic": 3, "extra": True}))
 
 
-async def test_reading_a_row_from_a_newer_harness_raises_event_decode_error(db_path: Path) -> None:
-    async with await EventWriter.open(db_path) as store:
+async def test_reading_a_row_from_a_newer_harness_raises_event_decode_error(store_url: str) -> None:
+    async with await open_writer(store_url) as store:
         await store.append([at("", 1, started())])
-    with sqlite3.connect(db_path) as conn:
-        conn.execute(
-            "INSERT INTO events (campaign, case_id, seq, kind, schema_version, batch, ts, payload)"
-            " VALUES (?, '', 2, 'Note', 99, 99, 0, ?)",
-            (CAMPAIGN, json.dumps({"kind": "Note", "topic": "future"})),
-        )
-    with EventReader(db_path) as log, pytest.raises(EventDecodeError, match="version 99"):
+    raw_insert(
+        store_url,
+        "INSERT INTO events (campaign, case_id, seq, kind, schema_version, batch, ts, payload)"
+        " VALUES (?, '', 2, 'Note', 99, 99, 0, ?)",
+        CAMPAIGN,
+        json.dumps({"kind": "Note", "topic": "future"}),
+    )
+    with open_reader(store_url) as log, pytest.raises(EventDecodeError, match="version 99"):
         list(log.events())
+
+
+# --- PostgreSQL's own layout ---------------------------------------------------------------
+
+
+async def test_postgresql_commits_are_durable(pg_url: str) -> None:
+    async with await open_writer(pg_url) as store:
+        conn = store._conn  # type: ignore[attr-defined]
+        cur = await conn.execute("SHOW synchronous_commit")
+        assert (await cur.fetchone())[0] == "on"  # a resolved append is flushed to disk
+        cur = await conn.execute("SHOW default_transaction_isolation")
+        assert (await cur.fetchone())[0] == "read committed"
+
+
+def _other_tables(url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE t (x int)")
+
+
+async def test_a_foreign_postgresql_database_is_not_a_harness_log(pg_url: str) -> None:
+    with pytest.raises(NotAHarnessLogError, match="holds no event log"):
+        open_reader(pg_url)  # an empty database: nothing to read yet
+    with pytest.raises(NotAHarnessLogError):
+        await open_writer(pg_url, create=False)
+    _other_tables(pg_url)
+    with pytest.raises(NotAHarnessLogError, match="other tables"):
+        open_reader(pg_url)
+    with pytest.raises(NotAHarnessLogError, match="other tables"):
+        await open_writer(pg_url)
+
+
+async def test_a_wrong_format_marker_in_postgresql_is_not_a_harness_log(pg_url: str) -> None:
+    async with await open_writer(pg_url):
+        pass
+    raw_insert(pg_url, "UPDATE meta SET value = 'someone-else/3' WHERE key = 'format'")
+    with pytest.raises(NotAHarnessLogError, match="someone-else/3"):
+        open_reader(pg_url)
+
+
+def test_a_missing_postgresql_database_is_a_store_error(postgres_server: Any) -> None:
+    with pytest.raises(StoreError, match="does not exist"):
+        open_reader(postgres_server.url("no_such_database"))
+
+
+async def test_many_writers_open_one_new_database_at_once(pg_url: str) -> None:
+    """Workers of a campaign start together: one creates the layout, none fails."""
+    stores = await asyncio.gather(*(open_writer(pg_url) for _ in range(6)))
+    ids = await asyncio.gather(
+        *(s.append([at(f"w{i}", 1, Note(topic="x"))]) for i, s in enumerate(stores))
+    )
+    for s in stores:
+        await s.close()
+    assert sorted(i for [i] in ids) == sorted({i for [i] in ids})
+    batches = rows(pg_url, "SELECT batch FROM events ORDER BY gseq")
+    assert [b for (b,) in batches] == list(range(1, 7))  # batch order is commit order
+
+
+async def test_postgresql_orders_text_as_sqlite_does(store_url: str) -> None:
+    """The test databases collate English (a < B); the log must still sort by bytes."""
+    async with await open_writer(store_url) as store:
+        for i, cid in enumerate(["b", "B", "a", "A", "é", "_"]):
+            await store.append([at(cid, 1, Note(topic=str(i)))])
+    with open_reader(store_url) as log:
+        assert [cid for cid, _ in log.cases(CAMPAIGN)] == ["A", "B", "_", "a", "b", "é"]
+    assert rows(store_url, "SELECT case_id FROM events ORDER BY case_id") == [
+        ("A",),
+        ("B",),
+        ("_",),
+        ("a",),
+        ("b",),
+        ("é",),
+    ]

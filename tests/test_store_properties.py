@@ -1,5 +1,6 @@
 """Property tests of the event store: fuzzed rows raise only typed errors, and a state
-machine keeps the store equal to a plain in-memory model of it."""
+machine keeps the store equal to a plain in-memory model of it. Both run against SQLite and
+PostgreSQL (one suite: the fixtures and the machine take the store as a parameter)."""
 
 from __future__ import annotations
 
@@ -37,8 +38,9 @@ from harness.events import (
 )
 from harness.model import GenerationParams, Message, Reply
 from harness.relation import Ask, Case, Outcome, Verdict
-from harness.store.reader import EventReader
-from harness.store.writer import EventWriter, PendingEvent
+from harness.store.open import open_reader, open_writer
+from harness.store.protocol import EventSink
+from harness.store.writer import PendingEvent
 
 # --- fuzzing ----------------------------------------------------------------------------
 
@@ -123,21 +125,50 @@ def test_fuzzed_payloads_raise_only_typed_errors(kind: str, version: int, payloa
     assert event.kind == kind
 
 
-@pytest.fixture(scope="module")
-def fuzz_log() -> Any:
+class _PgRawWriter:
+    """Rows written behind the store's back, as `sqlite3.Connection.execute` takes them."""
+
+    def __init__(self, url: str) -> None:
+        import psycopg
+
+        self.error = psycopg.Error
+        self._conn = psycopg.connect(url, autocommit=True)
+
+    def execute(self, sql: str, args: tuple[Any, ...] = ()) -> None:
+        self._conn.execute(sql.replace("?", "%s"), args)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def fuzz_log(request: pytest.FixtureRequest) -> Any:
     tmp = Path(tempfile.mkdtemp())
-    db = tmp / "fuzz.db"
+    target: str = str(tmp / "fuzz.db")
+    database = None
+    if request.param == "postgresql":
+        server = request.getfixturevalue("postgres_server")
+        database = server.create_database()
+        target = server.url(database)
 
     async def create() -> None:
-        async with await EventWriter.open(db):
+        async with await open_writer(target):
             pass
 
     asyncio.run(create())
-    writer = sqlite3.connect(db, isolation_level=None)
-    log = EventReader(db)
-    yield writer, log
+    writer: Any
+    if database is None:
+        writer = sqlite3.connect(target, isolation_level=None)
+        refused: Any = sqlite3.Error
+    else:
+        writer = _PgRawWriter(target)
+        refused = writer.error
+    log = open_reader(target)
+    yield writer, log, refused
     log.close()
     writer.close()
+    if database is not None:
+        server.drop_database(database)
     shutil.rmtree(tmp)
 
 
@@ -160,7 +191,7 @@ sql_values = (
 def test_fuzzed_rows_read_back_only_as_typed_errors(
     fuzz_log: Any, kind: str, version: Any, payload: Any, ts: Any, seq: Any
 ) -> None:
-    writer, log = fuzz_log
+    writer, log, refused = fuzz_log
     _seen["rows"] += 1
     writer.execute("DELETE FROM events")
     try:
@@ -175,7 +206,7 @@ def test_fuzzed_rows_read_back_only_as_typed_errors(
                 payload,
             ),
         )
-    except sqlite3.Error:
+    except refused:
         return  # the schema itself refused the row
     try:
         events = list(log.events("c"))
@@ -205,14 +236,17 @@ class StoreMachine(RuleBasedStateMachine):
     """The store against a dict of per-case lists plus the global commit order."""
 
     cases = Bundle("cases")
+    server: Any = None  # a PostgreSQL server (a fresh database per run), or None: SQLite
 
     def __init__(self) -> None:
         super().__init__()
         self.loop = asyncio.new_event_loop()
         self.dir = Path(tempfile.mkdtemp())
-        self.db = self.dir / "sm.db"
-        self.store = self.run(EventWriter.open(self.db))
-        self.other: EventWriter | None = None  # a second writer on the same file
+        self.pg = self.server  # kept: the figure test resets the class attribute
+        self.database = self.pg.create_database() if self.pg else None
+        self.db = self.server.url(self.database) if self.server else str(self.dir / "sm.db")
+        self.store = self.run(open_writer(self.db))
+        self.other: EventSink | None = None  # a second writer on the same log
         self.model: dict[str, list[int]] = {}
         self.order: list[tuple[str, int, int]] = []  # (case, seq, i) in commit order
         self.counter = 0
@@ -227,6 +261,8 @@ class StoreMachine(RuleBasedStateMachine):
             self.run(self.other.close())
         self.loop.close()
         shutil.rmtree(self.dir)
+        if self.database is not None:
+            self.pg.drop_database(self.database)
 
     def _batch(self, case: str, seq: int, n: int) -> list[PendingEvent]:
         out = []
@@ -277,7 +313,7 @@ class StoreMachine(RuleBasedStateMachine):
         seq = self._next(case)
         first, second = self._batch(case, seq, n1), self._batch(case, seq, n2)
         if two_files and self.other is None:
-            self.other = self.run(EventWriter.open(self.db, create=False))
+            self.other = self.run(open_writer(self.db, create=False))
         rival = self.other if two_files and self.other is not None else self.store
 
         async def race() -> list[Any]:
@@ -295,11 +331,11 @@ class StoreMachine(RuleBasedStateMachine):
     @rule()
     def reopen(self) -> None:
         self.run(self.store.close())
-        self.store = self.run(EventWriter.open(self.db, create=False))
+        self.store = self.run(open_writer(self.db, create=False))
 
     @invariant()
     def log_equals_model(self) -> None:
-        with EventReader(self.db) as log:
+        with open_reader(self.db) as log:
             rows = [
                 (e.case_id, e.seq, e.event.data["i"])  # type: ignore[union-attr]
                 for e in log.events("camp")
@@ -328,9 +364,32 @@ StoreMachine.TestCase.settings = settings(
 TestStoreMachine = StoreMachine.TestCase
 
 
-def test_state_machine_figure() -> None:
+@pytest.mark.slow
+def test_store_machine_on_postgresql(postgres_server: Any) -> None:
+    """The same machine, each run on a fresh PostgreSQL database (slow: one database per
+    run; the SQLite run above is in the fast suite, the contract suite covers both)."""
+
+    class PgStoreMachine(StoreMachine):
+        server = postgres_server
+
+    PgStoreMachine.TestCase.settings = settings(
+        max_examples=25,
+        stateful_step_count=20,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+    PgStoreMachine.TestCase().runTest()
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgresql"])
+def test_state_machine_figure(store: str, request: pytest.FixtureRequest) -> None:
     started = time.monotonic()
-    machine = StoreMachine()
+    if store == "postgresql":
+        StoreMachine.server = request.getfixturevalue("postgres_server")
+    try:
+        machine = StoreMachine()
+    finally:
+        StoreMachine.server = None
     try:
         machine.first_case()
         for i in range(20):
@@ -338,7 +397,8 @@ def test_state_machine_figure() -> None:
             machine.concurrent_writers_same_expected_seq("a", 1, 2, two_files=bool(i % 2))
         machine.log_equals_model()
         print(
-            f"store vs model: {len(machine.order)} events in {len(machine.batches)} batches, "
+            f"{store} store vs model: {len(machine.order)} events in "
+            f"{len(machine.batches)} batches, "
             f"20 races with 20 ConcurrencyErrors, {time.monotonic() - started:.2f}s"
         )
     finally:

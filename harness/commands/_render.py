@@ -13,7 +13,7 @@ from harness.campaign_status import report_header
 from harness.engine import RunSummary
 from harness.exit_codes import campaign_exit_code, unfinished_reason
 from harness.report import Table, build_report
-from harness.store.reader import EventReader
+from harness.store.open import open_reader, shown_target
 from harness.terminal_text import printable, rich_text
 
 
@@ -27,7 +27,8 @@ def finish(summary: RunSummary, cases_to_close: int | None) -> None:
         sys.exit(code)
 
 
-def echo_summary(summary: RunSummary, db: Path) -> None:
+def echo_summary(summary: RunSummary, db: str | Path) -> None:
+    db = shown_target(db)
     outcomes = ", ".join(f"{k.lower()} {v}" for k, v in sorted(summary.outcomes.items()))
     click.echo(
         f"{summary.status}: {summary.cases_closed} cases closed ({outcomes or 'none'}); "
@@ -100,7 +101,7 @@ def render_tables(
             )
 
 
-def echo_report(db: Path, campaign: str | None = None) -> None:
-    with EventReader(db) as log:
+def echo_report(db: str | Path, campaign: str | None = None) -> None:
+    with open_reader(db) as log:
         tables = [*report_header(log, campaign), *build_report(log, campaign)]
     render_tables(tables, row_limit=TEXT_ROW_LIMIT)

@@ -6,7 +6,7 @@ import click
 
 from harness.cache import explain_case
 from harness.commands.show import find_case
-from harness.store.reader import EventReader
+from harness.store.open import open_reader
 from harness.terminal_text import printable
 
 
@@ -33,7 +33,7 @@ def explain(
 ) -> None:
     """For each turn of CASE in DB: would it hit the cache built from --from, and if not,
     which of model / params / messages / repeat differ from the closest recorded call."""
-    with EventReader(db) as log:
+    with open_reader(db) as log:
         campaign = log.campaign_id(campaign)
         case_id = find_case(log, campaign, case)
     click.echo(f"{case_id} against {', '.join(old)}")

@@ -8,7 +8,7 @@ from harness.campaign_status import campaigns_table
 from harness.commands._render import render_tables
 from harness.output_files import write_stdout
 from harness.report import to_csv, to_json
-from harness.store.reader import EventReader
+from harness.store.open import open_reader
 
 
 @click.command("campaigns")
@@ -16,7 +16,7 @@ from harness.store.reader import EventReader
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "csv"]), default="text")
 def command(db: str, fmt: str) -> None:
     """List the campaigns in DB: id, name, started, status, cases closed of planned."""
-    with EventReader(db) as log:
+    with open_reader(db) as log:
         table = campaigns_table(log)
     if fmt == "text":
         render_tables([table], empty="(no campaign in this log)")

@@ -11,7 +11,7 @@ from harness.output_files import atomic_output, check_output
 
 
 @click.command("export")
-@click.argument("db", type=click.Path(dir_okay=False, exists=True))
+@click.argument("db")
 @click.option("--format", "fmt", type=click.Choice(["jsonl"]), default="jsonl", show_default=True)
 @click.option("--campaign", help="Campaign id (default: the latest in the log).")
 @click.option("--out", type=click.Path(dir_okay=False), help="Write here instead of stdout.")

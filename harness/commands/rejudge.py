@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 from typing import cast
 
 import click
@@ -31,7 +30,7 @@ def _options(pairs: tuple[str, ...]) -> dict[str, object]:
 
 
 @click.command("rejudge")
-@click.argument("db", type=click.Path(dir_okay=False, exists=True))
+@click.argument("db")
 @click.option(
     "--judge", "judge", required=True, help="Judge model, e.g. sim:judge or local:smollm2."
 )
@@ -92,4 +91,4 @@ def command(
         err=True,
     )
     if report:
-        echo_report(Path(db), campaign)
+        echo_report(db, campaign)

@@ -16,7 +16,7 @@ from harness.terminal_text import printable
 
 
 @click.command("replay")
-@click.argument("db", type=click.Path(dir_okay=False, exists=True))
+@click.argument("db")
 @click.option("--campaign", help="Campaign id (default: the latest in the log).")
 @click.option("--verify", is_flag=True, help="Exit with status 1 when any ask or verdict differs.")
 @click.option(

@@ -11,7 +11,7 @@ from harness.campaign_status import campaign_status, header_table
 from harness.commands._render import FILE_WIDTH, TEXT_ROW_LIMIT, render_tables
 from harness.output_files import check_output, write_output, write_stdout
 from harness.report import build_report, to_csv, to_json
-from harness.store.reader import EventReader
+from harness.store.open import open_reader
 from harness.terminal_text import printable
 
 
@@ -55,7 +55,7 @@ def command(
     options: dict[str, object] = {"top": top}
     if mode:
         options["mode"] = mode
-    with EventReader(db) as log:
+    with open_reader(db) as log:
         # The header first: which campaign, in what state (an unfinished one says so).
         status = campaign_status(log, campaign)
         tables = [header_table(status), *build_report(log, status.campaign, **options)]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import click
 
@@ -15,7 +14,7 @@ from harness.runner import load_resume_point, resume_campaign, updated_config
 
 
 @click.command("resume")
-@click.argument("db", type=click.Path(dir_okay=False))
+@click.argument("db")
 @click.option("--campaign", help="Campaign id (default: the latest in the log).")
 @click.option(
     "--spend-ceiling", type=float, help="Raise the spending ceiling (USD) before resuming."
@@ -56,10 +55,10 @@ def command(
                 cache=open_cache(reuse),
             )
         )
-    echo_summary(summary, Path(db))
+    echo_summary(summary, db)
     click.echo(f"in-flight calls re-sent on resume: {summary.resent_in_flight}", err=True)
     if summary.cached:
         click.echo(f"answers reused from earlier logs: {summary.cached}", err=True)
     if report:
-        echo_report(Path(db), point.campaign)
+        echo_report(db, point.campaign)
     finish(summary, total - len(point.closed))

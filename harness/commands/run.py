@@ -3,29 +3,40 @@
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from pathlib import Path
 
 import click
 
 from harness.cache import open_cache
 from harness.campaign import CampaignConfig, resolve_campaign
-from harness.campaign_status import campaign_statuses
+from harness.campaign_status import campaign_status, campaign_statuses
 from harness.commands._render import echo_report, echo_summary, finish
-from harness.errors import ConfigError
+from harness.engine import RunSummary
+from harness.errors import ConfigError, NotAHarnessLogError
 from harness.plan import Plan
 from harness.progress import RichProgress
 from harness.providers import VENDOR_SCHEMES, estimate_cost, format_estimate
 from harness.runner import run_campaign
-from harness.store.reader import EventReader
+from harness.store.open import is_postgres_url, open_reader, shown_target
+from harness.worker import run_worker, spawn_workers, start_campaign
 
 
-def refuse_second_campaign(db: Path, config: CampaignConfig, campaign_arg: str) -> None:
+def refuse_second_campaign(db: str | Path, config: CampaignConfig, campaign_arg: str) -> None:
     """A log that already holds a campaign is not silently given a second one: that pays
     again for every answer it recorded. Raises a `ConfigError` with the three ways on."""
-    if not db.exists() or db.stat().st_size == 0:
+    if is_postgres_url(db):
+        try:
+            log = open_reader(db)
+        except NotAHarnessLogError:
+            return  # an empty database (a foreign one is refused when the run opens it)
+    elif not Path(db).exists() or Path(db).stat().st_size == 0:
         return
-    with EventReader(db) as log:
+    else:
+        log = open_reader(db)
+    with log:
         existing = campaign_statuses(log)
+    db = shown_target(db)
     if not existing:
         return
     last = existing[-1]
@@ -51,7 +62,9 @@ def refuse_second_campaign(db: Path, config: CampaignConfig, campaign_arg: str) 
 @click.command("run")
 @click.argument("campaign", required=False)
 @click.option(
-    "--db", type=click.Path(dir_okay=False), help="Event log to write (default: <campaign>.db)."
+    "--db",
+    help="Event log to write: a SQLite file or a postgresql:// URL (default: the campaign "
+    "file's 'store', else <campaign>.db).",
 )
 @click.option("--report/--no-report", default=True, help="Print the report when the campaign ends.")
 @click.option(
@@ -59,6 +72,14 @@ def refuse_second_campaign(db: Path, config: CampaignConfig, campaign_arg: str) 
     multiple=True,
     type=click.Path(dir_okay=False, exists=True),
     help="Reuse answers recorded in this earlier log (repeatable); see docs/resume-replay.md.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="With a postgresql:// --db: worker processes on this machine (this one included); "
+    "more can join from anywhere with 'harness worker'.",
 )
 @click.option(
     "--new-campaign",
@@ -71,23 +92,45 @@ def command(
     report: bool,
     reuse: tuple[str, ...],
     new_campaign: bool,
+    workers: int,
 ) -> None:
     """Run CAMPAIGN (a TOML file, or 'demo' / 'sim'; default: the embedded local-model demo)."""
     config, stem = resolve_campaign(campaign)
-    db_path = Path(db or f"{stem}.db")
+    db_path = db or config.store or f"{stem}.db"
     if not new_campaign:
         refuse_second_campaign(db_path, config, campaign or "demo")
     plan = Plan(config)
     click.echo(
         f"campaign {config.name!r}: {plan.total_cases} cases on "
-        f"{', '.join(m.name for m in config.models)} -> {db_path}",
+        f"{', '.join(m.name for m in config.models)} -> {shown_target(db_path)}",
         err=True,
     )
     if any(m.scheme in VENDOR_SCHEMES for m in [*config.models, *config.judges]):
         click.echo("estimated cost before the first call:", err=True)
         click.echo(format_estimate(estimate_cost(config, plan)), err=True)
+    if is_postgres_url(db_path):
+        summary = _run_with_workers(config, db_path, plan, workers, reuse)
+    elif workers > 1:
+        raise ConfigError(
+            "--workers shares a campaign through a PostgreSQL database",
+            field="--workers",
+            fix="give --db postgresql://..., or leave --workers out",
+        )
+    else:
+        summary = _run_here(config, db_path, plan, reuse)
+    echo_summary(summary, db_path)
+    if summary.cached:
+        click.echo(f"answers reused from earlier logs: {summary.cached}", err=True)
+    if report:
+        echo_report(db_path, summary.campaign)
+    finish(summary, plan.total_cases)
+
+
+def _run_here(
+    config: CampaignConfig, db_path: str, plan: Plan, reuse: tuple[str, ...]
+) -> RunSummary:
     with RichProgress(plan.total_cases) as progress:
-        summary = asyncio.run(
+        return asyncio.run(
             run_campaign(
                 config,
                 db_path,
@@ -97,9 +140,38 @@ def command(
                 plan=plan,
             )
         )
-    echo_summary(summary, db_path)
-    if summary.cached:
-        click.echo(f"answers reused from earlier logs: {summary.cached}", err=True)
-    if report:
-        echo_report(db_path, summary.campaign)
-    finish(summary, plan.total_cases)
+
+
+def _run_with_workers(
+    config: CampaignConfig, db: str, plan: Plan, workers: int, reuse: tuple[str, ...]
+) -> RunSummary:
+    """Start the campaign in PostgreSQL, then run it here and in ``workers - 1`` more
+    processes; the summary counts every worker's cases (read back from the log)."""
+    campaign = asyncio.run(start_campaign(config, db, plan))
+    click.echo(f"campaign {campaign}: join with 'harness worker {shown_target(db)} "
+               f"--campaign {campaign}'", err=True)  # fmt: skip
+    others = spawn_workers(db, campaign, workers - 1, lease_s=30.0)
+    try:
+        with RichProgress(plan.total_cases) as progress:
+            done = asyncio.run(
+                run_worker(
+                    db, campaign=campaign, progress=progress, handle_signals=True,
+                    cache=open_cache(reuse),
+                )
+            )  # fmt: skip
+    finally:
+        for proc in others:
+            proc.wait()
+    summary = done.run
+    with open_reader(db) as log:
+        summary.cases_closed = campaign_status(log, campaign).closed
+        summary.outcomes = Counter(
+            dict(
+                log.connection.execute(
+                    "SELECT outcome, count(*) FROM verdicts WHERE campaign = ?"
+                    " AND source = 'relation' GROUP BY outcome",
+                    (campaign,),
+                ).fetchall()
+            )
+        )
+    return summary

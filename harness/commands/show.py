@@ -10,6 +10,7 @@ from rich.panel import Panel
 
 from harness.errors import StoreError
 from harness.fold import fold_case
+from harness.store.open import open_reader
 from harness.store.reader import EventReader
 from harness.terminal_text import markup_safe as escape
 from harness.terminal_text import rich_text
@@ -46,7 +47,7 @@ def command(db: str, case: str, campaign: str | None) -> None:
     """Print CASE (an id, a unique part of one, or its number) of the log DB."""
     # No highlighting: its regexes take minutes on a long reply, and model text is data.
     console = Console(highlight=False)
-    with EventReader(db) as log:
+    with open_reader(db) as log:
         campaign = log.campaign_id(campaign)
         case_id = find_case(log, campaign, case)
         state = fold_case(log.case_events(campaign, case_id))

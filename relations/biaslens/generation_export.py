@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.output_files import write_output
-from harness.store.reader import EventReader
+from harness.store.open import open_reader
 from relations.biaslens.questionset import QType, Question, QuestionSet, without_role
 
 
@@ -29,7 +29,7 @@ def _slug(text: str) -> str:
 def read_generation(db: str | Path, campaign: str | None = None) -> Generated:
     out = Generated()
     seen: set[str] = set()
-    with EventReader(db) as log:
+    with open_reader(db) as log:
         campaign = log.campaign_id(campaign)
         rows = log.connection.execute(
             "SELECT relation, outcome, evidence FROM verdicts WHERE campaign = ?"

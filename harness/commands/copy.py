@@ -1,0 +1,18 @@
+"""``harness copy SRC DST``: move a log between SQLite and PostgreSQL, either way."""
+
+from __future__ import annotations
+
+import click
+
+from harness.store.copy import copy_log
+from harness.store.open import shown_target
+
+
+@click.command("copy")
+@click.argument("src")
+@click.argument("dst")
+def command(src: str, dst: str) -> None:
+    """Copy the event log SRC into the new log DST (each a .db file or a postgresql:// URL;
+    DST must not exist yet, or be an empty database). Reports of the copy are identical."""
+    n = copy_log(src, dst)
+    click.echo(f"copied {n} events from {shown_target(src)} to {shown_target(dst)}", err=True)

@@ -1,0 +1,118 @@
+"""Copy an event log between stores (SQLite file <-> PostgreSQL database, either way): every
+row as it is (gseq, batch, timestamps and payload bytes), so reports of the copy are
+byte-identical to the source's.
+
+The destination must be new (a file that does not exist, or a database without events):
+nothing overwrites or merges into a log. Rows stream in chunks and land in one transaction,
+so a copy that fails leaves no half log behind."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from harness.errors import ConfigError, StoreError
+from harness.store.open import is_postgres_url, open_reader, open_writer, shown_target
+from harness.store.postgres_url import PostgresUrl
+from harness.store.schema import WRITER_PRAGMAS, apply_pragmas
+
+COLUMNS = "gseq, campaign, case_id, seq, kind, schema_version, turn, attempt, batch, ts, payload"
+_CHUNK = 500
+
+
+def _source_rows(source: str | Path) -> Iterator[tuple[Any, ...]]:
+    with open_reader(source) as log:
+        yield from log.connection.execute(f"SELECT {COLUMNS} FROM events ORDER BY gseq")
+
+
+def _chunks(rows: Iterator[tuple[Any, ...]]) -> Iterator[list[tuple[Any, ...]]]:
+    chunk: list[tuple[Any, ...]] = []
+    for row in rows:
+        chunk.append(tuple(row))
+        if len(chunk) == _CHUNK:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+async def _create(target: str | Path) -> None:
+    """Lay out an empty log at ``target`` (the writer creates the tables and marker)."""
+    async with await open_writer(target):
+        pass
+
+
+def _into_sqlite(path: Path, rows: Iterator[tuple[Any, ...]]) -> int:
+    n = 0
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        apply_pragmas(conn, WRITER_PRAGMAS)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for chunk in _chunks(rows):
+                conn.executemany(f"INSERT INTO events ({COLUMNS}) VALUES ({','.join('?' * 11)})",
+                                 chunk)  # fmt: skip
+                n += len(chunk)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return n
+
+
+def _into_postgres(url: str, rows: Iterator[tuple[Any, ...]]) -> int:
+    import psycopg
+
+    target = PostgresUrl.parse(url)
+    n = 0
+    try:
+        with psycopg.connect(target.url) as conn, conn.cursor() as cur:
+            for chunk in _chunks(rows):
+                cur.executemany(
+                    f"INSERT INTO events ({COLUMNS}) VALUES ({','.join(['%s'] * 11)})", chunk
+                )
+                n += len(chunk)
+            # New appends continue after the copied rows.
+            cur.execute(
+                "SELECT setval(pg_get_serial_sequence('events', 'gseq'),"
+                " (SELECT coalesce(max(gseq), 0) + 1 FROM events), false)"
+            )
+    except psycopg.Error as exc:
+        raise StoreError(f"copy into {target} failed: {target.scrub(str(exc))}") from exc
+    return n
+
+
+def _count(target: str | Path) -> int:
+    with open_reader(target) as log:
+        row = log.connection.execute("SELECT count(*) FROM events").fetchone()
+    return int(row[0]) if row else 0
+
+
+def copy_log(source: str | Path, destination: str | Path) -> int:
+    """Copy every event of ``source`` into the new log ``destination``; the number copied."""
+    total = _count(source)  # also checks that the source is a log
+    if is_postgres_url(destination):
+        asyncio.run(_create(destination))
+        if _count(destination):
+            raise ConfigError(
+                f"{shown_target(destination)} already holds events; a copy never merges logs",
+                field="DST",
+                fix="give an empty database (CREATE DATABASE ...)",
+            )
+        copied = _into_postgres(str(destination), _source_rows(source))
+    else:
+        path = Path(destination)
+        if path.exists():
+            raise ConfigError(f"{path} exists", field="DST", fix="give the name of a new file")
+        asyncio.run(_create(path))
+        try:
+            copied = _into_sqlite(path, _source_rows(source))
+        except BaseException:
+            path.unlink(missing_ok=True)
+            raise
+    if copied != total or _count(destination) != total:
+        raise StoreError(f"copy incomplete: {copied} of {total} events")
+    return copied

@@ -1,0 +1,183 @@
+"""Case leases in a PostgreSQL log: which worker runs which case of a campaign.
+
+A worker *claims* a case before running it: one ``INSERT ... ON CONFLICT DO UPDATE`` that
+succeeds when nobody holds the case or its holder's lease has expired (time is the
+database's clock, never a worker's). The holder renews its leases while it runs; a worker
+that dies stops renewing, and after ``ttl_s`` another worker takes its cases over and
+continues each from the log exactly as ``harness resume`` does (folded events: completed
+turns are never asked again, turns in flight are re-sent). A closed case is marked done and
+never claimed again.
+
+Leases decide who *should* run a case; the log's unique (campaign, case, seq) positions
+decide who *can*: a worker that lost a lease it still thought it held fails its next append
+with `ConcurrencyError` before sending anything, and drops the case.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import psycopg
+
+from harness.errors import StoreError
+from harness.events import decode_event
+from harness.fold import CaseState, fold_case
+from harness.store.postgres_schema import SCHEMA_LOCK
+from harness.store.postgres_url import PostgresUrl
+from harness.store.reader import StoredEvent
+
+LEASES = """
+CREATE TABLE IF NOT EXISTS leases (
+    campaign   TEXT COLLATE "C" NOT NULL,
+    case_id    TEXT COLLATE "C" NOT NULL,
+    owner      TEXT COLLATE "C",
+    expires_at TIMESTAMPTZ NOT NULL,
+    done       BOOLEAN NOT NULL DEFAULT false,
+    takeovers  INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (campaign, case_id)
+);
+CREATE INDEX IF NOT EXISTS leases_by_owner ON leases (owner) WHERE NOT done;
+"""
+
+CONNECTIONS = 4  # per worker, for claims and releases
+
+_CLAIM = """
+INSERT INTO leases (campaign, case_id, owner, expires_at)
+VALUES (%(campaign)s, %(case_id)s, %(owner)s, clock_timestamp() + %(ttl)s * interval '1 second')
+ON CONFLICT (campaign, case_id) DO UPDATE
+   SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at,
+       takeovers = leases.takeovers + (leases.owner IS NOT NULL)::int
+ WHERE NOT leases.done AND leases.expires_at < clock_timestamp()
+RETURNING (xmax = 0) AS fresh, takeovers
+"""
+
+
+class CaseLeases:
+    """The leases of one worker on one campaign (implements `harness.engine.CaseLease`)."""
+
+    def __init__(
+        self,
+        conns: list[psycopg.AsyncConnection[Any]],
+        target: PostgresUrl,
+        campaign: str,
+        *,
+        ttl_s: float,
+        had_events: set[str],
+    ) -> None:
+        # Every case of a worker claims and releases: several connections, so hundreds of
+        # cases in flight do not queue behind one connection's round trips.
+        self._conns = conns
+        self._conn = conns[0]  # renewals and the session-level locks of harness.worker
+        self._turn = 0
+        self.target = target
+        self.campaign = campaign
+        self.ttl_s = ttl_s
+        self.owner = uuid.uuid4().hex[:12]
+        self.held: set[str] = set()
+        self.taken_over = 0  # cases continued from another worker's log
+        self.lost = 0  # leases found gone at renewal
+        self._had_events = had_events  # open cases when this worker started
+
+    @classmethod
+    async def open(
+        cls, url: str, campaign: str, *, ttl_s: float = 30.0, had_events: set[str] | None = None
+    ) -> CaseLeases:
+        target = PostgresUrl.parse(url)
+        conns: list[psycopg.AsyncConnection[Any]] = []
+        try:
+            for _ in range(CONNECTIONS):
+                conns.append(await psycopg.AsyncConnection.connect(target.url, autocommit=True))
+            async with conns[0].transaction():
+                await conns[0].execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+                await conns[0].execute(LEASES)
+        except psycopg.Error as exc:
+            for conn in conns:
+                await conn.close()
+            raise StoreError(f"cannot lease cases in {target}: {target.scrub(str(exc))}") from exc
+        return cls(conns, target, campaign, ttl_s=ttl_s, had_events=had_events or set())
+
+    def _pick(self) -> psycopg.AsyncConnection[Any]:
+        self._turn = (self._turn + 1) % len(self._conns)
+        return self._conns[self._turn]
+
+    def _fail(self, exc: psycopg.Error) -> StoreError:
+        return StoreError(f"leasing cases in {self.target} failed: {self.target.scrub(str(exc))}")
+
+    async def claim(self, case_id: str) -> tuple[bool, CaseState | None]:
+        """(granted, the case's state folded from the log when it has events)."""
+        args = {"campaign": self.campaign, "case_id": case_id, "owner": self.owner}
+        try:
+            cur = await self._pick().execute(_CLAIM, {**args, "ttl": self.ttl_s})
+            row = await cur.fetchone()
+        except psycopg.Error as exc:
+            raise self._fail(exc) from exc
+        if row is None:
+            return False, None
+        self.held.add(case_id)
+        fresh = bool(row[0])
+        if fresh and case_id not in self._had_events:
+            return True, None
+        state = await self._fold(case_id)
+        if state is None:
+            return True, None
+        if not fresh:
+            self.taken_over += 1
+        if state.closed:
+            await self.release(case_id, closed=True)
+            return False, None
+        return True, state
+
+    async def _fold(self, case_id: str) -> CaseState | None:
+        try:
+            cur = await self._pick().execute(
+                "SELECT gseq, campaign, case_id, seq, ts, kind, schema_version, payload"
+                " FROM events WHERE campaign = %s AND case_id = %s ORDER BY seq",
+                (self.campaign, case_id),
+            )
+            rows = await cur.fetchall()
+        except psycopg.Error as exc:
+            raise self._fail(exc) from exc
+        events = [
+            StoredEvent(g, c, i, s, ts, decode_event(kind, version, payload))
+            for g, c, i, s, ts, kind, version, payload in rows
+        ]
+        return fold_case(events) if events else None
+
+    async def release(self, case_id: str, *, closed: bool) -> None:
+        """Give a case up: done for good when ``closed``, else claimable again at once."""
+        self.held.discard(case_id)
+        try:
+            await self._pick().execute(
+                "UPDATE leases SET done = %s, owner = NULL, expires_at = clock_timestamp()"
+                " WHERE campaign = %s AND case_id = %s AND owner = %s",
+                (closed, self.campaign, case_id, self.owner),
+            )
+        except psycopg.Error as exc:
+            raise self._fail(exc) from exc
+
+    async def renew(self) -> int:
+        """Extend every lease this worker holds; how many it no longer holds (taken over)."""
+        if not self.held:
+            return 0
+        try:
+            cur = await self._conn.execute(
+                "UPDATE leases SET expires_at = clock_timestamp() + %s * interval '1 second'"
+                " WHERE campaign = %s AND owner = %s AND NOT done RETURNING case_id",
+                (self.ttl_s, self.campaign, self.owner),
+            )
+            kept = {r[0] for r in await cur.fetchall()}
+        except psycopg.Error as exc:
+            raise self._fail(exc) from exc
+        gone = self.held - kept
+        self.lost += len(gone)
+        return len(gone)
+
+    async def close(self) -> None:
+        """Release what is still held (a stopped worker's cases go to the others at once)."""
+        try:
+            for case_id in list(self.held):
+                await self.release(case_id, closed=False)
+        finally:
+            for conn in self._conns:
+                await conn.close()

@@ -1,0 +1,67 @@
+"""Where a PostgreSQL event log lives: a ``postgresql://`` connection string, and the form of
+it that may be shown (never its password: invariant 5).
+
+The password should come from the environment (``PGPASSWORD``) or ``~/.pgpass``, which libpq
+reads itself; one given inside the URL still works but is never printed, logged or put in an
+error message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+
+from harness.errors import StoreError
+
+SCHEMES = ("postgresql://", "postgres://")
+_SECRET_PARAMS = frozenset({"password", "sslpassword"})
+
+
+def is_postgres_url(target: str | Path) -> bool:
+    """True when ``target`` names a PostgreSQL database rather than a SQLite file."""
+    return isinstance(target, str) and target.lower().startswith(SCHEMES)
+
+
+@dataclass(frozen=True)
+class PostgresUrl:
+    """A connection string and what of it may be shown."""
+
+    url: str
+    shown: str
+    secrets: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, target: str) -> PostgresUrl:
+        try:
+            parts = urlsplit(target)
+            _ = parts.port  # raises on a malformed port
+        except ValueError as exc:
+            raise StoreError(f"not a PostgreSQL connection string: {exc}") from exc
+        secrets = [unquote(parts.password)] if parts.password else []
+        query = parse_qsl(parts.query, keep_blank_values=True)
+        secrets += [value for key, value in query if key.lower() in _SECRET_PARAMS and value]
+        host = parts.hostname or ""
+        if ":" in host:  # an IPv6 address goes back inside brackets
+            host = f"[{host}]"
+        netloc = (f"{parts.username}@" if parts.username else "") + host
+        if parts.port is not None:
+            netloc += f":{parts.port}"
+        kept = urlencode([(k, v) for k, v in query if k.lower() not in _SECRET_PARAMS])
+        shown = urlunsplit((parts.scheme, netloc, parts.path, kept, ""))
+        return cls(target, shown, tuple(secrets))
+
+    def scrub(self, text: str) -> str:
+        """``text`` (a driver's error message) with the password and the raw URL removed."""
+        text = text.replace(self.url, self.shown)
+        for secret in self.secrets:
+            text = text.replace(secret, "***")
+        return text
+
+    def __str__(self) -> str:
+        return self.shown
+
+
+def shown_target(target: str | Path) -> str:
+    """How to name a log (a file path or a database) in output: never with a password."""
+    return PostgresUrl.parse(str(target)).shown if is_postgres_url(target) else str(target)

@@ -1,0 +1,214 @@
+"""Write side of a PostgreSQL event log, with the SQLite writer's semantics
+(`harness.store.writer.EventWriter`): one writer task per process commits in groups, each
+batch atomic and numbered, a taken (campaign, case, seq) position fails its batch alone with
+`ConcurrencyError`, and an append returns only once its transaction is committed
+(``synchronous_commit`` on, PostgreSQL's default: the commit is on disk).
+
+Many processes may write one database (the workers of a campaign): each commit takes the
+advisory lock `COMMIT_LOCK` first, so batch numbers and gseq grow in commit order across all
+of them, exactly as in one SQLite file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+from psycopg import errors as pg_errors
+
+from harness.errors import ConcurrencyError, StoreClosedError, StoreError
+from harness.events import encode_event
+from harness.store.postgres_schema import COMMIT_LOCK, ensure_schema
+from harness.store.postgres_url import PostgresUrl
+from harness.store.writer import PendingEvent
+
+_TURN_KINDS = frozenset({"AskSent", "ReplyReceived", "AskFailed"})
+_COLUMNS = "(campaign, case_id, seq, kind, schema_version, turn, attempt, batch, ts, payload)"
+_ROW = "(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)"
+_ROWS_PER_STATEMENT = 1000  # 10 parameters a row, far under PostgreSQL's 65535
+
+
+@dataclass
+class _Batch:
+    rows: list[tuple[object, ...]]
+    future: asyncio.Future[list[int]] = field(repr=False)
+
+
+async def connect(target: PostgresUrl) -> psycopg.AsyncConnection[Any]:
+    """An autocommit connection, with driver errors translated (password scrubbed)."""
+    try:
+        return await psycopg.AsyncConnection.connect(target.url, autocommit=True)
+    except psycopg.Error as exc:
+        raise StoreError(f"cannot open event log {target}: {target.scrub(str(exc))}") from exc
+
+
+class PgEventWriter:
+    """Async append side of a PostgreSQL log. Use ``async with await PgEventWriter.open(url)``."""
+
+    def __init__(
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        reads: psycopg.AsyncConnection[Any],
+        target: PostgresUrl,
+        max_group: int,
+    ) -> None:
+        self._conn = conn  # owned by the writer task
+        self._reads = reads  # next_seq, so reads never wait inside the writer's transaction
+        self.target = target
+        self.path = target.shown
+        self._max_group = max_group
+        self._queue: asyncio.Queue[_Batch | None] = asyncio.Queue()
+        self._writer: asyncio.Task[None] | None = None
+        self._closed = False
+        self._batch_no = 0
+        self.commits = 0
+        self.events_written = 0
+
+    @classmethod
+    async def open(cls, url: str, *, create: bool = True, max_group: int = 512) -> PgEventWriter:
+        target = PostgresUrl.parse(url)
+        conn = await connect(target)
+        reads: psycopg.AsyncConnection[Any] | None = None
+        try:
+            await ensure_schema(conn, target.shown, create=create)
+            reads = await connect(target)
+        except psycopg.Error as exc:
+            await conn.close()
+            raise StoreError(f"cannot open event log {target}: {target.scrub(str(exc))}") from exc
+        except BaseException:
+            await conn.close()
+            raise
+        store = cls(conn, reads, target, max_group)
+        store._writer = asyncio.create_task(store._write_loop(), name="event-store-writer")
+        return store
+
+    async def __aenter__(self) -> PgEventWriter:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def append(self, events: Sequence[PendingEvent]) -> list[int]:
+        """Append ``events`` atomically; their global sequence numbers once committed.
+
+        Raises `ConcurrencyError` when a (campaign, case, seq) position is already taken;
+        then none of the batch is written."""
+        if self._closed:
+            raise StoreClosedError("append on a closed event store")
+        if not events:
+            return []
+        now = time.time()
+        rows: list[tuple[object, ...]] = []
+        for p in events:
+            kind, version, payload = encode_event(p.event)
+            turn = getattr(p.event, "turn", None) if kind in _TURN_KINDS else None
+            attempt = getattr(p.event, "attempt", None) if kind in _TURN_KINDS else None
+            rows.append((p.campaign, p.case_id, p.seq, kind, version, turn, attempt, now, payload))
+        future: asyncio.Future[list[int]] = asyncio.get_running_loop().create_future()
+        await self._queue.put(_Batch(rows, future))
+        return await future
+
+    async def _write_loop(self) -> None:
+        while True:
+            first = await self._queue.get()
+            if first is None:
+                return
+            group = [first]
+            while len(group) < self._max_group:
+                try:
+                    nxt = self._queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    break
+                if nxt is None:
+                    await self._commit(group)
+                    return
+                group.append(nxt)
+            await self._commit(group)
+
+    def _numbered(self, batch: _Batch) -> list[tuple[object, ...]]:
+        self._batch_no += 1
+        return [(*row[:7], self._batch_no, *row[7:]) for row in batch.rows]
+
+    async def _insert(self, rows: list[tuple[object, ...]]) -> list[int]:
+        ids: list[int] = []
+        for i in range(0, len(rows), _ROWS_PER_STATEMENT):
+            chunk = rows[i : i + _ROWS_PER_STATEMENT]
+            sql = f"INSERT INTO events {_COLUMNS} VALUES {','.join([_ROW] * len(chunk))}"
+            cur = await self._conn.execute(
+                sql + " RETURNING gseq", [v for row in chunk for v in row]
+            )
+            # Identity values are drawn in VALUES order under the commit lock.
+            ids.extend(sorted(int(r[0]) for r in await cur.fetchall()))
+        return ids
+
+    async def _commit(self, group: list[_Batch]) -> None:
+        results: list[list[int] | BaseException]
+        try:
+            async with self._conn.transaction():
+                await self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (COMMIT_LOCK,))
+                cur = await self._conn.execute(
+                    "SELECT batch FROM events ORDER BY gseq DESC LIMIT 1"
+                )
+                top = await cur.fetchone()
+                self._batch_no = max(self._batch_no, int(top[0]) if top else 0)
+                try:
+                    async with self._conn.transaction():  # a savepoint: fast path, one insert
+                        numbered = [self._numbered(b) for b in group]
+                        flat = await self._insert([r for rows in numbered for r in rows])
+                    results, offset = [], 0
+                    for rows in numbered:
+                        results.append(flat[offset : offset + len(rows)])
+                        offset += len(rows)
+                except pg_errors.UniqueViolation:
+                    results = [await self._insert_one(b) for b in group]
+        except psycopg.Error as exc:
+            error = StoreError(f"commit to {self.target} failed: {self.target.scrub(str(exc))}")
+            error.__cause__ = exc
+            results = [error] * len(group)
+        self.commits += 1
+        for batch, result in zip(group, results, strict=True):
+            if batch.future.done():
+                continue
+            if isinstance(result, BaseException):
+                batch.future.set_exception(result)
+            else:
+                self.events_written += len(result)
+                batch.future.set_result(result)
+
+    async def _insert_one(self, batch: _Batch) -> list[int] | BaseException:
+        try:
+            async with self._conn.transaction():
+                return await self._insert(self._numbered(batch))
+        except pg_errors.UniqueViolation as exc:
+            where = ", ".join(f"{r[1] or '<campaign>'}#{r[2]}" for r in batch.rows[:3])
+            err = ConcurrencyError(f"sequence position already taken ({where}): {exc}")
+            err.__cause__ = exc
+            return err
+
+    async def next_seq(self, campaign: str, case_id: str) -> int:
+        """The next free per-case sequence number (reads committed state)."""
+        try:
+            cur = await self._reads.execute(
+                "SELECT coalesce(max(seq), 0) + 1 FROM events WHERE campaign = %s AND case_id = %s",
+                (campaign, case_id),
+            )
+            row = await cur.fetchone()
+        except psycopg.Error as exc:
+            raise StoreError(
+                f"reading {self.target} failed: {self.target.scrub(str(exc))}"
+            ) from exc
+        return int(row[0]) if row else 1
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._writer is not None:
+            await self._queue.put(None)
+            await self._writer
+        await self._conn.close()
+        await self._reads.close()
