@@ -5,7 +5,7 @@ only suit their own group stand out."""
 from __future__ import annotations
 
 from harness.stats import COMPARISON_COLUMNS, compare_groups, majority_per_case
-from harness.tables import ReportContext, ReportSection, Table, rounded
+from harness.tables import Forest, ReportContext, ReportSection, Table, rounded
 
 
 def violations_by_attribute(ctx: ReportContext) -> list[Table]:
@@ -51,6 +51,11 @@ def violations_by_attribute(ctx: ReportContext) -> list[Table]:
                 *COMPARISON_COLUMNS,
             ],
             rows,
+            plot=(
+                Forest(
+                    "rate", "ci95_low", "ci95_high", ("model", "dimension", "attribute"), "flagged"
+                ),
+            ),
             note="unit: a case, its repeats summarised by majority (a tie counts as held); "
             "INVALID cases left out; 95% Wilson interval; each attribute tested against every "
             "other attribute of its model (Fisher's exact test, chi-squared when large), diff "

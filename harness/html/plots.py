@@ -1,0 +1,294 @@
+"""Static SVG drawings of report tables, from the plot hints a table carries
+(`harness.tables.Forest`, `Heatmap`, `Paired`, `Bars`; the graph is `harness.html.network`).
+
+Drawn here rather than by a plotting runtime: the page needs no script to show them, they
+print, they scale, and they weigh a few kilobytes. Colours come from CSS classes
+(``report.css``), so light, dark and print follow the page; every drawing is a
+``role="img"`` with a title and a text description for screen readers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from html import escape
+from typing import Any
+
+from harness.tables import Bars, Forest, Heatmap, Paired, Table
+
+MAX_ROWS = 60  # rows drawn per plot; the table below it has them all
+ROW_H = 18
+LABEL_W = 300
+PLOT_W = 360
+
+
+def number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def label_of(row: dict[str, Any], columns: Sequence[str]) -> str:
+    return " · ".join(str(row[c]) for c in columns if c in row and row[c] not in (None, ""))
+
+
+def shorten(text: str, limit: int = 46) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _flagged(row: dict[str, Any], flag: str | None) -> bool:
+    return flag is not None and str(row.get(flag, "")).lower() == "yes"
+
+
+def rows_of(table: Table) -> list[dict[str, Any]]:
+    return [dict(zip(table.columns, r, strict=True)) for r in table.rows]
+
+
+def svg(width: int, height: int, title: str, desc: str, body: list[str], plot_id: str) -> str:
+    return (
+        f'<svg class="plot" role="img" viewBox="0 0 {width} {height}" width="{width}" '
+        f'height="{height}" aria-labelledby="{plot_id}-t {plot_id}-d">'
+        f'<title id="{plot_id}-t">{escape(title)}</title>'
+        f'<desc id="{plot_id}-d">{escape(desc)}</desc>{"".join(body)}</svg>'
+    )
+
+
+def _scale(values: list[float]) -> tuple[float, float]:
+    """The axis range: [0, 1] for rates, else the data's range widened to include 0."""
+    if not values:
+        return 0.0, 1.0
+    low, high = min([*values, 0.0]), max(values)
+    if low >= 0 and high <= 1:
+        return 0.0, 1.0
+    return (low, high) if high > low else (low, low + 1)
+
+
+def _axis(x0: int, y: int, low: float, high: float) -> list[str]:
+    out = [f'<line class="axis" x1="{x0}" y1="{y}" x2="{x0 + PLOT_W}" y2="{y}"/>']
+    for i in range(5):
+        value = low + (high - low) * i / 4
+        x = x0 + PLOT_W * i / 4
+        out.append(f'<line class="grid" x1="{x:.1f}" y1="0" x2="{x:.1f}" y2="{y}"/>')
+        out.append(
+            f'<text class="tick" x="{x:.1f}" y="{y + 13}" text-anchor="middle">{value:.3g}</text>'
+        )
+    return out
+
+
+def _capped(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
+    if len(rows) <= MAX_ROWS:
+        return rows, ""
+    return rows[:MAX_ROWS], f" (the first {MAX_ROWS} of {len(rows)} rows; the table has all)"
+
+
+def forest(table: Table, hint: Forest, plot_id: str) -> str | None:
+    rows = [r for r in rows_of(table) if number(r.get(hint.rate)) is not None]
+    if not rows:
+        return None
+    rows, capped = _capped(rows)
+    values = [v for r in rows for c in (hint.rate, hint.low, hint.high) if (v := number(r.get(c)))]
+    low, high = _scale([v for v in values if v is not None])
+    height = len(rows) * ROW_H + 24
+
+    def x(v: float) -> float:
+        return LABEL_W + (v - low) / (high - low) * PLOT_W
+
+    body = _axis(LABEL_W, height - 20, low, high)
+    flagged = 0
+    for i, r in enumerate(rows):
+        y = i * ROW_H + ROW_H / 2
+        label = label_of(r, hint.label)
+        rate = number(r[hint.rate]) or 0.0
+        lo, hi = number(r.get(hint.low)), number(r.get(hint.high))
+        flag = _flagged(r, hint.flag)
+        flagged += flag
+        tip = f"{label}: {rate:.4g}" + (
+            f" [{lo:.4g}, {hi:.4g}]" if lo is not None and hi is not None else ""
+        )
+        body.append(f"<g><title>{escape(tip + (' (flagged)' if flag else ''))}</title>")
+        body.append(
+            f'<text class="label" x="{LABEL_W - 6}" y="{y + 4}" text-anchor="end">'
+            f"{escape(shorten(label))}</text>"
+        )
+        if lo is not None and hi is not None:
+            body.append(f'<line class="ci" x1="{x(lo):.1f}" y1="{y}" x2="{x(hi):.1f}" y2="{y}"/>')
+        mark = "pt flag" if flag else "pt"
+        body.append(f'<circle class="{mark}" cx="{x(rate):.1f}" cy="{y}" r="{5 if flag else 4}"/>')
+        body.append("</g>")
+    desc = (
+        f"Forest plot of {hint.rate} with its interval {hint.low} to {hint.high} per "
+        f"{', '.join(hint.label)}: {len(rows)} rows{capped}"
+        + (f", {flagged} flagged (larger filled marks)" if hint.flag else "")
+    )
+    return svg(LABEL_W + PLOT_W + 20, height, table.title, desc, body, plot_id)
+
+
+def _luminance(rgb: tuple[int, ...]) -> float:
+    """WCAG relative luminance of an sRGB colour."""
+    linear = [c / 255 / 12.92 if c <= 10 else ((c / 255 + 0.055) / 1.055) ** 2.4 for c in rgb]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def colour(t: float) -> tuple[str, str]:
+    """A sequential fill for t in [0, 1] (pale to deep blue) and the ink (white or black
+    text class) with the higher contrast on it: at least 4.5:1 for any t."""
+    t = min(max(t, 0.0), 1.0)
+    pale, deep = (239, 243, 255), (8, 48, 107)
+    rgb = tuple(round(a + (b - a) * t) for a, b in zip(pale, deep, strict=True))
+    lum = _luminance(rgb)
+    on_white, on_black = 1.05 / (lum + 0.05), (lum + 0.05) / 0.05
+    fill = "#" + "".join(f"{c:02x}" for c in rgb)
+    return fill, "ink-light" if on_white > on_black else "ink-dark"
+
+
+def heatmaps(table: Table, hint: Heatmap, plot_id: str) -> list[str]:
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in rows_of(table):
+        groups.setdefault(label_of(r, hint.facet), []).append(r)
+    return [
+        drawn
+        for i, (facet, rows) in enumerate(groups.items())
+        if (drawn := _heatmap(table, hint, rows, facet, f"{plot_id}-{i}"))
+    ]
+
+
+def _heatmap(
+    table: Table, hint: Heatmap, rows: list[dict[str, Any]], facet: str, plot_id: str
+) -> str | None:
+    cells: dict[tuple[str, str], dict[str, Any]] = {}
+    row_keys: list[str] = []
+    col_keys: list[str] = []
+    for r in rows:
+        if number(r.get(hint.value)) is None:
+            continue
+        rk, ck = label_of(r, hint.row), label_of(r, hint.column)
+        if rk not in row_keys:
+            row_keys.append(rk)
+        if ck not in col_keys:
+            col_keys.append(ck)
+        cells.setdefault((rk, ck), r)  # the first row of a cell wins
+    if not cells:
+        return None
+    capped = ""
+    if len(row_keys) > MAX_ROWS:
+        capped = f" (the first {MAX_ROWS} of {len(row_keys)} rows; the table has all)"
+        row_keys = row_keys[:MAX_ROWS]
+    col_keys = col_keys[:24]
+    values = [number(c[hint.value]) or 0.0 for c in cells.values()]
+    low, high = min(min(values), 0.0), max(max(values), 1e-9)
+    cw, ch, top = 86, 22, 90
+    width = LABEL_W + cw * len(col_keys) + 150  # room for the slanted column labels
+    height = top + ch * len(row_keys) + 8
+    body = []
+    for j, ck in enumerate(col_keys):
+        x = LABEL_W + j * cw + cw / 2
+        body.append(
+            f'<text class="label" x="{x:.1f}" y="{top - 8}" text-anchor="start" '
+            f'transform="rotate(-30 {x:.1f} {top - 8})">{escape(shorten(ck, 30))}</text>'
+        )
+    flagged = 0
+    for i, rk in enumerate(row_keys):
+        y = top + i * ch
+        body.append(
+            f'<text class="label" x="{LABEL_W - 6}" y="{y + 15}" text-anchor="end">'
+            f"{escape(shorten(rk))}</text>"
+        )
+        for j, ck in enumerate(col_keys):
+            cell = cells.get((rk, ck))
+            if cell is None:
+                continue
+            value = number(cell[hint.value]) or 0.0
+            fill, ink = colour((value - low) / (high - low))
+            flag = _flagged(cell, hint.flag)
+            flagged += flag
+            x = LABEL_W + j * cw
+            tip = f"{rk} × {ck}: {hint.value} {value:.4g}" + (" (flagged)" if flag else "")
+            body.append(
+                f'<g><title>{escape(tip)}</title><rect class="{"cell flag" if flag else "cell"}" '
+                f'x="{x + 1}" y="{y + 1}" width="{cw - 2}" height="{ch - 2}" fill="{fill}"/>'
+                f'<text class="{ink}" x="{x + cw / 2:.1f}" y="{y + 15}" text-anchor="middle">'
+                f"{value:.3g}{' ★' if flag else ''}</text></g>"
+            )
+    title = table.title + (f" — {facet}" if facet else "")
+    desc = (
+        f"Heatmap of {hint.value}: rows {', '.join(hint.row)}, columns "
+        f"{', '.join(hint.column)}; darker is higher, from {low:.3g} to {high:.3g}{capped}"
+        + (f"; {flagged} cells flagged after the FDR correction (★, outlined)" if hint.flag else "")
+    )
+    return svg(width, height, title, desc, body, plot_id)
+
+
+def paired(table: Table, hint: Paired, plot_id: str) -> str | None:
+    rows = [
+        r
+        for r in rows_of(table)
+        if number(r.get(hint.first)) is not None and number(r.get(hint.second)) is not None
+    ]
+    if not rows:
+        return None
+    rows, capped = _capped(rows)
+    low, high = _scale([number(r[c]) or 0.0 for r in rows for c in (hint.first, hint.second)])
+    height = len(rows) * ROW_H + 44
+
+    def x(v: float) -> float:
+        return LABEL_W + (v - low) / (high - low) * PLOT_W
+
+    body = _axis(LABEL_W, height - 40, low, high)
+    for i, r in enumerate(rows):
+        y = i * ROW_H + ROW_H / 2
+        a, b = number(r[hint.first]) or 0.0, number(r[hint.second]) or 0.0
+        label = label_of(r, hint.label)
+        flag = _flagged(r, hint.flag)
+        tip = f"{label}: {hint.first} {a:.4g} → {hint.second} {b:.4g}" + (
+            " (flagged)" if flag else ""
+        )
+        body.append(
+            f"<g><title>{escape(tip)}</title>"
+            f'<text class="label" x="{LABEL_W - 6}" y="{y + 4}" text-anchor="end">'
+            f"{escape(shorten(label))}</text>"
+            f'<line class="{"pair flag" if flag else "pair"}" x1="{x(a):.1f}" y1="{y}" '
+            f'x2="{x(b):.1f}" y2="{y}"/>'
+            f'<circle class="pt open" cx="{x(a):.1f}" cy="{y}" r="4"/>'
+            f'<circle class="pt" cx="{x(b):.1f}" cy="{y}" r="4"/></g>'
+        )
+    ly = height - 10
+    body.append(
+        f'<circle class="pt open" cx="{LABEL_W + 6}" cy="{ly - 4}" r="4"/>'
+        f'<text class="tick" x="{LABEL_W + 14}" y="{ly}">{escape(hint.first)}</text>'
+        f'<circle class="pt" cx="{LABEL_W + 146}" cy="{ly - 4}" r="4"/>'
+        f'<text class="tick" x="{LABEL_W + 154}" y="{ly}">{escape(hint.second)}</text>'
+    )
+    desc = (
+        f"Paired plot: per {', '.join(hint.label)}, {hint.first} (open circle) joined to "
+        f"{hint.second} (filled circle); {len(rows)} rows{capped}"
+    )
+    return svg(LABEL_W + PLOT_W + 20, height, table.title, desc, body, plot_id)
+
+
+def bars(table: Table, hint: Bars, plot_id: str) -> str | None:
+    rows = [r for r in rows_of(table) if number(r.get(hint.value)) is not None]
+    if not rows:
+        return None
+    rows, capped = _capped(rows)
+    values = [number(r[hint.value]) or 0.0 for r in rows]
+    low, high = min(min(values), 0.0), max(max(values), 0.0)
+    high = high if high > low else low + 1
+    height = len(rows) * ROW_H + 24
+
+    def x(v: float) -> float:
+        return LABEL_W + (v - low) / (high - low) * PLOT_W
+
+    body = _axis(LABEL_W, height - 20, low, high)
+    for i, (r, v) in enumerate(zip(rows, values, strict=True)):
+        y = i * ROW_H
+        label = label_of(r, hint.label)
+        left, right = sorted((x(0.0), x(v)))
+        body.append(
+            f"<g><title>{escape(f'{label}: {hint.value} {v:.4g}')}</title>"
+            f'<text class="label" x="{LABEL_W - 6}" y="{y + 13}" text-anchor="end">'
+            f"{escape(shorten(label))}</text>"
+            f'<rect class="bar" x="{left:.1f}" y="{y + 3}" width="{max(right - left, 1):.1f}" '
+            f'height="{ROW_H - 6}"/></g>'
+        )
+    desc = f"Bar chart of {hint.value} per {', '.join(hint.label)}: {len(rows)} rows{capped}"
+    return svg(LABEL_W + PLOT_W + 20, height, table.title, desc, body, plot_id)
