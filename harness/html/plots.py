@@ -59,7 +59,9 @@ def _scale(values: list[float]) -> tuple[float, float]:
         return 0.0, 1.0
     low, high = min([*values, 0.0]), max(values)
     if low >= 0 and high <= 1:
-        return 0.0, 1.0
+        # Rates: from 0 to a round ceiling above the largest, so small rates stay apart.
+        step = 0.05 if high < 0.3 else 0.1 if high < 0.6 else 0.25
+        return 0.0, min(1.0, max(step, math.ceil(high * 1.05 / step) * step))
     return (low, high) if high > low else (low, low + 1)
 
 
