@@ -12,6 +12,8 @@ from harness.campaign import CampaignConfig, resolve_campaign
 from harness.campaign_status import campaign_statuses
 from harness.commands._render import echo_report, echo_summary, finish
 from harness.errors import ConfigError
+from harness.html import write_html_report
+from harness.output_files import check_output
 from harness.plan import Plan
 from harness.progress import RichProgress
 from harness.providers import VENDOR_SCHEMES, estimate_cost, format_estimate
@@ -61,6 +63,13 @@ def refuse_second_campaign(db: Path, config: CampaignConfig, campaign_arg: str) 
     help="Reuse answers recorded in this earlier log (repeatable); see docs/resume-replay.md.",
 )
 @click.option(
+    "--html",
+    "html_out",
+    type=click.Path(dir_okay=False),
+    help="Write the report as one self-contained HTML page when the campaign ends.",
+)
+@click.option("--force", is_flag=True, help="Replace the --html file if it exists.")
+@click.option(
     "--new-campaign",
     is_flag=True,
     help="Start another campaign in a --db that already holds one (its answers are paid again).",
@@ -71,12 +80,17 @@ def command(
     report: bool,
     reuse: tuple[str, ...],
     new_campaign: bool,
+    html_out: str | None,
+    force: bool,
 ) -> None:
     """Run CAMPAIGN (a TOML file, or 'demo' / 'sim'; default: the embedded local-model demo)."""
     config, stem = resolve_campaign(campaign)
     db_path = Path(db or f"{stem}.db")
     if not new_campaign:
         refuse_second_campaign(db_path, config, campaign or "demo")
+    if html_out is not None:
+        # Checked before the first call: a run that cannot write its page does not start.
+        check_output(html_out, inputs=[db_path], force=force, option="--html")
     plan = Plan(config)
     click.echo(
         f"campaign {config.name!r}: {plan.total_cases} cases on "
@@ -102,4 +116,7 @@ def command(
         click.echo(f"answers reused from earlier logs: {summary.cached}", err=True)
     if report:
         echo_report(db_path, summary.campaign)
+    if html_out is not None:
+        written = write_html_report(db_path, html_out, campaign=summary.campaign, force=force)
+        click.echo(f"HTML report: {written}", err=True)
     finish(summary, plan.total_cases)
