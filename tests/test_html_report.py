@@ -19,6 +19,8 @@ from click.testing import CliRunner
 from harness.campaign import parse_campaign, resolve_campaign
 from harness.cli import main
 from harness.html import render_html
+from harness.html.cases import CaseIndex
+from harness.html.page import key_columns, row_filter
 from harness.html.plots import colour
 from harness.model import GenerationParams, Message, Reply
 from harness.registry import Family, extra_family
@@ -249,3 +251,30 @@ def test_report_html_with_a_format_also_writes_it(sim_log: Path, tmp_path: Path)
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     assert page.exists() and "violation_rates" in json.loads(js.read_text(encoding="utf-8"))
+
+
+def test_a_row_links_by_its_key_columns_only() -> None:
+    """A result after the numbers (a flag "no", a test name) is never a label to filter by,
+    even when some case's data holds the same word (a recorded "No" answer)."""
+    index = CaseIndex()
+    for kind, value in [("models", "m"), ("relations", "r"), ("tags", "profession")]:
+        index.code(kind, value)
+    index.code("tags", "no")
+    index.code("tags", "fisher")
+    table = Table(
+        "t",
+        "T",
+        ["model", "relation", "group", "cases", "test", "p", "p_fdr", "flagged"],
+        [
+            ["m", "r", "Profession", 3, "fisher", 0.5, 1.0, "no"],
+            ["m", "(all)", "x", 1, "", None, None, "no"],
+        ],
+    )
+    assert key_columns(table) == 3
+    assert row_filter(table, table.rows[0], index) == {
+        "model": "m",
+        "relation": "r",
+        "tags": ["profession"],
+    }
+    # "(all)" is no relation and "x" no label: the row still opens its model's cases.
+    assert row_filter(table, table.rows[1], index) == {"model": "m", "tags": []}

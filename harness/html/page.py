@@ -49,12 +49,25 @@ def plots_of(table: Table, anchor: str) -> list[str]:
     return drawn
 
 
-def row_filter(table: Table, row: list[Any], index: CaseIndex) -> dict[str, Any] | None:
-    """What a count of this row links to: the cases of its model and relation carrying
-    every other label the row names (its group, attribute, term...), when the log knows
-    them."""
+def key_columns(table: Table) -> int:
+    """How many leading columns name a row (model, relation, group, term...): those before
+    the first column holding a number. Later strings are results (a test's name, a flag, a
+    verdict), never labels to filter cases by."""
+    for i, _ in enumerate(table.columns):
+        if any(number(row[i]) is not None for row in table.rows):
+            return i
+    return len(table.columns)
+
+
+def row_filter(
+    table: Table, row: list[Any], index: CaseIndex, keys: int | None = None
+) -> dict[str, Any] | None:
+    """What a number of this row links to: the cases of its model and relation carrying
+    every other label the row's key columns name (its group, attribute, term...), when the
+    log knows them; None when the row names nothing the cases carry."""
+    keys = key_columns(table) if keys is None else keys
     found: dict[str, Any] = {"tags": []}
-    for column, value in zip(table.columns, row, strict=True):
+    for column, value in list(zip(table.columns, row, strict=True))[:keys]:
         if not isinstance(value, str) or not value:
             continue
         if column == "model" and index.known("models", value):
@@ -89,10 +102,11 @@ def table_html(table: Table, index: CaseIndex | None) -> str:
     of its numbers is a link to them."""
     head = "".join(f'<th scope="col">{escape(c)}</th>' for c in table.columns)
     body = []
+    keys = key_columns(table)
     for row in table.rows:
         base = None
         if index is not None and table.name not in NO_LINK_TABLES:
-            base = row_filter(table, row, index)
+            base = row_filter(table, row, index, keys)
         cells = "".join(
             _linked(v, c, base is not None) for c, v in zip(table.columns, row, strict=True)
         )
