@@ -12,7 +12,6 @@ import asyncio
 import os
 import re
 import shutil
-import statistics
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -96,10 +95,10 @@ def _pixel_spread(png: bytes) -> float:
     """Standard deviation of the screenshot's grey levels (0 for a blank page)."""
     import io
 
-    from PIL import Image
+    from PIL import Image, ImageStat
 
     grey = Image.open(io.BytesIO(png)).convert("L")
-    return statistics.pstdev(grey.getdata())
+    return float(ImageStat.Stat(grey).stddev[0])
 
 
 def test_the_sim_report_in_chromium(browser: Any, sim_html: tuple[Path, Path]) -> None:

@@ -21,7 +21,6 @@ from typing import Any
 from harness.tables import ReportContext
 
 MAX_TAG_CHARS = 80  # longer strings (prompts, answers) are text, not labels to filter by
-MAX_TAGS = 64
 OUTCOMES = ("VIOLATED", "HELD", "INVALID", "OPEN")
 
 
@@ -146,7 +145,7 @@ def case_index(ctx: ReportContext, max_conversations: int | None = None) -> Case
         for v in verdicts.get(case_id, []):
             if v[0] == "relation":
                 labels(v[3], found)
-        tags = sorted(index.code("tags", t) for t in sorted(found)[:MAX_TAGS])
+        tags = sorted(index.code("tags", t) for t in sorted(found))
         conversation = -1
         if case_id in embedded:
             conversation = len(index.conversations)
