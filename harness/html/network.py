@@ -4,11 +4,11 @@ spring layout with a fixed seed (the same log draws the same picture)."""
 
 from __future__ import annotations
 
-from html import escape
+import math
 
 import networkx as nx
 
-from harness.html.plots import label_of, number, rows_of, shorten, svg
+from harness.html.plots import escape, label_of, number, rows_of, shorten, svg
 from harness.tables import Network, Table
 
 SIZE_W, SIZE_H, MARGIN = 640, 440, 70
@@ -20,8 +20,8 @@ def networks(table: Table, hint: Network, plot_id: str) -> list[str]:
     for r in rows_of(table):
         weight = number(r.get(hint.weight))
         a, b = r.get(hint.source), r.get(hint.target)
-        if weight is None or a in (None, "") or b in (None, ""):
-            continue
+        if weight is None or weight <= 0 or a in (None, "") or b in (None, ""):
+            continue  # no pair, or no case in common: no edge
         graph = groups.setdefault(label_of(r, hint.facet), nx.Graph())
         if graph.number_of_edges() < MAX_EDGES:
             graph.add_edge(str(a), str(b), weight=weight)
@@ -32,6 +32,8 @@ def _draw(table: Table, facet: str, graph: nx.Graph, plot_id: str) -> str:
     # k wider than the default: the labels need room between connected terms.
     k = 3.0 / max(graph.number_of_nodes(), 1) ** 0.5
     positions = nx.spring_layout(graph, seed=1, weight="weight", k=k, iterations=100)
+    if not all(math.isfinite(c) for p in positions.values() for c in p):
+        positions = nx.circular_layout(graph)  # extreme weights can defeat the spring model
     xs = [p[0] for p in positions.values()] or [0.0]
     ys = [p[1] for p in positions.values()] or [0.0]
     span_x, span_y = (max(xs) - min(xs)) or 1.0, (max(ys) - min(ys)) or 1.0

@@ -11,15 +11,31 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from html import escape
+from html import escape as escape_html
 from typing import Any
 
 from harness.tables import Bars, Forest, Heatmap, Paired, Table
+from harness.terminal_text import printable
 
 MAX_ROWS = 60  # rows drawn per plot; the table below it has them all
 ROW_H = 18
 LABEL_W = 300
 PLOT_W = 360
+
+
+def escape(text: object) -> str:
+    """Text for SVG: escaped, and control characters shown as escapes (``\\x1f``), which
+    XML could not hold."""
+    return escape_html(printable(text))
+
+
+def fraction(value: float, low: float, high: float) -> float:
+    """Where ``value`` lies between ``low`` and ``high``, kept within [0, 1] (a degenerate
+    or overflowing span puts it in the middle)."""
+    span = high - low
+    if not (span > 0 and math.isfinite(span)):
+        return 0.5
+    return min(max((value - low) / span, 0.0), 1.0)
 
 
 def number(value: Any) -> float | None:
@@ -57,12 +73,12 @@ def _scale(values: list[float]) -> tuple[float, float]:
     """The axis range: [0, 1] for rates, else the data's range widened to include 0."""
     if not values:
         return 0.0, 1.0
-    low, high = min([*values, 0.0]), max(values)
+    low, high = min([*values, 0.0]), max([*values, 0.0])
     if low >= 0 and high <= 1:
         # Rates: from 0 to a round ceiling above the largest, so small rates stay apart.
         step = 0.05 if high < 0.3 else 0.1 if high < 0.6 else 0.25
         return 0.0, min(1.0, max(step, math.ceil(high * 1.05 / step) * step))
-    return (low, high) if high > low else (low, low + 1)
+    return low, high
 
 
 def _axis(x0: int, y: int, low: float, high: float) -> list[str]:
@@ -70,6 +86,8 @@ def _axis(x0: int, y: int, low: float, high: float) -> list[str]:
     for i in range(5):
         value = low + (high - low) * i / 4
         x = x0 + PLOT_W * i / 4
+        if not math.isfinite(value):
+            continue
         out.append(f'<line class="grid" x1="{x:.1f}" y1="0" x2="{x:.1f}" y2="{y}"/>')
         out.append(
             f'<text class="tick" x="{x:.1f}" y="{y + 13}" text-anchor="middle">{value:.3g}</text>'
@@ -93,7 +111,7 @@ def forest(table: Table, hint: Forest, plot_id: str) -> str | None:
     height = len(rows) * ROW_H + 24
 
     def x(v: float) -> float:
-        return LABEL_W + (v - low) / (high - low) * PLOT_W
+        return LABEL_W + fraction(v, low, high) * PLOT_W
 
     body = _axis(LABEL_W, height - 20, low, high)
     flagged = 0
@@ -200,7 +218,7 @@ def _heatmap(
             if cell is None:
                 continue
             value = number(cell[hint.value]) or 0.0
-            fill, ink = colour((value - low) / (high - low))
+            fill, ink = colour(fraction(value, low, high))
             flag = _flagged(cell, hint.flag)
             flagged += flag
             x = LABEL_W + j * cw
@@ -233,7 +251,7 @@ def paired(table: Table, hint: Paired, plot_id: str) -> str | None:
     height = len(rows) * ROW_H + 44
 
     def x(v: float) -> float:
-        return LABEL_W + (v - low) / (high - low) * PLOT_W
+        return LABEL_W + fraction(v, low, high) * PLOT_W
 
     body = _axis(LABEL_W, height - 40, low, high)
     for i, r in enumerate(rows):
@@ -278,7 +296,7 @@ def bars(table: Table, hint: Bars, plot_id: str) -> str | None:
     height = len(rows) * ROW_H + 24
 
     def x(v: float) -> float:
-        return LABEL_W + (v - low) / (high - low) * PLOT_W
+        return LABEL_W + fraction(v, low, high) * PLOT_W
 
     body = _axis(LABEL_W, height - 20, low, high)
     for i, (r, v) in enumerate(zip(rows, values, strict=True)):
