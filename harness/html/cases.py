@@ -12,8 +12,8 @@ keeps every case, so every count still links to its cases).
 from __future__ import annotations
 
 import base64
-import gzip
 import json
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -170,9 +170,25 @@ def case_index(ctx: ReportContext, max_conversations: int | None = None) -> Case
     return index
 
 
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def packed(index: CaseIndex) -> str:
-    """The index as base64 of gzip of JSON: what the page's script decodes."""
-    raw = json.dumps(index.payload(), ensure_ascii=False, separators=(",", ":"))
-    return base64.b64encode(gzip.compress(raw.encode("utf-8"), compresslevel=9, mtime=0)).decode(
-        "ascii"
-    )
+    """The index as base64 of gzip of JSON: what the page's script decodes. Compressed a
+    conversation at a time, so the JSON is never held whole (at 100,000 cases it would
+    take hundreds of megabytes)."""
+    gzip_stream = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)  # gzip framing
+    chunks: list[bytes] = []
+
+    def write(text: str) -> None:
+        chunks.append(gzip_stream.compress(text.encode("utf-8")))
+
+    payload = index.payload()
+    conversations = payload.pop("conversations")
+    write(_dumps(payload)[:-1] + ',"conversations":[')
+    for i, conversation in enumerate(conversations):
+        write(("," if i else "") + _dumps(conversation))
+    write("]}")
+    chunks.append(gzip_stream.flush())
+    return base64.b64encode(b"".join(chunks)).decode("ascii")
