@@ -163,3 +163,12 @@ def test_an_export_never_replaces_a_file_unasked(sim_log: Path, tmp_path: Path) 
     assert result.exit_code != 0 and out.read_text(encoding="utf-8") == "keep me"
     assert CliRunner().invoke(main, [*args, "--force"]).exit_code == 0
     assert out.read_text(encoding="utf-8").startswith("campaign,case_id,")
+
+
+@pytest.mark.parametrize("table", list(TABLES))
+def test_an_old_log_exports(table: str, tmp_path: Path) -> None:
+    """tests/fixtures/events_v1.db, written by an earlier version, exports every table."""
+    old = REPO / "tests" / "fixtures" / "events_v1.db"
+    out = tmp_path / f"{table}.parquet"
+    _export(old, out, table, "parquet")
+    assert len(pd.read_parquet(out)) == _expected_rows(old, table) > 0

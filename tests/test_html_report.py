@@ -278,3 +278,17 @@ def test_a_row_links_by_its_key_columns_only() -> None:
     }
     # "(all)" is no relation and "x" no label: the row still opens its model's cases.
     assert row_filter(table, table.rows[1], index) == {"model": "m", "tags": []}
+
+
+@pytest.mark.parametrize("log", ["tests/fixtures/events_v1.db", "transcripts/smollm2.db"])
+def test_recorded_logs_render(log: str) -> None:
+    """Logs written by earlier versions (and the recorded SmolLM2 transcript) render."""
+    path = Path(__file__).resolve().parent.parent / log
+    with EventReader(path) as reader:
+        page = render_html(reader)
+        cases = reader.connection.execute(
+            "SELECT COUNT(*) FROM events WHERE kind = 'CaseOpened' AND campaign = ?",
+            (reader.campaign_id(None),),
+        ).fetchone()[0]
+    assert unpack(page)["total"] == cases > 0
+    assert '<section id="t-violation_rates"' in page
