@@ -12,9 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harness.html.heatmap import heatmaps
 from harness.html.network import networks
 from harness.html.page import plots_of
-from harness.html.plots import MAX_ROWS, bars, forest, heatmaps, paired
+from harness.html.plots import MAX_ROWS, bars, forest, paired
 from harness.tables import Bars, Forest, Heatmap, Network, Paired, Table
 
 SVG = "{http://www.w3.org/2000/svg}"

@@ -20,8 +20,8 @@ from harness.campaign import parse_campaign, resolve_campaign
 from harness.cli import main
 from harness.html import render_html
 from harness.html.cases import CaseIndex
+from harness.html.heatmap import colour
 from harness.html.page import key_columns, row_filter
-from harness.html.plots import colour
 from harness.model import GenerationParams, Message, Reply
 from harness.registry import Family, extra_family
 from harness.relation import Ask, Case, Outcome, RelationBase, Transcript, Verdict

@@ -17,8 +17,9 @@ from typing import Any
 
 from harness.campaign_status import campaign_status, header_table
 from harness.html.cases import CaseIndex, case_index, packed
+from harness.html.heatmap import heatmaps
 from harness.html.network import networks
-from harness.html.plots import bars, forest, heatmaps, number, paired
+from harness.html.plots import bars, forest, number, paired
 from harness.report import build_report
 from harness.store.reader import EventReader
 from harness.tables import Bars, Forest, Heatmap, Network, Paired, ReportContext, Table
