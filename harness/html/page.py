@@ -34,6 +34,7 @@ def _asset(name: str) -> str:
 
 
 def plots_of(table: Table, anchor: str) -> list[str]:
+    """The SVG drawings a table's hints ask for (a hint with nothing to draw gives none)."""
     drawn: list[str] = []
     for i, hint in enumerate(table.plot):
         plot_id = f"{anchor}-p{i}"
