@@ -65,6 +65,8 @@ class Watched:
 
     def __init__(self, browser: Any, scheme: str = "light") -> None:
         self.page = browser.new_page(viewport={"width": 1280, "height": 900}, color_scheme=scheme)
+        # Generous: CI machines and shared ones can be slow; a real failure still fails.
+        self.page.set_default_timeout(120_000)
         self.errors: list[str] = []
         self.requests: list[str] = []
         self.dialogs: list[str] = []
@@ -75,7 +77,7 @@ class Watched:
 
     def open(self, path: Path) -> Any:
         self.page.goto(path.as_uri())
-        self.page.wait_for_selector("body[data-ready=true]", timeout=30_000)
+        self.page.wait_for_selector("body[data-ready=true]")
         return self.page
 
 
@@ -135,7 +137,9 @@ def test_the_sim_report_in_chromium(browser: Any, sim_html: tuple[Path, Path]) -
     assert int(violated.split()[0]) < cases
     page.click("#f-clear")
     page.fill("#f-search", "no match for this text anywhere")
-    playwright_api.expect(page.locator("#case-count")).to_have_text(re.compile(r"^0 of "))
+    playwright_api.expect(page.locator("#case-count")).to_have_text(
+        re.compile(r"^0 of "), timeout=60_000
+    )
     page.click("#f-clear")
     # Keyboard: Enter on a focused case opens it and moves focus to the conversation.
     page.locator("#case-list button").nth(1).focus()
