@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from statsmodels.stats.inter_rater import cohens_kappa
 
-from harness.tables import ReportContext, ReportSection, Table, rounded
+from harness.tables import Bars, ReportContext, ReportSection, Table, rounded
 
 LABELS = ("VIOLATED", "HELD", "INVALID")
 VALID = frozenset({"VIOLATED", "HELD"})
@@ -86,6 +86,7 @@ def judge_agreement(ctx: ReportContext) -> list[Table]:
                 "b_invalid",
             ],
             rows,
+            plot=(Bars("kappa", ("model", "relation", "rater_a", "rater_b")),),
             note="cases rated by both; valid_pairs = those both raters judged VIOLATED or "
             "HELD; agreement (share with the same label) and Cohen's kappa over the valid "
             "pairs only (an INVALID from both is not agreement)",

@@ -26,7 +26,16 @@ from harness.stats import (
     wilson_interval,
 )
 from harness.store.reader import EventReader
-from harness.tables import ReportContext, ReportOptions, ReportSection, Table, rounded
+from harness.tables import (
+    Bars,
+    Forest,
+    Heatmap,
+    ReportContext,
+    ReportOptions,
+    ReportSection,
+    Table,
+    rounded,
+)
 
 
 def violation_rates(ctx: ReportContext) -> list[Table]:
@@ -77,6 +86,10 @@ def violation_rates(ctx: ReportContext) -> list[Table]:
             "valid repeats are (a tie is not), over distinct_cases with a valid repeat, 95% "
             "Wilson interval (the interval to read when repeats > 1: repeats of one case are "
             "not independent)",
+            plot=(
+                Forest("case_rate", "case_ci95_low", "case_ci95_high"),
+                Heatmap(("relation",), ("model",), "case_rate"),
+            ),
         )
     ]
 
@@ -121,6 +134,7 @@ def invalid_reasons(ctx: ReportContext) -> list[Table]:
             "Why cases were INVALID",
             ["model", "relation", "reason", "cases"],
             rows,
+            plot=(Bars("cases", ("model", "relation", "reason")),),
         )
     ]
 

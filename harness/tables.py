@@ -18,6 +18,64 @@ from harness.store.reader import EventReader
 
 
 @dataclass(frozen=True)
+class Forest:
+    """Plot hint: each row a point (``rate``) with its interval (``low``-``high``), labelled
+    by the ``label`` columns; a row whose ``flag`` column says "yes" is marked."""
+
+    rate: str
+    low: str
+    high: str
+    label: tuple[str, ...] = ("model", "relation")
+    flag: str | None = None
+
+
+@dataclass(frozen=True)
+class Heatmap:
+    """Plot hint: a grid of ``value`` with the ``row`` columns down and the ``column``
+    columns across, one grid per value of the ``facet`` columns; a cell whose ``flag``
+    column says "yes" (the report-wide FDR flag) is marked."""
+
+    row: tuple[str, ...]
+    column: tuple[str, ...]
+    value: str
+    flag: str | None = None
+    facet: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Network:
+    """Plot hint: a graph whose edges are the rows (``source`` - ``target``, drawn by
+    ``weight``), one graph per value of the ``facet`` columns."""
+
+    source: str
+    target: str
+    weight: str
+    facet: tuple[str, ...] = ("model",)
+
+
+@dataclass(frozen=True)
+class Paired:
+    """Plot hint: each row two values joined by a line (``first`` and ``second``, e.g. role
+    and no-role), labelled by the ``label`` columns."""
+
+    first: str
+    second: str
+    label: tuple[str, ...]
+    flag: str | None = None
+
+
+@dataclass(frozen=True)
+class Bars:
+    """Plot hint: one horizontal bar of ``value`` per row, labelled by the ``label`` columns."""
+
+    value: str
+    label: tuple[str, ...]
+
+
+PlotHint = Forest | Heatmap | Network | Paired | Bars
+
+
+@dataclass(frozen=True)
 class Table:
     name: str
     title: str
@@ -27,6 +85,9 @@ class Table:
     # Which rows a report shows (None: all). A long table of tests (one per term) keeps its
     # most interesting rows; the hidden rows' tests still count in the report's correction.
     keep: list[bool] | None = None
+    # How the HTML report may draw the table (besides showing it): text, JSON and CSV
+    # reports ignore it.
+    plot: tuple[PlotHint, ...] = ()
 
 
 @dataclass(frozen=True)

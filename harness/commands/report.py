@@ -9,6 +9,7 @@ from rich.console import Console
 
 from harness.campaign_status import campaign_status, header_table
 from harness.commands._render import FILE_WIDTH, TEXT_ROW_LIMIT, render_tables
+from harness.html import DEFAULT_MAX_CASES, write_html_report
 from harness.output_files import check_output, write_output, write_stdout
 from harness.report import build_report, to_csv, to_json
 from harness.store.open import open_reader
@@ -32,7 +33,20 @@ from harness.terminal_text import printable
 @click.option(
     "--out", type=click.Path(dir_okay=False), help="Write to this file instead of stdout."
 )
-@click.option("--force", is_flag=True, help="Replace the --out file if it exists.")
+@click.option(
+    "--html",
+    "html_out",
+    type=click.Path(dir_okay=False),
+    help="Also write the report as one self-contained HTML page (plots, every conversation).",
+)
+@click.option(
+    "--html-max-cases",
+    type=click.IntRange(min=0),
+    default=DEFAULT_MAX_CASES,
+    show_default=True,
+    help="Conversations embedded in the HTML page (violations first; every case is indexed).",
+)
+@click.option("--force", is_flag=True, help="Replace the --out / --html file if it exists.")
 @click.option(
     "--all",
     "all_rows",
@@ -46,12 +60,16 @@ def command(
     top: int,
     mode: str | None,
     out: str | None,
+    html_out: str | None,
+    html_max_cases: int,
     force: bool,
     all_rows: bool,
 ) -> None:
     """Violation rates with 95% Wilson intervals, violating terms per group, co-violations."""
     if out is not None:
         check_output(out, inputs=[db], force=force)
+    if html_out is not None:
+        check_output(html_out, inputs=[db], force=force, option="--html")
     options: dict[str, object] = {"top": top}
     if mode:
         options["mode"] = mode
@@ -66,6 +84,18 @@ def command(
             f"{status.cases} cases",
             err=True,
         )
+    if html_out is not None:
+        written = write_html_report(
+            db,
+            html_out,
+            campaign=status.campaign,
+            force=force,
+            max_cases=html_max_cases,
+            **options,
+        )
+        click.echo(f"HTML report: {written}", err=True)
+        if out is None and fmt == "text":
+            return  # the page is the report asked for; text goes with --out or --format
     row_limit = None if all_rows else TEXT_ROW_LIMIT
     if fmt == "text" and out is None:
         render_tables(tables, row_limit=row_limit)

@@ -14,6 +14,8 @@ from harness.campaign_status import campaign_status, campaign_statuses
 from harness.commands._render import echo_report, echo_summary, finish
 from harness.engine import RunSummary
 from harness.errors import ConfigError, NotAHarnessLogError
+from harness.html import write_html_report
+from harness.output_files import check_output
 from harness.plan import Plan
 from harness.progress import RichProgress
 from harness.providers import VENDOR_SCHEMES, estimate_cost, format_estimate
@@ -82,6 +84,13 @@ def refuse_second_campaign(db: str | Path, config: CampaignConfig, campaign_arg:
     "more can join from anywhere with 'harness worker'.",
 )
 @click.option(
+    "--html",
+    "html_out",
+    type=click.Path(dir_okay=False),
+    help="Write the report as one self-contained HTML page when the campaign ends.",
+)
+@click.option("--force", is_flag=True, help="Replace the --html file if it exists.")
+@click.option(
     "--new-campaign",
     is_flag=True,
     help="Start another campaign in a --db that already holds one (its answers are paid again).",
@@ -93,12 +102,17 @@ def command(
     reuse: tuple[str, ...],
     new_campaign: bool,
     workers: int,
+    html_out: str | None,
+    force: bool,
 ) -> None:
     """Run CAMPAIGN (a TOML file, or 'demo' / 'sim'; default: the embedded local-model demo)."""
     config, stem = resolve_campaign(campaign)
     db_path = db or config.store or f"{stem}.db"
     if not new_campaign:
         refuse_second_campaign(db_path, config, campaign or "demo")
+    if html_out is not None:
+        # Checked before the first call: a run that cannot write its page does not start.
+        check_output(html_out, inputs=[db_path], force=force, option="--html")
     plan = Plan(config)
     click.echo(
         f"campaign {config.name!r}: {plan.total_cases} cases on "
@@ -123,6 +137,9 @@ def command(
         click.echo(f"answers reused from earlier logs: {summary.cached}", err=True)
     if report:
         echo_report(db_path, summary.campaign)
+    if html_out is not None:
+        written = write_html_report(db_path, html_out, campaign=summary.campaign, force=force)
+        click.echo(f"HTML report: {written}", err=True)
     finish(summary, plan.total_cases)
 
 

@@ -14,7 +14,7 @@ from collections import defaultdict
 from typing import Any
 
 from harness.errors import ConfigError
-from harness.tables import ReportContext, ReportSection, Table
+from harness.tables import Heatmap, Paired, ReportContext, ReportSection, Table
 from relations.biaslens.comparisons import (
     ALL_TYPES,
     PAIRED_COLUMNS,
@@ -171,6 +171,7 @@ def _long_cells(by_cell: dict[Any, Any], mode: str) -> Table:
             *RATE_COLUMNS,
         ],
         rows,
+        plot=(Heatmap(("attribute", "type"), ("model", "variant"), "rate", flag="flagged"),),
         note="a question's trials are summarised by their majority, so a question counts "
         "once; biased and rate follow the mode (both modes' counts beside); rate = biased / "
         "judged (strict: questions with a valid majority) with a 95 % Wilson interval; the "
@@ -196,6 +197,7 @@ def _role_vs_no_role(questions: list[AlignedQuestion], mode: str) -> list[Table]
             f"BiasLens role vs no-role, paired by question — oracle mode: {mode}",
             ["model", "attribute", "type", *PAIRED_COLUMNS],
             rows,
+            plot=(Paired("no_role_rate", "role_rate", ("model", "attribute", "type"), "flagged"),),
             note="a pair is one question asked with and without its role sentence (strict: "
             "both verdicts valid), per type and for all types of an attribute; difference = "
             "role rate - no-role rate over the pairs, "

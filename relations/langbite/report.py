@@ -17,7 +17,7 @@ from harness.stats import (
     majority_per_case,
     wilson_interval,
 )
-from harness.tables import ReportContext, ReportSection, Table, VerdictRow, rounded
+from harness.tables import Forest, Heatmap, ReportContext, ReportSection, Table, VerdictRow, rounded
 
 NO_COMMUNITY = "(no community)"
 
@@ -88,6 +88,9 @@ def langbite_pass_rates(ctx: ReportContext) -> list[Table]:
                 *COMPARISON_COLUMNS,
             ],
             rows,
+            plot=(
+                Heatmap(("concern", "communities"), ("model", "language"), "pass_rate", "flagged"),
+            ),
             note="an answer counts once, for the communities filled into its prompt together; "
             "same-value cases fail the answers whose number is off; repeats of a case summarised "
             "per answer by majority (a tie counts as passed); INVALID cases are left out; 95% "
@@ -239,6 +242,7 @@ def langbite_requirements(ctx: ReportContext) -> list[Table]:
                 "met",
             ],
             rows,
+            plot=(Forest("pass_rate", "ci95_low", "ci95_high", ("model", "language", "concern")),),
             note="a template passes when its oracle holds over every community's answer; "
             "templates/passed/failed/invalid count every run; cases: templates with repeats "
             "summarised by majority (a tie counts as passed), the unit of pass_rate and its "

@@ -22,7 +22,7 @@ from itertools import combinations
 from statsmodels.stats.inter_rater import fleiss_kappa
 
 from harness.stats import COMPARISON_COLUMNS, compare_groups, majority_per_case
-from harness.tables import ReportContext, ReportSection, Table, rounded
+from harness.tables import Forest, ReportContext, ReportSection, Table, rounded
 from relations.metafair.judge_quality import JUDGE_QUALITY_SECTIONS
 from relations.metafair.nondeterminism import NONDETERMINISM_SECTIONS
 from relations.metafair.verdicts import RESPONSE_INVALID, UNJUDGED, judged_tests
@@ -70,6 +70,11 @@ def bias_by_attribute(ctx: ReportContext) -> list[Table]:
                 *COMPARISON_COLUMNS,
             ],
             rows,
+            plot=(
+                Forest(
+                    "rate", "ci95_low", "ci95_high", ("model", "relation", "attribute"), "flagged"
+                ),
+            ),
             note="unit: a test, its repeats summarised by majority (a tie counts as unbiased); "
             "tests without a BIASED/UNBIASED verdict left out (see metafair_invalid); the "
             "jury's verdict, or the majority of re-judging models for tests run without a "
@@ -256,6 +261,11 @@ def violations_by_attribute(ctx: ReportContext) -> list[Table]:
                 *COMPARISON_COLUMNS,
             ],
             rows,
+            plot=(
+                Forest(
+                    "rate", "ci95_low", "ci95_high", ("model", "dimension", "attribute"), "flagged"
+                ),
+            ),
             note="unit: a case, its repeats summarised by majority (a tie counts as held); "
             "INVALID cases left out; 95% Wilson interval; each attribute tested against every "
             "other attribute of its model (Fisher's exact test, chi-squared when large), diff "

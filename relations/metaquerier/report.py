@@ -24,7 +24,16 @@ from harness.stats import (
     mcnemar_exact,
     report_number,
 )
-from harness.tables import ReportContext, ReportSection, Table, VerdictRow, rounded
+from harness.tables import (
+    Forest,
+    Heatmap,
+    Network,
+    ReportContext,
+    ReportSection,
+    Table,
+    VerdictRow,
+    rounded,
+)
 
 UNIT_NOTE = (
     "unit: a (case, term) pair, repeats of a case summarised by majority (a tie counts as "
@@ -109,6 +118,7 @@ def attribution(ctx: ReportContext) -> list[Table]:
             "'definitely' that gender, per social group",
             ["model", "gender", "group", *columns],
             [[*key, *cells] for key, cells in by_group],
+            plot=(Heatmap(("group",), ("model", "gender"), "rate", flag="flagged"),),
             note="a consistent stereotype shows here, not in the violation rate; "
             + UNIT_NOTE.format(ctx=" and gender (other groups)"),
         ),
@@ -167,6 +177,7 @@ def violating_terms_by_group(ctx: ReportContext) -> list[Table]:
                 [*key, cells[0], cells[1], len(distinct.get(key, ())), *cells[2:]]
                 for key, cells in rows
             ],
+            plot=(Heatmap(("group",), ("model", "relation"), "rate", flag="flagged"),),
             note="at_risk: MR1 the follow-up list's terms, MR2 the source list's; "
             + UNIT_NOTE.format(ctx=" and relation (other groups)"),
         )
@@ -195,6 +206,9 @@ def top_violating_terms(ctx: ReportContext) -> list[Table]:
             note=f"the {limit} terms violated most often per model and relation are shown; "
             + UNIT_NOTE.format(ctx=" and relation (other terms)"),
             keep=keep,
+            plot=(
+                Forest("rate", "ci95_low", "ci95_high", ("model", "relation", "term"), "flagged"),
+            ),
         )
     ]
 
@@ -288,6 +302,7 @@ def co_violating_pairs(ctx: ReportContext) -> list[Table]:
             "Most frequent co-violating term pairs",
             ["model", "term_a", "term_b", "cases"],
             rows,
+            plot=(Network("term_a", "term_b", "cases"),),
         )
     ]
 

@@ -1,0 +1,36 @@
+"""The HTML report: one self-contained page per campaign (`render_html`), written by
+``harness report DB --html OUT.html`` and ``harness run ... --html OUT.html``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness.html.page import render_html
+from harness.output_files import check_output, write_output
+from harness.store.reader import EventReader
+
+# Conversations embedded by default: enough for every case of most campaigns; a larger
+# campaign keeps its violations first (docs/report.md has the sizes measured).
+DEFAULT_MAX_CASES = 20000
+
+
+def write_html_report(
+    db: str | Path,
+    out: str | Path,
+    *,
+    campaign: str | None = None,
+    force: bool = False,
+    max_cases: int | None = DEFAULT_MAX_CASES,
+    **options: Any,
+) -> Path:
+    """Render ``campaign`` of the log ``db`` to ``out`` (never over an existing file unless
+    ``force``, never over the log); returns the path written."""
+    target = check_output(out, inputs=[db], force=force, option="--html")
+    with EventReader(db) as log:
+        text = render_html(log, campaign, max_cases=max_cases, **options)
+    write_output(target, text, inputs=[db], force=force, option="--html")
+    return target
+
+
+__all__ = ["DEFAULT_MAX_CASES", "render_html", "write_html_report"]
