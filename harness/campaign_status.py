@@ -121,7 +121,13 @@ def campaign_status(log: EventReader, campaign: str | None = None) -> CampaignSt
 def refuse_resume_of_import(log: EventReader, campaign: str | None = None) -> None:
     """An import writes recorded answers, it calls no model: resuming its campaign would run
     a plan it never had and mark a partial import "completed". It is imported again."""
-    status = campaign_status(log, campaign)
+    # The campaign's own Notes (an index lookup) say whether it is an import; the full
+    # status, which counts every campaign's cases, is only needed for the refusal.
+    wanted = log.campaign_id(campaign)
+    notes = log.events(wanted, kinds=("Note",))
+    if not any(isinstance(n.event, Note) and is_import_topic(n.event.topic) for n in notes):
+        return
+    status = campaign_status(log, wanted)
     if status.imported_from is None:
         return
     state = status.status + (f" ({status.reason})" if status.reason else "")

@@ -150,6 +150,7 @@ class Engine:
         self.judges = list(judges)
         specs = {s.name: s for s in [*config.models, *config.judges]}
         self.specs: dict[str, ModelSpec] = specs
+        self._merged_params: dict[str, GenerationParams] = {}
         self.gates: dict[str, CallGate] = dict(gates or {})
         for model in [*self.models.values(), *self.judges]:
             self.gates.setdefault(model.name, InFlightGate(specs[model.name].max_in_flight))
@@ -367,8 +368,11 @@ class Engine:
         return self.models[case.model]
 
     def _params_for(self, model: Model, case: Case, ask: Ask, turn: int) -> GenerationParams:
-        base = self.specs[model.name].params
-        merged = self.config.defaults.model_copy(update=base.model_dump(exclude_none=True))
+        merged = self._merged_params.get(model.name)
+        if merged is None:  # the campaign's defaults under the model's own, once per model
+            base = self.specs[model.name].params
+            merged = self.config.defaults.model_copy(update=base.model_dump(exclude_none=True))
+            self._merged_params[model.name] = merged
         updates: dict[str, object] = {}
         if ask.max_tokens is not None:
             updates["max_tokens"] = ask.max_tokens

@@ -32,3 +32,22 @@ def test_the_essentials_stay_visible(width: int) -> None:
     assert re.search(r"ETA \d+:\d\d:\d\d", line), line
     assert "$0.0123" in line
     assert re.search(r"\d+:\d\d:\d\d\s+\S", line), line  # the elapsed time, then the detail
+
+
+def test_figures_are_pushed_to_the_bar_at_most_ten_times_a_second() -> None:
+    # The vendor status (a snapshot of every gate) and the stats line are rebuilt per
+    # refresh, not per closed case: hundreds of cases a second must not pay for each.
+    built = []
+
+    def status() -> str:
+        built.append(1)
+        return "vendor"
+
+    buf = io.StringIO()
+    progress = RichProgress(5000, console=Console(file=buf, width=120))
+    progress.set_status_source(status)
+    with progress:
+        for _ in range(5000):
+            progress.case_closed(CASE, Verdict(outcome=Outcome.HELD, reason=""))
+        assert len(built) < 50, len(built)
+    assert "5000/5000" in buf.getvalue().splitlines()[-1]

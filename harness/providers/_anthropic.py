@@ -23,6 +23,7 @@ from harness.model import GenerationParams, Message, ModelSpec
 from harness.providers._base import RawReply, VendorModel, split_system
 from harness.providers._errors import from_status, refused
 from harness.providers._options import VendorOptions, read_key
+from harness.providers._pool import ClientPool, pool_limits
 
 DEFAULT_MAX_TOKENS = 1024  # the API has no default; this bounds cost when a relation sets none
 
@@ -42,7 +43,15 @@ class AnthropicModel(VendorModel):
         }
         if options.timeout:
             kwargs["timeout"] = options.timeout
-        self.client = anthropic.AsyncAnthropic(**kwargs)
+        # The SDK's own HTTP client with its defaults, its connections sized by max_in_flight
+        # (harness.providers._pool).
+        self.clients = ClientPool(
+            lambda n: anthropic.AsyncAnthropic(
+                **kwargs, http_client=anthropic.DefaultAsyncHttpxClient(limits=pool_limits(n))
+            ),
+            spec.max_in_flight,
+        )
+        self.client = self.clients.first
 
     async def _send(self, messages: Sequence[Message], params: GenerationParams) -> RawReply:
         system, turns = split_system(messages)
@@ -70,7 +79,8 @@ class AnthropicModel(VendorModel):
                 }
             ]
             request["tool_choice"] = {"type": "tool", "name": ANSWER_TOOL}
-        message = await self.client.messages.create(**request)
+        with self.clients.lease() as client:
+            message = await client.messages.create(**request)
         request_id = getattr(message, "_request_id", None) or getattr(message, "id", None)
         content = getattr(message, "content", None)
         stop_reason = getattr(message, "stop_reason", None)
@@ -116,7 +126,8 @@ class AnthropicModel(VendorModel):
         return None
 
     async def aclose(self) -> None:
-        await self.client.close()
+        for client in self.clients.clients:
+            await client.close()
 
 
 def build_anthropic(spec: ModelSpec) -> AnthropicModel:

@@ -211,7 +211,10 @@ class VendorGate:
         )
         self._outstanding_tokens = 0
         self._outstanding_usd = 0.0
-        self._recent: deque[tuple[float, int]] = deque()
+        # Completed calls per whole second (second, calls, tokens) over the last minute: the
+        # progress display asks for rates at every refresh, and a per-call history made each
+        # snapshot scan up to a minute of calls.
+        self._recent: deque[list[int]] = deque()
         self.calls_started = self.replies = self.failures = 0
         self.rate_limited = self.retries = 0
         self.tokens_in = self.tokens_out = 0
@@ -267,7 +270,7 @@ class VendorGate:
                 cost = self.price.cost(reply.usage)
             self.meter.settle(self.model, ticket.reserved_usd, cost or 0.0)
             self.replies += 1
-            self._recent.append((time.monotonic(), used))
+            self._count_completed(used)
             self.concurrency.on_success()
             return
         # No reply: nothing is billed. Tokens go back unless the vendor may have processed
@@ -279,7 +282,7 @@ class VendorGate:
         if error is None:
             return
         self.failures += 1
-        self._recent.append((time.monotonic(), 0))
+        self._count_completed(0)
         if error.retryable:
             self.retries += 1
         if isinstance(error, RateLimitedError | OverloadedError):
@@ -299,11 +302,25 @@ class VendorGate:
         while (left := self._paused_until - time.monotonic()) > 0:
             await asyncio.sleep(left)
 
+    _RATE_WINDOW_S = 60  # tokens per minute; calls per second are over the last 10 s
+
+    def _count_completed(self, tokens: int) -> None:
+        second = int(time.monotonic())
+        if self._recent and self._recent[-1][0] == second:
+            self._recent[-1][1] += 1
+            self._recent[-1][2] += tokens
+            return
+        self._recent.append([second, 1, tokens])
+        while self._recent[0][0] <= second - self._RATE_WINDOW_S:
+            self._recent.popleft()
+
     def snapshot(self) -> GateSnapshot:
         now = time.monotonic()
-        while self._recent and self._recent[0][0] < now - 60:
-            self._recent.popleft()
-        last10 = sum(1 for t, _ in self._recent if t >= now - 10)
+        # Whole seconds: the current, partial second counts in full, so the figures lead by
+        # up to a second (a display, not a budget: the budgets are the RateBudgets).
+        second = int(now)
+        recent = [b for b in self._recent if b[0] > second - self._RATE_WINDOW_S]
+        last10 = sum(b[1] for b in recent if b[0] > second - 10)
         return GateSnapshot(
             model=self.model,
             in_flight=self.concurrency.in_flight,
@@ -318,6 +335,6 @@ class VendorGate:
             tokens_out=self.tokens_out,
             spent_usd=self.meter.by_model.get(self.model, 0.0),
             calls_per_s=last10 / 10.0,
-            tokens_per_min=float(sum(n for _, n in self._recent)),
+            tokens_per_min=float(sum(b[2] for b in recent)),
             paused_s=max(0.0, self._paused_until - now),
         )

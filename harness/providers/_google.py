@@ -20,6 +20,7 @@ from harness.model import GenerationParams, Message, ModelSpec
 from harness.providers._base import RawReply, VendorModel, split_system
 from harness.providers._errors import from_status, refused
 from harness.providers._options import VendorOptions, read_key
+from harness.providers._pool import ClientPool, pool_limits
 
 _REFUSED_FINISH = {
     "SAFETY",
@@ -66,12 +67,22 @@ class GeminiModel(VendorModel):
 
     def __init__(self, spec: ModelSpec, options: VendorOptions, key: str) -> None:
         super().__init__(spec, options, key)
-        http = types.HttpOptions(
-            base_url=self.endpoint.url,  # options, else GOOGLE_GEMINI_BASE_URL, else default
-            timeout=int(options.timeout * 1000) if options.timeout else None,
-            retry_options=types.HttpRetryOptions(attempts=1),
-        )
-        self.client = genai.Client(api_key=key, vertexai=False, http_options=http)
+
+        def make(connections: int) -> genai.Client:
+            http = types.HttpOptions(
+                base_url=self.endpoint.url,  # options, else GOOGLE_GEMINI_BASE_URL, else default
+                timeout=int(options.timeout * 1000) if options.timeout else None,
+                retry_options=types.HttpRetryOptions(attempts=1),
+                # The SDK builds its httpx2 client (one per event loop) with these arguments:
+                # connections sized by max_in_flight (harness.providers._pool). With aiohttp
+                # installed the SDK uses an unlimited aiohttp pool instead, which keeps
+                # every connection too.
+                async_client_args={"limits": pool_limits(connections)},
+            )
+            return genai.Client(api_key=key, vertexai=False, http_options=http)
+
+        self.clients = ClientPool(make, spec.max_in_flight)
+        self.client = self.clients.first
 
     async def _send(self, messages: Sequence[Message], params: GenerationParams) -> RawReply:
         system, turns = split_system(messages)
@@ -92,9 +103,10 @@ class GeminiModel(VendorModel):
         if params.answer_shape is not None:
             config.response_mime_type = "application/json"
             config.response_schema = gemini_schema(params.answer_shape.json_schema())
-        response = await self.client.aio.models.generate_content(
-            model=self.identifier, contents=contents, config=config
-        )
+        with self.clients.lease() as client:
+            response = await client.aio.models.generate_content(
+                model=self.identifier, contents=contents, config=config
+            )
         request_id = response.response_id
         feedback = response.prompt_feedback
         if feedback is not None and feedback.block_reason is not None:
@@ -141,7 +153,8 @@ class GeminiModel(VendorModel):
         return None
 
     async def aclose(self) -> None:
-        await self.client.aio.aclose()
+        for client in self.clients.clients:
+            await client.aio.aclose()
 
 
 def build_gemini(spec: ModelSpec) -> GeminiModel:

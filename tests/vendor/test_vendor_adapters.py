@@ -290,3 +290,25 @@ async def test_compat_json_object_dialect_sends_the_schema_beside_the_type(
     await model.complete(MESSAGES, STRUCTURED)
     fmt = vendor.requests[0].body["response_format"]
     assert fmt == {"type": "json_object", "schema": SHAPE.json_schema()}
+
+
+@pytest.mark.parametrize("scheme", ["openai", "openai-compat"])
+@pytest.mark.parametrize("response_format", ["json_schema", "json_object"])
+@pytest.mark.parametrize("shape", [None, AnswerShape.yes_no()])
+async def test_openai_body_is_what_create_would_send(
+    scheme: str, response_format: str, shape: AnswerShape | None, make_model: ModelMaker
+) -> None:
+    # The adapter posts its body through the SDK's generic `post`, skipping the typed
+    # transform of `chat.completions.create`: sound only while that transform leaves every
+    # body the adapter builds unchanged.
+    from openai._utils import async_maybe_transform
+    from openai.types.chat import completion_create_params
+
+    from harness.providers import OpenAIChatModel
+
+    model = make_model(scheme, response_format=response_format)
+    assert isinstance(model, OpenAIChatModel)
+    params = PARAMS.model_copy(update={"answer_shape": shape})
+    body = model.request(MESSAGES, params)
+    typed = completion_create_params.CompletionCreateParamsNonStreaming
+    assert await async_maybe_transform(body, typed) == body

@@ -272,3 +272,25 @@ def test_cost_estimate_before_the_first_call() -> None:
     assert "openai:gpt-4o-mini" in table and "unknown" in table and "+unknown" in table
     doubled = estimate_cost(config, plan, turns_per_case=4)[0]
     assert doubled.calls == 400
+
+
+async def test_snapshot_rates_keep_one_entry_per_second_not_per_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The progress display takes a snapshot at every refresh: its cost and the gate's
+    # memory must not grow with the calls of the last minute.
+    clock = [1000.0]
+    monkeypatch.setattr(time, "monotonic", lambda: clock[0])
+    gate = VendorGate("m", max_in_flight=4)
+    for second in range(70):
+        clock[0] = 1000.0 + second
+        for _ in range(300):
+            await gate.acquire(10)
+            gate.release(_reply(3, 2), None)
+    assert len(gate._recent) <= 61, len(gate._recent)
+    snap = gate.snapshot()
+    assert snap.calls_per_s == 300.0  # 3,000 calls completed in the last 10 s
+    assert snap.tokens_per_min == 60 * 300 * 5
+    clock[0] += 120  # a quiet two minutes
+    snap = gate.snapshot()
+    assert (snap.calls_per_s, snap.tokens_per_min) == (0.0, 0.0)

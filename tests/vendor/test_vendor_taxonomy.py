@@ -88,7 +88,7 @@ class _Raising:
     def __init__(self, exc: Exception) -> None:
         self.exc = exc
 
-    async def __call__(self, **_kwargs: Any) -> Any:
+    async def __call__(self, *_args: Any, **_kwargs: Any) -> Any:
         raise self.exc
 
 
@@ -125,7 +125,7 @@ async def test_every_openai_exception_is_translated(
     exc: Exception, expected: type[ModelError], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     model = _openai_model(monkeypatch)
-    monkeypatch.setattr(model.client.chat.completions, "create", _Raising(exc))
+    monkeypatch.setattr(model.client, "post", _Raising(exc))
     with pytest.raises(ModelError) as caught:
         await model.complete(MESSAGES, GenerationParams())
     assert type(caught.value) is expected
@@ -190,7 +190,7 @@ async def test_every_gemini_failure_is_translated(
 
 async def test_an_unknown_exception_is_still_a_model_error(monkeypatch: pytest.MonkeyPatch) -> None:
     model = _openai_model(monkeypatch)
-    monkeypatch.setattr(model.client.chat.completions, "create", _Raising(openai.OpenAIError("?")))
+    monkeypatch.setattr(model.client, "post", _Raising(openai.OpenAIError("?")))
     with pytest.raises(ModelError) as caught:
         await model.complete(MESSAGES, GenerationParams())
     assert caught.value.kind == "model_error" and not caught.value.retryable

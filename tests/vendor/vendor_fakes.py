@@ -320,6 +320,7 @@ class FakeVendor:
     port: int = 0
     in_flight: int = 0
     peak_in_flight: int = 0
+    connections: int = 0  # TCP connections accepted
 
     # --- lifecycle (the server runs in its own thread and loop) -------------------------
 
@@ -376,6 +377,7 @@ class FakeVendor:
         task = asyncio.current_task()
         assert task is not None
         self._handlers.add(task)
+        self.connections += 1
         try:
             while True:
                 request = await self._read_request(reader)
