@@ -1,15 +1,19 @@
 """The Meta-Fair example campaigns: ``examples/metafair_sim.toml`` runs all 14 relations on
 ``sim:`` and its report shows every one (MR1-MR10 judged by the jury, MR11-MR14 read by the
-oracles in either ``--mode``); ``examples/metafair_local.toml`` names the same 14."""
+oracles in either ``--mode``); ``examples/metafair_local.toml`` names the same 14; and
+``harness relations`` and the README's relations table list them and ``metafair.generate``."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from harness.campaign import load_campaign
+from harness.cli import main
 from harness.report import build_report
 from harness.runner import run_campaign
 from harness.store.reader import EventReader
@@ -55,3 +59,19 @@ def test_the_sim_example_reports_every_relation(sim_log: Path) -> None:
     assert reported_relations(sim_log, "metafair_bias_by_attribute") == OPEN_MRS
     for mode in ("strict", "guardme"):
         assert reported_relations(sim_log, "metafair_closed_rates", mode=mode) == CLOSED_MRS
+
+
+def test_relations_command_and_readme_list_every_metafair_relation() -> None:
+    names = sorted(ALL_MRS) + ["metafair.generate"]
+    listing = CliRunner().invoke(main, ["relations"])
+    assert listing.exit_code == 0
+    lines = listing.stdout.splitlines()
+    for name in names:
+        [line] = [ln for ln in lines if ln.startswith(name + " ")]
+        assert len(line.split(maxsplit=1)[1]) > 20, line
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme[readme.index("## Relations") :].split("\n\n")[1]
+    listed = {"metafair.generate"} if "| `metafair.generate` |" in table else set()
+    for low, high in re.findall(r"\| `metafair\.mr(\d+)`-`metafair\.mr(\d+)` \|", table):
+        listed |= {f"metafair.mr{mr}" for mr in range(int(low), int(high) + 1)}
+    assert listed == set(names)
