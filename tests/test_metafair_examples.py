@@ -62,7 +62,7 @@ def test_the_sim_example_reports_every_relation(sim_log: Path) -> None:
 
 
 def test_relations_command_and_readme_list_every_metafair_relation() -> None:
-    names = sorted(ALL_MRS) + ["metafair.generate"]
+    names = [*sorted(ALL_MRS), "metafair.generate"]
     listing = CliRunner().invoke(main, ["relations"])
     assert listing.exit_code == 0
     lines = listing.stdout.splitlines()
