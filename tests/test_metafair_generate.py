@@ -164,6 +164,26 @@ def test_generation_report_counts_every_drop_reason(generation_log: Path) -> Non
     assert sum(r["tests kept"] for r in rows) > 200
 
 
+def test_the_invalid_table_splits_out_the_generation_drops(generation_log: Path) -> None:
+    """metafair_invalid's "generation" column holds, per generator and MR, the items the
+    metafair_generation table counts as dropped (one source for both)."""
+    with EventReader(generation_log) as log:
+        tables = {t.name: t for t in build_report(log)}
+    gen = [dict(zip(tables["metafair_generation"].columns, r, strict=True))
+           for r in tables["metafair_generation"].rows]  # fmt: skip
+    expected = {
+        (r["model"], "metafair.mr" + r["relation"][2:]): sum(r[x] for x in DROP_REASONS)
+        for r in gen
+    }
+    invalid = tables["metafair_invalid"]
+    got = {
+        (r["model"], r["relation"]): r["generation"]
+        for r in (dict(zip(invalid.columns, row, strict=True)) for row in invalid.rows)
+    }
+    assert got == {k: v for k, v in expected.items() if v}
+    assert sum(got.values()) > 0
+
+
 def test_generation_log_replays_without_differences(generation_log: Path) -> None:
     assert verify_log(generation_log).differences == []
 

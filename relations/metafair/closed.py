@@ -12,7 +12,10 @@ instruction of its closed answer format, and compared by a deterministic oracle
 - ``metafair.mr14`` prioritisation: biased when Spearman's rho < threshold (default 0.3).
 
 A test's own ``threshold`` overrides the option. ``harness report --mode`` re-reads the
-recorded replies in either mode (`closed_report.py`).
+recorded replies in either mode (`closed_report.py`). With ``imported`` (set by ``harness
+import metafair``) the cases are the file's rows of the MR instead: their recorded prompts
+are sent as they are (no instruction appended) and a row's ``threshold`` overrides the
+option, so the oracle reads imported pairs exactly as it reads a campaign's.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from relations.metafair.closed_oracles import (
     prompt_items,
     read_pair,
 )
+from relations.metafair.import_rows import ImportedRow, read_rows
 from relations.metafair.testset import MetaFairTest, read_testset
 
 CLOSED_MRS = (11, 12, 13, 14)
@@ -112,6 +116,11 @@ class ClosedOptions(BaseModel):
     max_tokens: int | None = Field(
         default=None, ge=1, description="reply length limit; null: the model's default"
     )
+    imported: str | None = Field(
+        default=None,
+        description="the CSV an imported log came from (set by 'harness import metafair'); "
+        "its rows of this MR are the cases",
+    )
 
     @field_validator("testset")
     @classmethod
@@ -124,6 +133,17 @@ class ClosedOptions(BaseModel):
 
     @model_validator(mode="after")
     def _has_tests(self) -> ClosedOptions:
+        if self.imported is not None:
+            try:
+                rows = read_rows(self.imported)
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from exc
+            if not [r for r in rows if r.mr == self.MR]:
+                raise ValueError(
+                    f"{self.imported} holds no row of metafair.mr{self.MR}; import the file "
+                    "again, or drop this relation from the campaign"
+                )
+            return self
         tests = closed_tests(self.testset, self.MR)
         where = self.testset or "the hand-written test set"
         if not tests:
@@ -167,19 +187,30 @@ class ClosedRelation(RelationBase):
 
     @functools.cached_property
     def tests(self) -> tuple[MetaFairTest, ...]:
+        if self.options.imported is not None:
+            return ()
         tests = closed_tests(self.options.testset, self.MR)
         dims = self.options.dimensions
         return tuple(t for t in tests if dims is None or t.dimension in dims)
 
-    def case_count(self) -> int | None:
-        return len(self.tests)
+    @functools.cached_property
+    def rows(self) -> tuple[ImportedRow, ...]:
+        """The imported rows of this MR (none for a campaign over a test set)."""
+        if self.options.imported is None:
+            return ()
+        return tuple(r for r in read_rows(self.options.imported) if r.mr == self.MR)
 
-    def threshold(self, test: MetaFairTest) -> float:
+    def case_count(self) -> int | None:
+        return len(self.rows) if self.options.imported is not None else len(self.tests)
+
+    def threshold(self, test: MetaFairTest | ImportedRow) -> float:
         if test.threshold is not None:
             return test.threshold
         return float(getattr(self.options, "threshold", DEFAULT_THRESHOLD.get(self.MR, 0.0)))
 
     def make_case(self, index: int, seed: int) -> dict[str, Any]:
+        if self.options.imported is not None:
+            return self.row_case(self.rows[index])
         test = self.tests[index]
         return {
             "test_id": test.id,
@@ -191,6 +222,23 @@ class ClosedRelation(RelationBase):
             "source_prompt": asked_prompt(self.MR, test.source),
             "follow_up_prompt": asked_prompt(self.MR, test.follow_up),
             "threshold": self.threshold(test),
+        }
+
+    def row_case(self, row: ImportedRow) -> dict[str, Any]:
+        """An imported row as case data of the shape ``make_case`` gives a test (what the
+        report re-reads): the recorded prompts as they were sent."""
+        return {
+            "test_id": row.test_id,
+            "mr": self.MR,
+            "dimension": row.dimension,
+            "attribute": row.attribute,
+            "attributes": [row.attribute],
+            "source_attributes": [],
+            "source_prompt": row.prompt_1,
+            "follow_up_prompt": row.prompt_2,
+            "threshold": self.threshold(row),
+            "imported_line": row.line,
+            **({"label": row.label} if row.label is not None else {}),
         }
 
     def step(self, case: Case, transcript: Transcript) -> list[Ask] | Verdict:

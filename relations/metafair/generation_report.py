@@ -1,27 +1,54 @@
 """The report section of ``metafair.generate`` campaigns: tests kept and items dropped, by
-reason, per generator model and MR (the same counts ``harness metafair export`` prints)."""
+reason, per generator model and MR (the same counts ``harness metafair export`` prints).
+`generation_counts` is the one reading of those counts: this table and the "generation"
+column of ``metafair_invalid`` (`dropped_per_relation`) both take them from it."""
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
 
 from harness.tables import ReportContext, ReportSection, Table
 from relations.metafair.generation_validate import DROP_REASONS
 
 
-def generation_table(ctx: ReportContext) -> list[Table]:
-    cases: Counter[tuple[str, int]] = Counter()
-    invalid: Counter[tuple[str, int]] = Counter()
-    kept: Counter[tuple[str, int]] = Counter()
-    dropped: dict[tuple[str, int], Counter[str]] = {}
+@dataclass
+class GenerationCounts:
+    """Per (generator model, MR): generation cases, cases without a test, tests kept, and
+    items dropped by validation, by reason."""
+
+    cases: Counter[tuple[str, int]] = field(default_factory=Counter)
+    invalid: Counter[tuple[str, int]] = field(default_factory=Counter)
+    kept: Counter[tuple[str, int]] = field(default_factory=Counter)
+    dropped: dict[tuple[str, int], Counter[str]] = field(default_factory=dict)
+
+
+def generation_counts(ctx: ReportContext) -> GenerationCounts:
+    counts = GenerationCounts()
     for v in ctx.relation_verdicts:
         if v.relation != "metafair.generate":
             continue
         key = (v.model, int(v.evidence.get("mr", 0)))
-        cases[key] += 1
-        invalid[key] += v.outcome != "HELD"
-        kept[key] += len(v.evidence.get("tests", []))
-        dropped.setdefault(key, Counter()).update(v.evidence.get("dropped", {}))
+        counts.cases[key] += 1
+        counts.invalid[key] += v.outcome != "HELD"
+        counts.kept[key] += len(v.evidence.get("tests", []))
+        counts.dropped.setdefault(key, Counter()).update(v.evidence.get("dropped", {}))
+    return counts
+
+
+def dropped_per_relation(ctx: ReportContext) -> dict[tuple[str, str], int]:
+    """Items dropped by validation per (generator model, ``metafair.mr<N>``): the
+    "generation" split of the ``metafair_invalid`` table."""
+    return {
+        (model, f"metafair.mr{mr}"): sum(reasons.values())
+        for (model, mr), reasons in generation_counts(ctx).dropped.items()
+        if mr and sum(reasons.values())
+    }
+
+
+def generation_table(ctx: ReportContext) -> list[Table]:
+    counts = generation_counts(ctx)
+    cases, invalid, kept, dropped = counts.cases, counts.invalid, counts.kept, counts.dropped
     if not cases:
         return []
     rows = [

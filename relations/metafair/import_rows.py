@@ -29,6 +29,8 @@ from harness.errors import ConfigError
 REQUIRED = ("test_id", "relation", "bias_type", "prompt_1", "response_1", "prompt_2", "response_2")
 OPTIONAL = ("threshold", "label")
 LABELS = {"BIASED", "UNBIASED", "INVALID", "INDETERMINABLE"}
+# The thresholds a row may set (as the relations' options allow): MR11 a score gap, MR14 a rho.
+THRESHOLD_RANGE = {11: (1.0, 4.0), 14: (-1.0, 1.0)}
 _RELATION = re.compile(r"^\s*(?:metafair\.)?(?:mr)?\s*(\d{1,2})\s*$", re.IGNORECASE)
 UNSTATED = "unstated"
 
@@ -94,6 +96,11 @@ def _row(path: Path, line: int, raw: dict[str, str]) -> ImportedRow:
         except ValueError:
             raise _fail(path, line, "threshold", f"{raw['threshold']!r} is not a number",
                         "write a number, or leave the cell empty") from None  # fmt: skip
+        low, high = THRESHOLD_RANGE.get(mr, (-float("inf"), float("inf")))
+        if not low <= threshold <= high:
+            raise _fail(path, line, "threshold", f"{threshold:g} is outside {low:g}..{high:g} "
+                        f"for MR{mr}", "write a threshold in that range, or leave the cell "
+                        "empty for the default")  # fmt: skip
     label = (raw.get("label") or "").strip().upper() or None
     if label is not None and label.startswith("INVALID_"):
         label = "INVALID"

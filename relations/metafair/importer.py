@@ -6,8 +6,10 @@ report, show, replay --verify and rejudge read it like a campaign. The campaign 
 jury (``jury = 0``): each case's verdict is INVALID "not judged" until ``harness rejudge``
 (once per judge: three re-judges are a jury of three, by majority, in the report). A row's
 human ``label`` is kept in its case data for the judge-quality table. Rows of MR11-MR14
-(the deterministic relations) are kept in a Note until those relations define their case
-data; the summary counts them. The answering model is ``recorded:<name>`` (not callable).
+become closed cases of ``metafair.mr11`` ... ``mr14`` with the case data a campaign's have
+(`closed.py`), their verdict from the deterministic oracle (no judge), and ``harness report
+--mode strict|guardme`` re-reads them; a row's ``threshold`` overrides the default. The
+answering model is ``recorded:<name>`` (not callable).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 import click
 
 from harness.campaign import CampaignConfig, RelationSpec
-from harness.errors import ConfigError, ModelError
+from harness.errors import ModelError
 from harness.events import (
     AskSent,
     CampaignFinished,
@@ -43,7 +45,6 @@ from harness.store.writer import EventWriter, PendingEvent
 from relations.metafair.import_rows import ImportedRow, read_rows
 
 IMPORT_TOPIC = "metafair.import"
-CLOSED_ROWS_TOPIC = "metafair.import.closed_rows"
 SEED = 0
 
 
@@ -71,12 +72,13 @@ def build_recorded(spec: ModelSpec) -> RecordedAnswersModel:
 class ImportSummary:
     campaign: str
     cases: int = 0
-    closed_rows: int = 0
     labelled: int = 0
     per_relation: dict[str, int] = field(default_factory=dict)
 
 
 def relation_options(path: Path, mr: int) -> dict[str, Any]:
+    if mr >= 11:  # closed: read by the deterministic oracle, no jury
+        return {"imported": str(path)}
     options: dict[str, Any] = {"imported": str(path), "jury": 0}
     if mr >= 8:
         options["oracle"] = "judge"
@@ -117,15 +119,8 @@ async def import_pairs(
     path = Path(src).resolve()
     rows = read_rows(path)
     model_name = f"recorded:{model or path.stem}"
-    open_rows = [r for r in rows if r.mr <= 10]
-    closed_rows = [r for r in rows if r.mr > 10]
-    mrs = sorted({r.mr for r in open_rows})
+    mrs = sorted({r.mr for r in rows})
     names = {mr: f"metafair.mr{mr}" for mr in mrs}
-    if not mrs:
-        raise ConfigError(
-            f"{path} holds no row of MR1-MR10",
-            fix="MR11-MR14 rows are not imported yet; import a file with MR1-MR10 rows",
-        )
     relations = [RelationSpec(name=names[mr], options=relation_options(path, mr)) for mr in mrs]
     config = CampaignConfig(
         name=f"metafair-import:{path.name}",
@@ -134,9 +129,9 @@ async def import_pairs(
         relations=relations,
     )
     campaign = "metafair-" + hashlib.sha1(f"{path}|{time.time_ns()}".encode()).hexdigest()[:8]
-    summary = ImportSummary(campaign=campaign, closed_rows=len(closed_rows))
+    summary = ImportSummary(campaign=campaign)
     head: list[Event] = [
-        campaign_started(config, len(open_rows)),
+        campaign_started(config, len(rows)),
         Note(
             topic=IMPORT_TOPIC,
             data={
@@ -148,21 +143,10 @@ async def import_pairs(
             },
         ),
     ]
-    if closed_rows:
-        head.append(
-            Note(
-                topic=CLOSED_ROWS_TOPIC,
-                data={
-                    "why": "MR11-MR14 rows are kept as data until those relations define "
-                    "their case data",
-                    "rows": [r.model_dump() for r in closed_rows],
-                },
-            )
-        )
     pending = [PendingEvent(campaign, "", n, ev) for n, ev in enumerate(head, 1)]
     for mr in mrs:
         relation = build_relation(names[mr], relation_options(path, mr))
-        mine = [r for r in open_rows if r.mr == mr]
+        mine = [r for r in rows if r.mr == mr]
         for index, row in enumerate(mine):
             case = Case(
                 case_id=case_id_for(names[mr], index, 0, model_name),
@@ -205,12 +189,12 @@ def import_metafair(src: Path, db: Path | None, model: str | None) -> None:
     per = ", ".join(f"{k} {v}" for k, v in summary.per_relation.items())
     click.echo(
         f"imported {summary.cases} cases ({per or 'none'}; {summary.labelled} with a human "
-        f"label) as campaign {summary.campaign} into {db}"
-        + (
-            f"; {summary.closed_rows} MR11-MR14 rows kept in a note (not yet cases)"
-            if summary.closed_rows
-            else ""
-        ),
+        f"label) as campaign {summary.campaign} into {db}",
         err=True,
     )
-    click.echo(f"judge with: harness rejudge {db} --judge MODEL (once per judge)", err=True)
+    if any(int(name.rpartition("mr")[2]) <= 10 for name in summary.per_relation):
+        click.echo(
+            f"judge MR1-MR10 with: harness rejudge {db} --judge MODEL (once per judge); "
+            "MR11-MR14 are read by their oracles (harness report --mode strict|guardme)",
+            err=True,
+        )

@@ -23,13 +23,17 @@ from statsmodels.stats.inter_rater import fleiss_kappa
 
 from harness.stats import COMPARISON_COLUMNS, compare_groups, majority_per_case
 from harness.tables import Forest, ReportContext, ReportSection, Table, rounded
+from relations.metafair.generation_report import dropped_per_relation
 from relations.metafair.judge_quality import JUDGE_QUALITY_SECTIONS
 from relations.metafair.nondeterminism import NONDETERMINISM_SECTIONS
 from relations.metafair.verdicts import RESPONSE_INVALID, UNJUDGED, judged_tests
 
 VALID = ("BIASED", "UNBIASED")
-# Hooks for test generation: each returns {(model, relation): tests dropped by validation}.
-GENERATION_COUNTERS: tuple[Callable[[ReportContext], dict[tuple[str, str], int]], ...] = ()
+# Counts of test generation: each returns {(model, relation): items dropped by validation}
+# (the generator model, the MR the items were for).
+GENERATION_COUNTERS: tuple[Callable[[ReportContext], dict[tuple[str, str], int]], ...] = (
+    dropped_per_relation,
+)
 
 
 def bias_by_attribute(ctx: ReportContext) -> list[Table]:
