@@ -14,16 +14,15 @@ from typing import Any
 import anthropic
 
 from harness.errors import (
-    ConnectionFailedError,
     MalformedResponseError,
     ModelError,
-    ModelTimeoutError,
 )
 from harness.model import GenerationParams, Message, ModelSpec
 from harness.providers._base import RawReply, VendorModel, split_system
-from harness.providers._errors import from_status, refused
+from harness.providers._errors import refused
 from harness.providers._options import VendorOptions, read_key
 from harness.providers._pool import ClientPool, pool_limits
+from harness.providers._sdk_errors import translate_stainless
 
 DEFAULT_MAX_TOKENS = 1024  # the API has no default; this bounds cost when a relation sets none
 
@@ -105,25 +104,7 @@ class AnthropicModel(VendorModel):
         )
 
     def _translate(self, exc: BaseException) -> ModelError | None:
-        if isinstance(exc, anthropic.APITimeoutError):
-            return ModelTimeoutError("request timed out")
-        if isinstance(exc, anthropic.APIConnectionError):
-            cause = exc.__cause__
-            return ConnectionFailedError(
-                f"connection failed ({type(cause).__name__ if cause else 'no detail'})"
-            )
-        if isinstance(exc, anthropic.APIStatusError):
-            return from_status(
-                exc.status_code,
-                exc.message,
-                headers=exc.response.headers,
-                body=exc.body,
-                request_id=exc.request_id,
-                secrets=self._secrets,
-            )
-        if isinstance(exc, anthropic.APIResponseValidationError):
-            return MalformedResponseError(f"reply does not match the protocol: {exc.message}")
-        return None
+        return translate_stainless(exc, anthropic, secrets=self._secrets)
 
     async def aclose(self) -> None:
         for client in self.clients.clients:

@@ -10,17 +10,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import pydantic
 from google import genai
-from google.genai import errors as genai_errors
 from google.genai import types
 
 from harness.errors import MalformedResponseError, ModelError
 from harness.model import GenerationParams, Message, ModelSpec
 from harness.providers._base import RawReply, VendorModel, split_system
-from harness.providers._errors import from_status, refused
+from harness.providers._errors import refused
 from harness.providers._options import VendorOptions, read_key
 from harness.providers._pool import ClientPool, pool_limits
+from harness.providers._sdk_errors import translate_genai
 
 _REFUSED_FINISH = {
     "SAFETY",
@@ -36,10 +35,6 @@ def _name(value: Any) -> str | None:
     if value is None:
         return None
     return str(getattr(value, "value", value))
-
-
-def _bad_key(exc: genai_errors.APIError) -> bool:
-    return "API_KEY_INVALID" in str(exc.details) or "API key not valid" in str(exc.message)
 
 
 def gemini_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -133,24 +128,7 @@ class GeminiModel(VendorModel):
         )
 
     def _translate(self, exc: BaseException) -> ModelError | None:
-        if isinstance(exc, genai_errors.APIError):
-            response = getattr(exc, "response", None)
-            headers = getattr(response, "headers", None) or {}
-            status = exc.code if isinstance(exc.code, int) else 500
-            if status == 400 and _bad_key(exc):
-                status = 401  # Gemini reports a bad key as 400 INVALID_ARGUMENT
-            return from_status(
-                status,
-                f"{exc.status or ''} {exc.message or ''}".strip(),
-                headers=headers,
-                body=exc.details,
-                secrets=self._secrets,
-            )
-        if isinstance(exc, genai_errors.UnknownApiResponseError | pydantic.ValidationError):
-            return MalformedResponseError(
-                f"reply does not match the protocol ({type(exc).__name__})"
-            )
-        return None
+        return translate_genai(exc, secrets=self._secrets)
 
     async def aclose(self) -> None:
         for client in self.clients.clients:

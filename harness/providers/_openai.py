@@ -16,16 +16,15 @@ from openai.types.chat import ChatCompletion
 
 from harness.errors import (
     ConfigError,
-    ConnectionFailedError,
     MalformedResponseError,
     ModelError,
-    ModelTimeoutError,
 )
 from harness.model import GenerationParams, Message, ModelSpec
 from harness.providers._base import RawReply, VendorModel
-from harness.providers._errors import from_status, refused
+from harness.providers._errors import refused
 from harness.providers._options import VendorOptions, read_key
 from harness.providers._pool import ClientPool, pool_limits
+from harness.providers._sdk_errors import translate_stainless
 
 _REFUSAL_CODES = {"content_filter", "content_policy_violation"}
 
@@ -111,32 +110,13 @@ class OpenAIChatModel(VendorModel):
         )
 
     def _translate(self, exc: BaseException) -> ModelError | None:
-        secrets = self._secrets
-        if isinstance(exc, openai.APITimeoutError):
-            return ModelTimeoutError("request timed out")
-        if isinstance(exc, openai.APIConnectionError):
-            cause = exc.__cause__
-            return ConnectionFailedError(
-                f"connection failed ({type(cause).__name__ if cause else 'no detail'})"
-            )
-        if isinstance(exc, openai.APIStatusError):
-            if exc.code in _REFUSAL_CODES:
-                return refused(f"HTTP {exc.status_code} {exc.code}", request_id=exc.request_id)
-            return from_status(
-                exc.status_code,
-                exc.message,
-                headers=exc.response.headers,
-                body=exc.body,
-                request_id=exc.request_id,
-                secrets=secrets,
-            )
-        if isinstance(exc, openai.APIResponseValidationError):
-            return MalformedResponseError(f"reply does not match the protocol: {exc.message}")
+        if isinstance(exc, openai.APIStatusError) and exc.code in _REFUSAL_CODES:
+            return refused(f"HTTP {exc.status_code} {exc.code}", request_id=exc.request_id)
         if isinstance(exc, openai.ContentFilterFinishReasonError):
             return refused("content filter")
         if isinstance(exc, openai.LengthFinishReasonError):
             return MalformedResponseError("reply cut off at the length limit")
-        return None
+        return translate_stainless(exc, openai, secrets=self._secrets)
 
     async def aclose(self) -> None:
         for client in self.clients.clients:

@@ -25,8 +25,9 @@ from harness.config_errors import config_error
 from harness.errors import ConfigError, MalformedResponseError, ModelError
 from harness.model import ModelSpec
 from harness.providers import endpoint_for
-from harness.providers._errors import from_status, from_transport, unexpected
+from harness.providers._errors import from_transport, unexpected
 from harness.providers._options import read_key
+from harness.providers._sdk_errors import translate_genai, translate_stainless
 from harness.retry import RetryPolicy
 
 
@@ -175,27 +176,7 @@ class OpenAIEmbedder(VendorEmbedder):
     def _translate(self, exc: BaseException) -> ModelError | None:
         import openai
 
-        from harness.errors import ConnectionFailedError, ModelTimeoutError
-
-        if isinstance(exc, openai.APITimeoutError):
-            return ModelTimeoutError("request timed out")
-        if isinstance(exc, openai.APIConnectionError):
-            cause = exc.__cause__
-            return ConnectionFailedError(
-                f"connection failed ({type(cause).__name__ if cause else 'no detail'})"
-            )
-        if isinstance(exc, openai.APIStatusError):
-            return from_status(
-                exc.status_code,
-                exc.message,
-                headers=exc.response.headers,
-                body=exc.body,
-                request_id=exc.request_id,
-                secrets=self._secrets,
-            )
-        if isinstance(exc, openai.APIResponseValidationError):
-            return MalformedResponseError(f"reply does not match the protocol: {exc.message}")
-        return None
+        return translate_stainless(exc, openai, secrets=self._secrets)
 
     def close(self) -> None:
         self._client.close()
@@ -234,30 +215,7 @@ class GeminiEmbedder(VendorEmbedder):
         return [list(r) for r in rows if r is not None]
 
     def _translate(self, exc: BaseException) -> ModelError | None:
-        import pydantic
-        from google.genai import errors as genai_errors
-
-        if isinstance(exc, genai_errors.APIError):
-            response = getattr(exc, "response", None)
-            headers = getattr(response, "headers", None) or {}
-            status = exc.code if isinstance(exc.code, int) else 500
-            bad_key = "API_KEY_INVALID" in str(exc.details) or "API key not valid" in str(
-                exc.message
-            )
-            if status == 400 and bad_key:
-                status = 401  # Gemini reports a bad key as 400 INVALID_ARGUMENT
-            return from_status(
-                status,
-                f"{exc.status or ''} {exc.message or ''}".strip(),
-                headers=headers,
-                body=exc.details,
-                secrets=self._secrets,
-            )
-        if isinstance(exc, genai_errors.UnknownApiResponseError | pydantic.ValidationError):
-            return MalformedResponseError(
-                f"reply does not match the protocol ({type(exc).__name__})"
-            )
-        return None
+        return translate_genai(exc, secrets=self._secrets)
 
     def close(self) -> None:
         self._client.close()
