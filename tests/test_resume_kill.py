@@ -7,7 +7,6 @@ partial batch and an intact database."""
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import os
 import random
@@ -18,14 +17,13 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
-from fixtures.counting_vendor import CountingVendor, fetch_stats, vendor_key
+from fixtures.counting_vendor import CountingVendor, fetch_stats
+from fixtures.log_snapshot import snapshot, transcripts
 
 from harness.campaign import load_campaign
-from harness.events import AskSent, CampaignResumed
-from harness.fold import fold_case
+from harness.events import CampaignResumed
 from harness.runner import run_campaign
 from harness.store.reader import EventReader
 
@@ -58,47 +56,6 @@ def _harness(*args: str) -> subprocess.Popen[bytes]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-
-
-def _key_of(sent: AskSent) -> str:
-    return vendor_key([m.model_dump() for m in sent.messages], sent.params.seed)
-
-
-def _snapshot(db: Path) -> tuple[set[tuple[str, int, str]], set[str], list[str]]:
-    """Committed rows, vendor keys of committed replies, keys of calls without an outcome."""
-    rows: set[tuple[str, int, str]] = set()
-    replied: set[str] = set()
-    in_flight: list[str] = []
-    with EventReader(db) as log:
-        for case_id, seq, payload in log.connection.execute(
-            "SELECT case_id, seq, payload FROM events"
-        ):
-            rows.add((case_id, seq, hashlib.sha1(payload.encode()).hexdigest()))
-        campaign = log.latest_campaign()
-        for _, events in log.cases(campaign):
-            state = fold_case(events)
-            for turn in state.turns.values():
-                if turn.reply is not None:
-                    replied.add(_key_of(turn.sent[-1]))
-                if turn.in_flight:
-                    in_flight.append(_key_of(turn.sent[-1]))
-    return rows, replied, in_flight
-
-
-def _transcripts(db: Path) -> dict[str, Any]:
-    out = {}
-    with EventReader(db) as log:
-        for case_id, events in log.cases(log.latest_campaign()):
-            state = fold_case(events)
-            verdict = state.verdict
-            out[case_id] = (
-                [
-                    (t.index, t.ask.thread, t.ask.prompt, t.reply, t.error)
-                    for t in state.transcript().turns
-                ],
-                verdict.model_dump_json() if verdict else None,
-            )
-    return out
 
 
 @pytest.mark.slow
@@ -138,7 +95,7 @@ def test_kill_9_at_50_moments_and_resume(tmp_path: Path) -> None:
                 kills += 1
             proc.wait()
             time.sleep(0.05)  # let requests already on the wire reach the vendor's counter
-            rows, replied, in_flight = _snapshot(db)
+            rows, replied, in_flight = snapshot(db)
             in_flight_at_kills += len(in_flight)
             in_flight_keys.update(in_flight)
             counts = fetch_stats(url)["counts"]
@@ -146,7 +103,7 @@ def test_kill_9_at_50_moments_and_resume(tmp_path: Path) -> None:
             at_start = fetch_stats(url)["total"]
             proc = _harness("resume", str(db), "--no-report")
         assert proc.wait(timeout=300) == 0
-        final_rows, _, still_open = _snapshot(db)
+        final_rows, _, still_open = snapshot(db)
         open_calls = len(still_open)
         stats = fetch_stats(url)
     finally:
@@ -195,7 +152,7 @@ def test_kill_9_at_50_moments_and_resume(tmp_path: Path) -> None:
         asyncio.run(run_campaign(config, base_db))
     finally:
         baseline_vendor.stop()
-    killed_run, uninterrupted = _transcripts(db), _transcripts(base_db)
+    killed_run, uninterrupted = transcripts(db), transcripts(base_db)
     differing = sorted(c for c in uninterrupted if killed_run.get(c) != uninterrupted[c])
     same = not differing and killed_run.keys() == uninterrupted.keys()
     for case_id in differing[:3]:

@@ -7,7 +7,6 @@ turn has one reply, and the transcripts and verdicts equal those of a single-pro
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import random
 import signal
@@ -20,14 +19,14 @@ from typing import Any
 
 import pytest
 from fixtures.counting_vendor import CountingVendor, fetch_stats
+from fixtures.log_snapshot import snapshot, transcripts
 
 from harness.campaign import load_campaign
-from harness.fold import fold_case
 from harness.plan import Plan
 from harness.runner import run_campaign
 from harness.store.open import open_reader
 from harness.worker import start_campaign
-from tests.test_resume_kill import CAMPAIGN, _key_of
+from tests.test_resume_kill import CAMPAIGN
 
 TESTS = Path(__file__).resolve().parent
 KILLS = int(os.environ.get("WORKER_KILL_TEST_KILLS", 30))
@@ -43,38 +42,6 @@ def _worker(url: str, campaign: str) -> subprocess.Popen[bytes]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )  # fmt: skip
-
-
-def _snapshot(url: str) -> tuple[set[tuple[str, int, str]], set[str], list[str]]:
-    """Committed rows, vendor keys of committed replies, keys of calls without an outcome."""
-    rows: set[tuple[str, int, str]] = set()
-    replied: set[str] = set()
-    in_flight: list[str] = []
-    with open_reader(url) as log:
-        for case_id, seq, payload in log.connection.execute(
-            "SELECT case_id, seq, payload FROM events"
-        ):
-            rows.add((case_id, seq, hashlib.sha1(payload.encode()).hexdigest()))
-        for _, events in log.cases(log.latest_campaign()):
-            for turn in fold_case(events).turns.values():
-                if turn.reply is not None:
-                    replied.add(_key_of(turn.sent[-1]))
-                if turn.in_flight:
-                    in_flight.append(_key_of(turn.sent[-1]))
-    return rows, replied, in_flight
-
-
-def _transcripts(db: str) -> dict[str, Any]:
-    out = {}
-    with open_reader(db) as log:
-        for case_id, events in log.cases(log.latest_campaign()):
-            state = fold_case(events)
-            out[case_id] = (
-                [(t.index, t.ask.thread, t.ask.prompt, t.reply, t.error)
-                 for t in state.transcript().turns],
-                state.verdict.model_dump_json() if state.verdict else None,
-            )  # fmt: skip
-    return out
 
 
 def _finished(url: str) -> bool:
@@ -131,7 +98,7 @@ def test_three_workers_killed_30_times_and_a_database_crash(
                 postgres_server.restart("immediate")  # every worker loses its connection
                 db_crashes += 1
             time.sleep(0.05)  # requests already on the wire reach the vendor's counter
-            rows, replied, in_flight = _snapshot(pg_url)
+            rows, replied, in_flight = snapshot(pg_url)
             in_flight_keys.update(in_flight)
             counts = fetch_stats(url)["counts"]
             snapshots.append((rows, {key: counts.get(key, 0) for key in replied}))
@@ -148,7 +115,7 @@ def test_three_workers_killed_30_times_and_a_database_crash(
             time.sleep(0.5)
         for w in workers:
             w.wait(timeout=120)
-        final_rows, _, still_open = _snapshot(pg_url)
+        final_rows, _, still_open = snapshot(pg_url)
         stats = fetch_stats(url)
     finally:
         for w in workers:
@@ -186,7 +153,7 @@ def test_three_workers_killed_30_times_and_a_database_crash(
         asyncio.run(run_campaign(base, base_db))
     finally:
         baseline_vendor.stop()
-    workers_run, single = _transcripts(pg_url), _transcripts(str(base_db))
+    workers_run, single = transcripts(pg_url), transcripts(str(base_db))
     differing = sorted(c for c in single if workers_run.get(c) != single[c])
     same = not differing and workers_run.keys() == single.keys()
     print(
