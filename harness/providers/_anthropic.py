@@ -21,7 +21,7 @@ from harness.model import GenerationParams, Message, ModelSpec
 from harness.providers._base import RawReply, VendorModel, split_system
 from harness.providers._errors import refused
 from harness.providers._options import VendorOptions, read_key
-from harness.providers._pool import ClientPool, pool_limits
+from harness.providers._pool import stainless_pool
 from harness.providers._sdk_errors import translate_stainless
 
 DEFAULT_MAX_TOKENS = 1024  # the API has no default; this bounds cost when a relation sets none
@@ -35,20 +35,13 @@ class AnthropicModel(VendorModel):
 
     def __init__(self, spec: ModelSpec, options: VendorOptions, key: str) -> None:
         super().__init__(spec, options, key)
-        kwargs: dict[str, Any] = {
-            "api_key": key,
-            "max_retries": 0,
-            "base_url": self.endpoint.url,  # options, else ANTHROPIC_BASE_URL, else the default
-        }
-        if options.timeout:
-            kwargs["timeout"] = options.timeout
-        # The SDK's own HTTP client with its defaults, its connections sized by max_in_flight
-        # (harness.providers._pool).
-        self.clients = ClientPool(
-            lambda n: anthropic.AsyncAnthropic(
-                **kwargs, http_client=anthropic.DefaultAsyncHttpxClient(limits=pool_limits(n))
-            ),
-            spec.max_in_flight,
+        self.clients = stainless_pool(
+            anthropic.AsyncAnthropic,
+            anthropic.DefaultAsyncHttpxClient,
+            key=key,
+            base_url=self.endpoint.url,  # options, else ANTHROPIC_BASE_URL, else the default
+            timeout=options.timeout,
+            max_in_flight=spec.max_in_flight,
         )
         self.client = self.clients.first
 

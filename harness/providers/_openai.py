@@ -23,7 +23,7 @@ from harness.model import GenerationParams, Message, ModelSpec
 from harness.providers._base import RawReply, VendorModel
 from harness.providers._errors import refused
 from harness.providers._options import VendorOptions, read_key
-from harness.providers._pool import ClientPool, pool_limits
+from harness.providers._pool import stainless_pool
 from harness.providers._sdk_errors import translate_stainless
 
 _REFUSAL_CODES = {"content_filter", "content_policy_violation"}
@@ -35,20 +35,13 @@ class OpenAIChatModel(VendorModel):
     def __init__(self, spec: ModelSpec, options: VendorOptions, key: str, *, compat: bool) -> None:
         super().__init__(spec, options, key)
         self.compat = compat
-        kwargs: dict[str, Any] = {
-            "api_key": key,
-            "max_retries": 0,
-            "base_url": self.endpoint.url,  # options, else OPENAI_BASE_URL, else the default
-        }
-        if options.timeout:
-            kwargs["timeout"] = options.timeout
-        # The SDK's own HTTP client with its defaults (timeouts, redirects), its connections
-        # sized by max_in_flight (harness.providers._pool).
-        self.clients = ClientPool(
-            lambda n: openai.AsyncOpenAI(
-                **kwargs, http_client=openai.DefaultAsyncHttpxClient(limits=pool_limits(n))
-            ),
-            spec.max_in_flight,
+        self.clients = stainless_pool(
+            openai.AsyncOpenAI,
+            openai.DefaultAsyncHttpxClient,
+            key=key,
+            base_url=self.endpoint.url,  # options, else OPENAI_BASE_URL, else the default
+            timeout=options.timeout,
+            max_in_flight=spec.max_in_flight,
         )
         self.client = self.clients.first
 

@@ -69,3 +69,24 @@ class ClientPool(Generic[Client]):
             yield self.clients[i]
         finally:
             self.busy[i] -= 1
+
+
+def stainless_pool(
+    client_cls: Callable[..., Client],
+    http_client_cls: Callable[..., object],
+    *,
+    key: str,
+    base_url: str,
+    timeout: float | None,
+    max_in_flight: int,
+) -> ClientPool[Client]:
+    """A pool of ``openai``/``anthropic`` clients (``client_cls``, with its SDK's default HTTP
+    client class): the SDK's own retries off (the engine retries and logs every attempt), its
+    defaults (timeouts, redirects) kept, its connections sized by ``max_in_flight``."""
+    kwargs: dict[str, object] = {"api_key": key, "max_retries": 0, "base_url": base_url}
+    if timeout:
+        kwargs["timeout"] = timeout
+    return ClientPool(
+        lambda n: client_cls(**kwargs, http_client=http_client_cls(limits=pool_limits(n))),
+        max_in_flight,
+    )
