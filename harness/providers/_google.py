@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import httpx2
 from google import genai
 from google.genai import types
 
@@ -68,11 +69,13 @@ class GeminiModel(VendorModel):
                 base_url=self.endpoint.url,  # options, else GOOGLE_GEMINI_BASE_URL, else default
                 timeout=int(options.timeout * 1000) if options.timeout else None,
                 retry_options=types.HttpRetryOptions(attempts=1),
-                # The SDK builds its httpx2 client (one per event loop) with these arguments:
-                # connections sized by max_in_flight (harness.providers._pool). With aiohttp
-                # installed the SDK uses an unlimited aiohttp pool instead, which keeps
-                # every connection too.
-                async_client_args={"limits": pool_limits(connections)},
+                # The SDK builds its httpx2 client with these arguments: connections sized by
+                # max_in_flight (harness.providers._pool). Giving a transport also keeps the
+                # SDK on httpx2 when aiohttp is importable (it would switch to an unlimited
+                # aiohttp session that keeps every connection).
+                async_client_args={
+                    "transport": httpx2.AsyncHTTPTransport(limits=pool_limits(connections))
+                },
             )
             return genai.Client(api_key=key, vertexai=False, http_options=http)
 

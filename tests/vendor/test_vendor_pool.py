@@ -50,3 +50,21 @@ def test_connections_are_split_over_small_pools_that_add_up_to_max_in_flight() -
         for lease in leases:
             lease.__exit__(None, None, None)
         assert sum(pool.busy) == 0
+
+
+async def test_gemini_keeps_its_sized_pool_when_aiohttp_is_installed(
+    vendor: FakeVendor, make_model: ModelMaker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # google-genai switches to an unlimited aiohttp session whenever aiohttp can be imported,
+    # unless it is given an httpx transport: the backend gives one, sized by max_in_flight.
+    from google.genai import _api_client
+
+    monkeypatch.setattr(_api_client, "has_aiohttp", True)
+    model = make_model("google", max_in_flight=8)
+    for client in model.clients.clients:  # type: ignore[attr-defined]
+        assert not client._api_client._use_aiohttp()
+    messages = [Message(role="user", content="Is it? Yes or No.")]
+    replies = await asyncio.gather(
+        *(model.complete(messages, GenerationParams(max_tokens=4)) for _ in range(16))
+    )
+    assert len(replies) == 16 and vendor.connections <= 8
