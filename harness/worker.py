@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import psycopg
@@ -28,30 +27,26 @@ import psycopg
 from harness.campaign import CampaignConfig
 from harness.engine import AnswerCache, Engine, ProgressSink, RunSummary
 from harness.errors import CampaignAbortedError, ConfigError, HarnessError
-from harness.events import CampaignFinished, CampaignResumed
 from harness.model import Model
 from harness.plan import Plan
-from harness.providers import VendorGate, campaign_endpoints
+from harness.providers import VendorGate
 from harness.runner import (
     ResumePoint,
     Session,
     campaign_started,
     check_plan_has_cases,
-    code_version,
     install_stop_handlers,
     load_resume_point,
     updated_config,
 )
-from harness.store.open import is_postgres_url, open_reader, open_writer
+from harness.store.open import is_postgres_url, open_writer
 from harness.store.postgres_budgets import SharedBudgets
-from harness.store.postgres_leases import CaseLeases
+from harness.store.postgres_leases import CaseLeases, reopen_open_cases
 from harness.store.postgres_spend import SharedSpend, SharedSpendGate
 from harness.store.postgres_url import PostgresUrl
 from harness.store.postgres_workers import CampaignRunners
-from harness.store.protocol import EventSink
 from harness.store.writer import PendingEvent
-
-FINISH_LOCK = 0x6268_0003  # one worker at a time checks and records the campaign's end
+from harness.worker_ends import join_campaign, record_end
 
 
 @dataclass
@@ -64,8 +59,9 @@ class WorkerSummary:
 
 async def _renew(
     leases: CaseLeases, spend: SharedSpend, runners: CampaignRunners, engine: Engine
-) -> None:
-    """Renew every ttl/3; a worker that cannot reach the database stops taking cases."""
+) -> bool:
+    """Renew every ttl/3; a worker that cannot reach the database stops taking cases
+    (and returns True: it lost the database, like a crash it records no end)."""
     while True:
         await asyncio.sleep(leases.ttl_s / 3)
         try:
@@ -74,96 +70,7 @@ async def _renew(
             await runners.renew()
         except (HarnessError, psycopg.Error) as exc:
             engine.request_stop(f"lost the database: {exc}")
-            return
-
-
-@contextlib.asynccontextmanager
-async def _finish_lock(leases: CaseLeases) -> AsyncIterator[None]:
-    """One process at a time joins a campaign or records its end."""
-    conn = leases._conn
-    await conn.execute("SELECT pg_advisory_lock(%s)", (FINISH_LOCK,))
-    try:
-        yield
-    finally:
-        await conn.execute("SELECT pg_advisory_unlock(%s)", (FINISH_LOCK,))
-
-
-def _log_state(db: str, campaign: str) -> tuple[int, str | None, str | None]:
-    """(closed cases, kind and status of the campaign's last event outside its cases)."""
-    with open_reader(db) as log:
-        closed = log.connection.execute(
-            "SELECT count(DISTINCT case_id) FROM events WHERE campaign = ? AND kind = 'CaseClosed'",
-            (campaign,),
-        ).fetchone()[0]
-        last = log.connection.execute(
-            "SELECT kind, payload FROM events WHERE campaign = ? AND case_id = ''"
-            " ORDER BY seq DESC LIMIT 1",
-            (campaign,),
-        ).fetchone()
-    if last is None:
-        return int(closed), None, None
-    status = json.loads(last[1]).get("status") if last[0] == "CampaignFinished" else None
-    return int(closed), str(last[0]), status
-
-
-async def _join(
-    store: EventSink,
-    leases: CaseLeases,
-    runners: CampaignRunners,
-    point: ResumePoint,
-    db: str,
-    updates: Mapping[str, object],
-    announce: bool,
-) -> None:
-    """Count this process among the campaign's runners; record CampaignResumed when the
-    log says the campaign ended short of completion (or always, with ``announce``)."""
-    async with _finish_lock(leases):
-        await runners.join()
-        _, last, status = _log_state(db, point.campaign)
-        if not announce and (last != "CampaignFinished" or status == "completed"):
-            return
-        in_flight = sum(1 for s in point.open_cases.values() for t in s.open_turns() if t.in_flight)
-        resumed = CampaignResumed(
-            code_version=code_version(),
-            open_cases=len(point.open_cases),
-            in_flight_resent=in_flight,
-            config_overrides=dict(updates),
-            endpoints=campaign_endpoints(updated_config(point.config, updates)),
-        )
-        seq = await store.next_seq(point.campaign, "")
-        await store.append([PendingEvent(point.campaign, "", seq, resumed)])
-
-
-async def _record_end(
-    store: EventSink,
-    leases: CaseLeases,
-    runners: CampaignRunners,
-    planned: int,
-    db: str,
-    summary: RunSummary,
-) -> bool:
-    """Record CampaignFinished if the campaign ended with this process: completed when
-    every planned case is closed (whoever sees it last); stopped or aborted, as one process
-    records it, when this process stopped or aborted and no other is running the campaign
-    (the others go on, and the last to leave records the end). True if recorded."""
-    campaign = leases.campaign
-    async with _finish_lock(leases):
-        closed, last, _ = _log_state(db, campaign)
-        if last == "CampaignFinished":
-            return False  # recorded already, and nobody joined since
-        if closed >= planned:
-            ended = CampaignFinished(status="completed", reason="", cases_closed=closed)
-        elif summary.status != "completed" and not await runners.others_running():
-            ended = CampaignFinished(
-                status=summary.status,  # type: ignore[arg-type]
-                reason=summary.reason,
-                cases_closed=closed,
-            )
-        else:
-            return False
-        seq = await store.next_seq(campaign, "")
-        await store.append([PendingEvent(campaign, "", seq, ended)])
-        return True
+            return True
 
 
 async def run_worker(
@@ -199,6 +106,8 @@ async def run_worker(
         db, point.campaign, ttl_s=lease_s, had_events=set(point.open_cases)
     )
     runners = CampaignRunners(leases._conn, point.campaign, leases.owner, lease_s)
+    if announce:  # resume: what the log says is open is open, whatever the leases say
+        await reopen_open_cases(leases, sorted(point.open_cases))
     # Requests and tokens per window hold for all workers together, not for each.
     shared = await SharedBudgets.share(db, point.campaign, session.budgets.gates)
     # ... and so does the spending ceiling: every worker's calls count against it.
@@ -215,7 +124,7 @@ async def run_worker(
             session.gates[name] = SharedSpendGate(gate, spend)
     try:
         async with await open_writer(db, create=False) as store:
-            await _join(store, leases, runners, point, db, updates, announce)
+            await join_campaign(store, leases, runners, point, db, updates, announce)
             engine = Engine(
                 store,
                 config,
@@ -244,10 +153,13 @@ async def run_worker(
                 with contextlib.suppress(asyncio.CancelledError):
                     await renewer
                 await session.aclose()
-            # The cases this process gives up go to the others before its end is judged.
-            for case_id in list(leases.held):
-                await leases.release(case_id, closed=False)
-            finished = await _record_end(store, leases, runners, plan.total_cases, db, summary)
+            lost = renewer.done() and not renewer.cancelled() and renewer.result()
+            finished = False
+            if not lost:
+                # The cases this process gives up go to the others before its end is judged.
+                for case_id in list(leases.held):
+                    await leases.release(case_id, closed=False)
+                finished = await record_end(store, leases, runners, plan.total_cases, db, summary)
             if aborted is not None:
                 raise aborted
     finally:
