@@ -88,7 +88,6 @@ async def _start(make_campaign: Any, url: str, cases: int) -> str:
     return await start_campaign(config, url, Plan(config))
 
 
-@pytest.mark.slow
 async def test_a_worker_alone_that_aborts_records_the_campaigns_end(
     make_campaign: Any, pg_url: str
 ) -> None:
@@ -114,11 +113,10 @@ async def test_a_worker_alone_that_aborts_records_the_campaigns_end(
     assert max(sent.values()) == 1
 
 
-@pytest.mark.slow
 async def test_a_worker_that_aborts_beside_a_running_one_leaves_the_end_to_it(
     make_campaign: Any, pg_url: str
 ) -> None:
-    campaign = await _start(make_campaign, pg_url, 40)
+    campaign = await _start(make_campaign, pg_url, 80)  # 2 s of calls at least
     sent: Counter[str] = Counter()
     slow = CountingModel(sent, delay=0.05)
     healthy = asyncio.create_task(
@@ -141,7 +139,6 @@ async def test_a_worker_that_aborts_beside_a_running_one_leaves_the_end_to_it(
     assert _ends(pg_url) == [("CampaignFinished", "completed", "")]
 
 
-@pytest.mark.slow
 async def test_resume_beside_a_worker_never_sends_a_call_twice(
     make_campaign: Any, pg_url: str
 ) -> None:
