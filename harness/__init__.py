@@ -33,7 +33,7 @@ from harness.relation import Ask, Case, Outcome, RelationBase, Transcript, Verdi
 from harness.replay import VerifyResult, verify_log
 from harness.report import build_report, to_csv, to_json
 from harness.runner import resume_campaign, run_campaign
-from harness.store.open import open_reader
+from harness.store.open import is_postgres_url, open_reader
 from harness.store.reader import EventReader
 from harness.tables import Table
 
@@ -103,6 +103,14 @@ def resume(
     are never paid again."""
     updates = {} if spend_ceiling_usd is None else {"limits.spend_ceiling_usd": spend_ceiling_usd}
     cache = open_cache(tuple(str(p) for p in reuse))
+    if is_postgres_url(str(db)):  # leases each case, as a worker: workers may run beside it
+        from harness.worker import resume_with_leases  # psycopg only when a log is there
+
+        return asyncio.run(
+            resume_with_leases(
+                str(db), campaign=campaign, config_updates=updates, progress=progress, cache=cache
+            )
+        )
     return asyncio.run(
         resume_campaign(
             db, campaign=campaign, config_updates=updates, progress=progress, cache=cache

@@ -5,7 +5,10 @@ Each worker folds the log once at start (the closed cases are never generated), 
 the campaign's plan and runs only the cases it leases (`harness.store.postgres_leases`),
 renewing its leases while it runs. A case another worker began is continued from the log
 exactly as ``harness resume`` continues it. When every planned case is closed, the worker
-that sees it last records CampaignFinished, once.
+that sees it last records CampaignFinished, once. A worker that stops or aborts records the
+campaign's end as one process does (CampaignFinished stopped/aborted with its reason) when
+no other process is running the campaign; a process that joins a campaign whose last
+recorded event is such an end records CampaignResumed first, as ``harness resume`` does.
 """
 
 from __future__ import annotations
@@ -19,29 +22,31 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import psycopg
+
 from harness.campaign import CampaignConfig
 from harness.engine import AnswerCache, Engine, ProgressSink, RunSummary
-from harness.errors import ConfigError, HarnessError
-from harness.events import CampaignFinished
+from harness.errors import CampaignAbortedError, ConfigError, HarnessError
 from harness.model import Model
 from harness.plan import Plan
 from harness.providers import VendorGate
 from harness.runner import (
+    ResumePoint,
     Session,
     campaign_started,
     check_plan_has_cases,
     install_stop_handlers,
     load_resume_point,
+    updated_config,
 )
-from harness.store.open import is_postgres_url, open_reader, open_writer
+from harness.store.open import is_postgres_url, open_writer
 from harness.store.postgres_budgets import SharedBudgets
-from harness.store.postgres_leases import CaseLeases
+from harness.store.postgres_leases import CaseLeases, reopen_open_cases
 from harness.store.postgres_spend import SharedSpend, SharedSpendGate
 from harness.store.postgres_url import PostgresUrl
-from harness.store.protocol import EventSink
+from harness.store.postgres_workers import CampaignRunners
 from harness.store.writer import PendingEvent
-
-FINISH_LOCK = 0x6268_0003  # one worker at a time checks and records the campaign's end
+from harness.worker_ends import join_campaign, record_end
 
 
 @dataclass
@@ -52,43 +57,20 @@ class WorkerSummary:
     finished: bool  # this worker recorded CampaignFinished
 
 
-async def _renew(leases: CaseLeases, spend: SharedSpend, engine: Engine) -> None:
-    """Renew every ttl/3; a worker that cannot reach the database stops taking cases."""
+async def _renew(
+    leases: CaseLeases, spend: SharedSpend, runners: CampaignRunners, engine: Engine
+) -> bool:
+    """Renew every ttl/3; a worker that cannot reach the database stops taking cases
+    (and returns True: it lost the database, like a crash it records no end)."""
     while True:
         await asyncio.sleep(leases.ttl_s / 3)
         try:
             await leases.renew()
             await spend.renew()
-        except HarnessError as exc:
+            await runners.renew()
+        except (HarnessError, psycopg.Error) as exc:
             engine.request_stop(f"lost the database: {exc}")
-            return
-
-
-async def _finish_if_complete(
-    store: EventSink, leases: CaseLeases, campaign: str, planned: int, db: str
-) -> bool:
-    conn = leases._conn
-    await conn.execute("SELECT pg_advisory_lock(%s)", (FINISH_LOCK,))
-    try:
-        with open_reader(db) as log:
-            closed = log.connection.execute(
-                "SELECT count(DISTINCT case_id) FROM events WHERE campaign = ?"
-                " AND kind = 'CaseClosed'",
-                (campaign,),
-            ).fetchone()[0]
-            last = log.connection.execute(
-                "SELECT kind FROM events WHERE campaign = ? AND case_id = ''"
-                " ORDER BY seq DESC LIMIT 1",
-                (campaign,),
-            ).fetchone()
-        if closed < planned or (last is not None and last[0] == "CampaignFinished"):
-            return False
-        seq = await store.next_seq(campaign, "")
-        ended = CampaignFinished(status="completed", reason="", cases_closed=int(closed))
-        await store.append([PendingEvent(campaign, "", seq, ended)])
-        return True
-    finally:
-        await conn.execute("SELECT pg_advisory_unlock(%s)", (FINISH_LOCK,))
+            return True
 
 
 async def run_worker(
@@ -100,22 +82,32 @@ async def run_worker(
     overrides: Mapping[str, Model] | None = None,
     cache: AnswerCache | None = None,
     handle_signals: bool = False,
+    config_updates: Mapping[str, object] | None = None,
+    point: ResumePoint | None = None,
+    plan: Plan | None = None,
+    announce: bool = False,
 ) -> WorkerSummary:
     """Run cases of ``campaign`` (default: the latest) of the PostgreSQL log ``db`` until
-    none is left to lease."""
+    none is left to lease. ``config_updates``, ``point`` and ``announce`` (record
+    CampaignResumed) serve ``harness resume``, which runs on PostgreSQL as one worker."""
     if not is_postgres_url(db):
         raise ConfigError(
             "workers share a campaign through a PostgreSQL database",
             field="DB_URL",
             fix="give a postgresql:// URL (copy a SQLite log there with 'harness copy')",
         )
-    point = load_resume_point(db, campaign)
-    plan = Plan(point.config)
-    session = Session.build(point.config, overrides, spent_usd=point.spent_usd)
+    point = point if point is not None else load_resume_point(db, campaign)
+    updates = dict(config_updates or {})
+    config = plan.config if plan is not None else updated_config(point.config, updates)
+    plan = plan if plan is not None else Plan(config)
+    session = Session.build(config, overrides, spent_usd=point.spent_usd)
     session.attach(progress)
     leases = await CaseLeases.open(
         db, point.campaign, ttl_s=lease_s, had_events=set(point.open_cases)
     )
+    runners = CampaignRunners(leases._conn, point.campaign, leases.owner, lease_s)
+    if announce:  # resume: what the log says is open is open, whatever the leases say
+        await reopen_open_cases(leases, sorted(point.open_cases))
     # Requests and tokens per window hold for all workers together, not for each.
     shared = await SharedBudgets.share(db, point.campaign, session.budgets.gates)
     # ... and so does the spending ceiling: every worker's calls count against it.
@@ -123,7 +115,7 @@ async def run_worker(
         db,
         point.campaign,
         leases.owner,
-        ceiling_usd=point.config.limits.spend_ceiling_usd,
+        ceiling_usd=config.limits.spend_ceiling_usd,
         spent_in_log=point.spent_usd,
         ttl_s=lease_s,
     )
@@ -132,9 +124,10 @@ async def run_worker(
             session.gates[name] = SharedSpendGate(gate, spend)
     try:
         async with await open_writer(db, create=False) as store:
+            await join_campaign(store, leases, runners, point, db, updates, announce)
             engine = Engine(
                 store,
-                point.config,
+                config,
                 point.campaign,
                 session.models,
                 session.judges,
@@ -147,24 +140,65 @@ async def run_worker(
             )
             if handle_signals:
                 install_stop_handlers(engine.signal_stop)
-            renewer = asyncio.create_task(_renew(leases, spend, engine), name="lease-renewal")
+            renewer = asyncio.create_task(
+                _renew(leases, spend, runners, engine), name="lease-renewal"
+            )
+            aborted: CampaignAbortedError | None = None
             try:
                 summary = await engine.run()
+            except CampaignAbortedError as exc:
+                aborted, summary = exc, engine.summary
             finally:
                 renewer.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await renewer
                 await session.aclose()
+            lost = renewer.done() and not renewer.cancelled() and renewer.result()
             finished = False
-            if summary.status == "completed":
-                finished = await _finish_if_complete(
-                    store, leases, point.campaign, plan.total_cases, db
-                )
+            if not lost:
+                # The cases this process gives up go to the others before its end is judged.
+                for case_id in list(leases.held):
+                    await leases.release(case_id, closed=False)
+                finished = await record_end(store, leases, runners, plan.total_cases, db, summary)
+            if aborted is not None:
+                raise aborted
     finally:
+        with contextlib.suppress(psycopg.Error):
+            await runners.leave()
         await spend.close()
         await shared.close()
         await leases.close()
     return WorkerSummary(summary, leases.owner, leases.taken_over, finished)
+
+
+async def resume_with_leases(
+    db: str,
+    *,
+    campaign: str | None = None,
+    point: ResumePoint | None = None,
+    plan: Plan | None = None,
+    config_updates: Mapping[str, object] | None = None,
+    progress: ProgressSink | None = None,
+    overrides: Mapping[str, Model] | None = None,
+    cache: AnswerCache | None = None,
+    handle_signals: bool = False,
+) -> RunSummary:
+    """``harness resume`` on a PostgreSQL log: one worker that records CampaignResumed, so
+    it may run beside other workers (it claims each case as they do: never a case another
+    process holds, never a call twice)."""
+    done = await run_worker(
+        db,
+        campaign=campaign,
+        point=point,
+        plan=plan,
+        config_updates=config_updates,
+        progress=progress,
+        overrides=overrides,
+        cache=cache,
+        handle_signals=handle_signals,
+        announce=True,
+    )
+    return done.run
 
 
 async def start_campaign(config: CampaignConfig, db: str, plan: Plan) -> str:

@@ -11,6 +11,8 @@ from harness.commands._render import echo_report, echo_summary, finish
 from harness.plan import Plan
 from harness.progress import RichProgress
 from harness.runner import load_resume_point, resume_campaign, updated_config
+from harness.store.open import is_postgres_url
+from harness.worker import resume_with_leases
 
 
 @click.command("resume")
@@ -42,9 +44,11 @@ def command(
         f"{len(point.open_cases)} open",
         err=True,
     )
+    # On PostgreSQL, resume leases each case as a worker does: workers may run beside it.
+    resume = resume_with_leases if is_postgres_url(db) else resume_campaign
     with RichProgress(total - len(point.closed)) as progress:
         summary = asyncio.run(
-            resume_campaign(
+            resume(
                 db,
                 campaign=point.campaign,
                 point=point,
@@ -61,4 +65,7 @@ def command(
         click.echo(f"answers reused from earlier logs: {summary.cached}", err=True)
     if report:
         echo_report(db, point.campaign)
-    finish(summary, total - len(point.closed))
+    # On PostgreSQL, cases that workers beside resume hold are theirs to close (like a
+    # worker, resume answers for the cases it ran; the last process records the end).
+    to_close = summary.cases_closed if is_postgres_url(db) else total - len(point.closed)
+    finish(summary, to_close)

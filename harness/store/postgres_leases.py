@@ -181,3 +181,20 @@ class CaseLeases:
         finally:
             for conn in self._conns:
                 await conn.close()
+
+
+async def reopen_open_cases(leases: CaseLeases, case_ids: list[str]) -> int:
+    """Make claimable again the cases the log shows open but the leases mark done (a log
+    restored or edited behind its leases): ``harness resume`` continues what the log says
+    is open. A case closed meanwhile is seen closed when claimed, and marked done again."""
+    if not case_ids:
+        return 0
+    try:
+        cur = await leases._conn.execute(
+            "UPDATE leases SET done = false, owner = NULL, expires_at = clock_timestamp()"
+            " WHERE campaign = %s AND case_id = ANY(%s) AND done",
+            (leases.campaign, case_ids),
+        )
+    except psycopg.Error as exc:
+        raise leases._fail(exc) from exc
+    return cur.rowcount
