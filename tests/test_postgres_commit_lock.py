@@ -12,7 +12,7 @@ from typing import Any
 import psycopg
 
 from harness.events import Note
-from harness.store.open import open_writer
+from harness.store.open import open_reader, open_writer
 from harness.store.postgres_schema import COMMIT_LOCK
 from harness.store.writer import PendingEvent
 
@@ -59,3 +59,22 @@ async def test_the_commit_lock_is_not_held_while_the_writer_process_is_slow(pg_u
     # Before: lock, read the last batch, savepoint, insert, release, commit were six round
     # trips under the lock, so it was held for five pauses (>= 0.75 s) per commit.
     assert held < SLOW_S, f"commit lock held {held:.2f} s across the writer's round trips"
+
+
+async def test_values_reach_the_log_exactly_as_given(pg_url: str) -> None:
+    """The fast path renders values as SQL literals itself: model text is data, never SQL."""
+    nasty = "it's'); DROP TABLE events; -- %s %(x)s \\ \\x00 é 💥 \"q\" $$ E'\\n'"
+    async with await open_writer(pg_url) as store:
+        await store.append(
+            [
+                PendingEvent("c", "k", 1, Note(topic=nasty, data={"n": 1.5e-300, "s": nasty})),
+                PendingEvent("c", "k", 2, Note(topic="two")),
+            ]
+        )
+    with open_reader(pg_url) as log:
+        events = list(log.events())
+    assert [e.event for e in events] == [
+        Note(topic=nasty, data={"n": 1.5e-300, "s": nasty}),
+        Note(topic="two"),
+    ]
+    assert [(e.case_id, e.seq) for e in events] == [("k", 1), ("k", 2)]

@@ -20,6 +20,7 @@ from typing import Any
 
 import psycopg
 from psycopg import errors as pg_errors
+from psycopg.adapt import Transformer
 from psycopg.pq import TransactionStatus
 
 from harness.errors import ConcurrencyError, StoreClosedError, StoreError
@@ -33,7 +34,7 @@ _COLUMNS = "(campaign, case_id, seq, kind, schema_version, turn, attempt, batch,
 _ROW = "(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)"
 # The fast path's row: the batch number is relative to the group, counted on from the last
 # committed batch by the server (`PgEventWriter._commit_in_one_round_trip`).
-_ROW_ON_TOP = "(%s,%s,%s,%s,%s,%s,%s,%s + current_setting('harness.batch_top')::bigint,%s,%s)"
+_ROW_ON_TOP = b"(%b,%b,%b,%b,%b,%b,%b,%b + current_setting('harness.batch_top')::bigint,%b,%b)"
 _ROWS_PER_STATEMENT = 1000  # 10 parameters a row, far under PostgreSQL's 65535
 
 
@@ -63,6 +64,7 @@ class PgEventWriter:
     ) -> None:
         self._conn = conn  # owned by the writer task
         self._reads = reads  # next_seq, so reads never wait inside the writer's transaction
+        self._literals = Transformer.from_context(conn)  # SQL literals for the fast path
         self.target = target
         self.path = target.shown
         self._max_group = max_group
@@ -186,22 +188,30 @@ class PgEventWriter:
         every other worker's commit waits for the lock. Batch numbers are counted on from
         the last committed one by the server, after the lock is taken (each statement reads
         a fresh snapshot). Raises UniqueViolation with the transaction left aborted."""
-        rows = [(*row[:7], i, *row[7:]) for i, b in enumerate(group, 1) for row in b.rows]
+        # Values rendered as literals by psycopg's own adapters (what a client-side binding
+        # cursor does), but without its placeholder parsing, which costs a worker a tenth
+        # of its CPU on statements this long.
+        literal = self._literals.as_literal
+        rows = [
+            _ROW_ON_TOP % (*map(literal, row[:7]), str(i).encode(), *map(literal, row[7:]))
+            for i, b in enumerate(group, 1)
+            for row in b.rows
+        ]
         statements = [
-            "BEGIN",
-            f"SELECT pg_advisory_xact_lock({COMMIT_LOCK})",
-            "SELECT set_config('harness.batch_top', (SELECT coalesce((SELECT batch FROM events"
-            " ORDER BY gseq DESC LIMIT 1), 0))::text, true)",
+            b"BEGIN",
+            b"SELECT pg_advisory_xact_lock(%d)" % COMMIT_LOCK,
+            b"SELECT set_config('harness.batch_top', (SELECT coalesce((SELECT batch FROM events"
+            b" ORDER BY gseq DESC LIMIT 1), 0))::text, true)",
         ]
         for i in range(0, len(rows), _ROWS_PER_STATEMENT):
             chunk = rows[i : i + _ROWS_PER_STATEMENT]
             statements.append(
-                f"INSERT INTO events {_COLUMNS} VALUES {','.join([_ROW_ON_TOP] * len(chunk))}"
-                " RETURNING gseq"
+                b"INSERT INTO events %s VALUES %s RETURNING gseq"
+                % (_COLUMNS.encode(), b",".join(chunk))
             )
-        statements.append("COMMIT")
-        cur = psycopg.AsyncClientCursor(self._conn)  # client-side binding: one Query message
-        await cur.execute(";".join(statements), [v for row in rows for v in row])
+        statements.append(b"COMMIT")
+        cur = psycopg.AsyncClientCursor(self._conn)  # no parameters: one Query message
+        await cur.execute(b";".join(statements))
         ids: list[int] = []
         while True:
             if (cur.statusmessage or "").startswith("INSERT"):
