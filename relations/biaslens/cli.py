@@ -88,10 +88,14 @@ def export(
 def import_biaslens(src: Path, db: Path | None, models: tuple[str, ...]) -> None:
     """Import SRC (a BiasLens folder: answers/role/<model>/<attr>_answers_0N.csv, roles/,
     questions/) as one campaign of closed biaslens.answer cases."""
-    from relations.biaslens.importer import import_released
+    from harness.progress import RichProgress
+    from relations.biaslens.importer import import_released, plan_import
 
     db = db or Path(f"biaslens-{src.resolve().name}.db")
-    summary = asyncio.run(import_released(src, db, models=list(models) or None))
+    plan = plan_import(src, list(models) or None)
+    # The bar counts answers imported: a six-model folder takes minutes, never silently.
+    with RichProgress(plan.planned, label="answers") as progress:
+        summary = asyncio.run(import_released(src, db, plan=plan, progress=progress))
     rate = summary.events / summary.elapsed_s if summary.elapsed_s else 0.0
     click.echo(
         f"imported {summary.answers} answers from {summary.files} files "

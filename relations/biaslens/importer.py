@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.campaign import CampaignConfig, RelationSpec
+from harness.engine import NullProgress, ProgressSink
 from harness.events import (
     AskSent,
     CampaignFinished,
@@ -34,6 +35,7 @@ from harness.events import (
     ReplyReceived,
     VerdictReached,
 )
+from harness.gc_pause import gc_paused
 from harness.model import GenerationParams, Message, ModelSpec, Reply, request_key
 from harness.relation import (
     Case,
@@ -49,7 +51,9 @@ from harness.store.writer import EventWriter, PendingEvent
 from relations.biaslens.released import (
     VARIANT_DIRS,
     AnswerFile,
-    load_folder,
+    count_case_rows,
+    find_answer_files,
+    read_answer_rows,
     row_case_data,
 )
 
@@ -119,7 +123,7 @@ class _Importer:
 
     def case_events(
         self, f: AnswerFile, index: int, row_no: int, answer: str, data: dict[str, Any]
-    ) -> tuple[str, list[Event]]:
+    ) -> tuple[Case, Verdict, list[Event]]:
         model = f"released:{f.model}"
         # Ids sort in insertion order (run before a zero-padded row): the log's indexes on
         # case_id then grow at their end instead of splitting pages all over.
@@ -140,20 +144,43 @@ class _Importer:
         verdict = self.relation.step(case, Transcript(turns=(turn,)))
         assert isinstance(verdict, Verdict)
         # CaseOpened(case=...) would validate the Case just built a second time.
-        return case_id, [
-            CaseOpened.model_construct(case=case),
-            AskSent(
-                turn=0,
-                ask=ask,
-                model=model,
-                messages=[Message(role="user", content=ask.prompt)],
-                params=self.params,
-                request_key=self.key(model, ask.prompt),
-            ),
-            ReplyReceived(turn=0, reply=Reply(text=answer)),
-            VerdictReached(verdict=verdict),
-            CaseClosed(outcome=verdict.outcome.value),
-        ]
+        return (
+            case,
+            verdict,
+            [
+                CaseOpened.model_construct(case=case),
+                AskSent(
+                    turn=0,
+                    ask=ask,
+                    model=model,
+                    messages=[Message(role="user", content=ask.prompt)],
+                    params=self.params,
+                    request_key=self.key(model, ask.prompt),
+                ),
+                ReplyReceived(turn=0, reply=Reply(text=answer)),
+                VerdictReached(verdict=verdict),
+                CaseClosed(outcome=verdict.outcome.value),
+            ],
+        )
+
+
+@dataclass(frozen=True)
+class ImportPlan:
+    """The answer files an import reads, in case-index order, and how many cases they hold."""
+
+    src: Path
+    models: tuple[str, ...] | None
+    files: tuple[AnswerFile, ...]
+    planned: int
+
+
+def plan_import(src: str | Path, models: list[str] | None = None) -> ImportPlan:
+    """Find the answer files and count the rows that become cases (a cheap first pass: the
+    count is in the campaign's first event, so a killed import reads "unfinished, N of M")."""
+    src = Path(src).resolve()
+    wanted = tuple(sorted(models)) if models else None
+    files = tuple(find_answer_files(src, list(wanted) if wanted else None))
+    return ImportPlan(src, wanted, files, sum(count_case_rows(f.path) for f in files))
 
 
 async def import_released(
@@ -162,37 +189,36 @@ async def import_released(
     *,
     models: list[str] | None = None,
     campaign: str | None = None,
-    batch_events: int = 20_000,
+    batch_events: int = 5_000,
+    plan: ImportPlan | None = None,
+    progress: ProgressSink | None = None,
 ) -> ImportSummary:
-    """Write one campaign holding every answer of ``src`` into the log ``db``."""
+    """Write one campaign holding every answer of ``src`` into the log ``db``.
+
+    The folder is read one file at a time and written in batches of ``batch_events``, so
+    memory stays bounded by the largest file whatever the folder's size; ``progress`` hears
+    of every imported answer (`harness.progress.RichProgress`)."""
     started = time.monotonic()
-    src = Path(src).resolve()
-    wanted = tuple(sorted(models)) if models else None
-    folder = load_folder(str(src), wanted)
-    model_names = sorted({f"released:{f.model}" for f in folder.files})
+    plan = plan or plan_import(src, models)
+    src, wanted, files = plan.src, plan.models, plan.files
+    progress = progress or NullProgress()
+    model_names = sorted({f"released:{f.model}" for f in files})
     options = {"source": "released", "released_dir": str(src), "released_models": wanted}
     relation = build_relation(RELATION, options)
     config = CampaignConfig(
         name=f"biaslens-import:{src.name}",
         seed=CAMPAIGN_SEED,
-        repeats=max(f.run for f in folder.files),
+        repeats=max(f.run for f in files),
         models=[ModelSpec(name=m) for m in model_names],
         relations=[RelationSpec(name=RELATION, options=options)],
     )
     campaign_id = (
         campaign or "biaslens-" + hashlib.sha1(f"{src}|{time.time_ns()}".encode()).hexdigest()[:8]
     )
-    summary = ImportSummary(campaign=campaign_id, models=model_names, files=len(folder.files))
-    # Planned = the rows that become cases: a killed import then reads "unfinished, N of M".
-    planned = sum(
-        1
-        for f, rows in zip(folder.files, folder.rows, strict=True)
-        for row_no, row in enumerate(rows)
-        if row_case_data(f, row_no, row) is not None
-    )
+    summary = ImportSummary(campaign=campaign_id, models=model_names, files=len(files))
     async with await EventWriter.open(db, max_group=8) as store:
         head: list[Event] = [
-            campaign_started(config, planned),
+            campaign_started(config, plan.planned),
             Note(
                 topic=IMPORT_TOPIC,
                 data={
@@ -209,35 +235,42 @@ async def import_released(
         await store.append([PendingEvent(campaign_id, "", n, ev) for n, ev in enumerate(head, 1)])
         tail: list[Event] = []
         importer = _Importer(store, campaign_id, batch_events, relation)
-        for f, rows, lossy, offset in zip(
-            folder.files, folder.rows, folder.lossy, folder.offsets, strict=True
-        ):
-            skipped = 0
-            for row_no, row in enumerate(rows):
-                data = row_case_data(f, row_no, row)
-                if data is None:
-                    skipped += 1
-                    continue
-                answer = row.get("Answer", "")
-                await importer.add(*importer.case_events(f, offset + row_no, row_no, answer, data))
-                summary.answers += 1
-            summary.skipped_rows += skipped
-            tail.append(
-                Note(
-                    topic=FILE_TOPIC,
-                    data={
-                        "model": f"released:{f.model}",
-                        "variant": f.variant,
-                        "attribute": f.attribute,
-                        "run": f.run,
-                        "rows": len(rows),
-                        "skipped_rows": skipped,
-                        "lossy_utf8": lossy,
-                        "path": str(f.path.relative_to(src)),
-                        "sha256": hashlib.sha256(f.path.read_bytes()).hexdigest(),
-                    },
+        offset = 0  # case index of the file's first row: rows of every file, skipped included
+        with gc_paused():
+            for f in files:
+                rows, lossy = read_answer_rows(f.path)
+                skipped = 0
+                for row_no, row in enumerate(rows):
+                    data = row_case_data(f, row_no, row)
+                    if data is None:
+                        skipped += 1
+                        continue
+                    answer = row.get("Answer", "")
+                    case, verdict, events = importer.case_events(
+                        f, offset + row_no, row_no, answer, data
+                    )
+                    await importer.add(case.case_id, events)
+                    progress.case_closed(case, verdict)
+                    summary.answers += 1
+                offset += len(rows)
+                summary.skipped_rows += skipped
+                tail.append(
+                    Note(
+                        topic=FILE_TOPIC,
+                        data={
+                            "model": f"released:{f.model}",
+                            "variant": f.variant,
+                            "attribute": f.attribute,
+                            "run": f.run,
+                            "rows": len(rows),
+                            "skipped_rows": skipped,
+                            "lossy_utf8": lossy,
+                            "path": str(f.path.relative_to(src)),
+                            "sha256": hashlib.sha256(f.path.read_bytes()).hexdigest(),
+                        },
+                    )
                 )
-            )
+                del rows  # the next file replaces this one: one file's rows at a time
         tail.append(
             CampaignFinished(status="completed", reason="imported", cases_closed=summary.answers)
         )

@@ -63,23 +63,47 @@ def find_answer_files(src: Path, models: list[str] | None = None) -> list[Answer
     return found
 
 
-def read_answer_rows(path: Path) -> tuple[list[dict[str, str]], bool]:
-    """Rows as dicts by header name, blank lines skipped (as pandas does), and whether
-    undecodable bytes had to be dropped (the released scripts read with errors="ignore")."""
+def _answer_cells(path: Path) -> tuple[list[str], list[list[str]], bool]:
+    """The header, the non-blank rows as lists of cells (as pandas skips blank lines), and
+    whether undecodable bytes had to be dropped (the released scripts read with
+    errors="ignore"). One file at a time: an import never holds a whole folder."""
     raw = path.read_bytes()
     try:
         text, lossy = raw.decode("utf-8"), False
     except UnicodeDecodeError:
         text, lossy = raw.decode("utf-8", errors="ignore"), True
+    del raw
     reader = csv.reader(text.splitlines(keepends=True))
     header = next(reader, [])
+    return header, [cells for cells in reader if cells], lossy
+
+
+def read_answer_rows(path: Path) -> tuple[list[dict[str, str]], bool]:
+    """Rows as dicts by header name (the first of duplicated names), blank lines skipped,
+    and whether undecodable bytes had to be dropped."""
+    header, cells_list, lossy = _answer_cells(path)
     columns = [(i, name) for i, name in enumerate(header) if name and name not in header[:i]]
-    rows = []
-    for cells in reader:
-        if not cells:
-            continue
-        rows.append({name: cells[i] if i < len(cells) else "" for i, name in columns})
+    rows = [
+        {name: cells[i] if i < len(cells) else "" for i, name in columns} for cells in cells_list
+    ]
     return rows, lossy
+
+
+def count_case_rows(path: Path) -> int:
+    """How many rows of ``path`` become cases (a known question type: `row_case_data`), read
+    without building the rows, so an import can plan its cases before writing the first."""
+    header, cells_list, _ = _answer_cells(path)
+    if "Question Type" not in header:
+        return 0
+    col = header.index("Question Type")
+    known = 0
+    for cells in cells_list:
+        try:
+            QType.parse(cells[col] if col < len(cells) else "")
+        except ValueError:
+            continue
+        known += 1
+    return known
 
 
 def question_key(role: str, qtype: str, question: str) -> str:
