@@ -11,26 +11,13 @@ from typing import Any
 
 import psycopg
 import pytest
+from fixtures.budget_windows import max_in_window
 
 from harness.store.postgres_budgets import SharedRateBudget, prepare
 from harness.store.postgres_url import PostgresUrl
 
 BUDGET = 25_000
 WINDOW = 2.5
-
-
-def max_in_window(stamps: list[tuple[float, float]], window: float) -> float:
-    """Largest sum admitted in any half-open window [t, t + window)."""
-    stamps = sorted(stamps)
-    best = total = 0.0
-    j = 0
-    for i in range(len(stamps)):
-        while j < len(stamps) and stamps[j][0] < stamps[i][0] + window:
-            total += stamps[j][1]
-            j += 1
-        best = max(best, total)
-        total -= stamps[i][1]
-    return best
 
 
 async def _budget(url: str, model: str) -> tuple[psycopg.AsyncConnection[Any], SharedRateBudget]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.budget_windows import max_in_window
 
 WORKERS = 4
 SECONDS = 10.0
@@ -67,18 +68,6 @@ async def main():
 
 asyncio.run(main())
 """
-
-
-def max_in_window(stamps: list[tuple[float, int]], window: float) -> int:
-    """Largest sum admitted in any half-open window [t, t + window)."""
-    best = total = j = 0
-    for i in range(len(stamps)):
-        while j < len(stamps) and stamps[j][0] < stamps[i][0] + window:
-            total += stamps[j][1]
-            j += 1
-        best = max(best, total)
-        total -= stamps[i][1]
-    return best
 
 
 @pytest.mark.slow
