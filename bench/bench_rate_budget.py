@@ -1,13 +1,15 @@
-"""Benchmark: with a backlog, request and token budgets are used at >= 95 % and never exceeded.
+"""Benchmark: with a backlog, request and token budgets are used (>= 95 %; >= 85 % with calls of
+up to a quarter of the budget) and never exceeded in any window.
 
 Drives `harness.providers.VendorGate` exactly as the engine does (acquire with a token
 estimate, a simulated call, release with the reply's real usage) from a backlog of
 workers. Budgets are per-minute figures with the window scaled down to a few seconds so
 the run takes well under a minute; the limiter's arithmetic does not depend on the scale.
 
-Two scenarios: small calls, where requests-per-window binds, and large calls, where
-tokens-per-window binds. For each it prints how much of the budget was used over the run
-and the largest amount admitted in any sliding window (which must not exceed the budget).
+Three scenarios: small calls, where requests-per-window binds; calls below the bucket's
+burst, where tokens-per-window binds; and calls far above the burst, where it binds too.
+For each it prints how much of the budget was used over the run and the largest amount
+admitted in any sliding window (which must not exceed the budget).
 
     .venv/bin/python bench/bench_rate_budget.py [--seconds 12] [--window 3]
 """
@@ -22,7 +24,7 @@ import time
 from dataclasses import dataclass
 
 from harness.model import Reply, Usage
-from harness.providers import VendorGate
+from harness.providers import VendorGate, max_in_window
 
 
 @dataclass(frozen=True)
@@ -32,7 +34,8 @@ class Scenario:
     tpm: float  # per window
     estimate: tuple[int, int]  # token estimate per call, uniform range
     used_share: tuple[float, float]  # actual tokens as a share of the estimate
-    binds: str  # "rpm" or "tpm": the budget a backlog must use at >= 95 %
+    binds: str  # "rpm" or "tpm": the budget a backlog must use at >= ``floor``
+    floor: float = 0.95
 
 
 @dataclass(frozen=True)
@@ -41,8 +44,8 @@ class Result:
     elapsed: float
     calls: int
     tokens: int
-    max_window_calls: int
-    max_window_tokens: int
+    max_window_calls: float
+    max_window_tokens: float
 
     def usage(self, window: float) -> tuple[float, float]:
         windows = self.elapsed / window
@@ -50,25 +53,12 @@ class Result:
         return self.calls / (budget.rpm * windows), self.tokens / (budget.tpm * windows)
 
 
-def max_in_window(stamps: list[tuple[float, int]], window: float) -> int:
-    """Largest sum admitted in any half-open window [t, t + window), two pointers."""
-    best = total = 0
-    j = 0
-    for i in range(len(stamps)):
-        while j < len(stamps) and stamps[j][0] < stamps[i][0] + window:
-            total += stamps[j][1]
-            j += 1
-        best = max(best, total)
-        total -= stamps[i][1]
-    return best
-
-
 async def run(scenario: Scenario, seconds: float, window: float, workers: int = 64) -> Result:
     gate = VendorGate(
         "bench", max_in_flight=workers, rpm=scenario.rpm, tpm=scenario.tpm, window_s=window
     )
-    calls: list[tuple[float, int]] = []
-    tokens: list[tuple[float, int]] = []
+    calls: list[tuple[float, float]] = []
+    tokens: list[tuple[float, float]] = []
     stop_at = time.monotonic() + seconds
 
     async def worker(seed: int) -> None:
@@ -81,8 +71,8 @@ async def run(scenario: Scenario, seconds: float, window: float, workers: int = 
             if admitted >= stop_at:
                 gate.release(None, None)
                 return
-            calls.append((admitted, 1))
-            tokens.append((admitted, used))
+            calls.append((admitted, 1.0))
+            tokens.append((admitted, float(used)))
             await asyncio.sleep(rng.uniform(0.005, 0.015))  # the vendor's latency
             gate.release(
                 Reply(text="", usage=Usage(input_tokens=used // 2, output_tokens=used - used // 2)),
@@ -96,9 +86,9 @@ async def run(scenario: Scenario, seconds: float, window: float, workers: int = 
         scenario,
         elapsed,
         len(calls),
-        sum(n for _, n in tokens),
-        max_in_window(sorted(calls), window),
-        max_in_window(sorted(tokens), window),
+        int(sum(n for _, n in tokens)),
+        max_in_window(calls, window),
+        max_in_window(tokens, window),
     )
 
 
@@ -124,6 +114,18 @@ def main() -> int:
             used_share=(0.7, 1.0),
             binds="tpm",
         ),
+        # Calls of up to a quarter of the budget, far above the burst (1,200): the calls
+        # the old bucket booked as debt, letting a window take budget - burst + one call.
+        # Whole calls must fit in what the window has left, so a little less is usable.
+        Scenario(
+            "large calls",
+            rpm=100_000,
+            tpm=60_000,
+            estimate=(4_000, 15_000),
+            used_share=(0.7, 1.0),
+            binds="tpm",
+            floor=0.85,
+        ),
     ]
     print(
         f"window {args.window:g} s standing for 60 s; {args.seconds:g} s per scenario; "
@@ -139,13 +141,13 @@ def main() -> int:
         rpm_used, tpm_used = result.usage(args.window)
         print(
             f"{scenario.name:<15} {result.calls:>7} {result.tokens:>9} {rpm_used:>9.1%} "
-            f"{tpm_used:>9.1%} {result.max_window_calls:>6}/{scenario.rpm:<7g} "
-            f"{result.max_window_tokens:>6}/{scenario.tpm:<g}"
+            f"{tpm_used:>9.1%} {result.max_window_calls:>6g}/{scenario.rpm:<7g} "
+            f"{result.max_window_tokens:>6g}/{scenario.tpm:<g}"
         )
         binding = rpm_used if scenario.binds == "rpm" else tpm_used
-        ok &= binding >= 0.95
+        ok &= binding >= scenario.floor
         ok &= result.max_window_calls <= scenario.rpm and result.max_window_tokens <= scenario.tpm
-    print("PASS" if ok else "FAIL: a budget was under-used (< 95 %) or exceeded in some window")
+    print("PASS" if ok else "FAIL: a budget was under-used or exceeded in some window")
     return 0 if ok else 1
 
 

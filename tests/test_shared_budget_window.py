@@ -11,8 +11,8 @@ from typing import Any
 
 import psycopg
 import pytest
-from fixtures.budget_windows import max_in_window
 
+from harness.providers import max_in_window
 from harness.store.postgres_budgets import SharedRateBudget, prepare
 from harness.store.postgres_url import PostgresUrl
 

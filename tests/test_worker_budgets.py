@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures.budget_windows import max_in_window
+
+from harness.providers import max_in_window
 
 WORKERS = 4
 SECONDS = 10.0

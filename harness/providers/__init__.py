@@ -16,7 +16,6 @@ from harness.providers._budget import (
     AdaptiveConcurrency,
     CostMeter,
     GateSnapshot,
-    RateBudget,
     VendorGate,
 )
 from harness.providers._endpoint import Endpoint, campaign_endpoints, endpoint_for
@@ -41,6 +40,7 @@ from harness.providers._options import (
     parse_options,
 )
 from harness.providers._pricing import Price, list_price, price_for
+from harness.providers._rate_budget import RateBudget, max_in_window
 
 # The SDKs take seconds to import; they are loaded when a vendor model is first built (or an
 # adapter name below is first used), so offline commands start fast.
@@ -113,6 +113,7 @@ __all__ = [
     "estimate_cost",
     "format_estimate",
     "list_price",
+    "max_in_window",
     "meter_for",
     "parse_options",
     "price_for",

@@ -1,11 +1,6 @@
-"""Admission control for vendor models: adaptive calls in flight, request and token rates,
-and a spending ceiling. `VendorGate` implements `harness.gates.CallGate`.
-
-Rates use `aiolimiter.AsyncLimiter` (a leaky bucket). A bucket that may fill to the whole
-per-minute budget can admit nearly twice the budget in one minute (a full burst, then a
-minute of leaking), so the bucket holds only a small burst and leaks the rest: with burst
-``b`` and budget ``B`` per window ``T`` it leaks ``(B - b) / T``, and no window of length
-``T`` ever admits more than ``B``. With ``b = 2 %`` (at least 2) a backlog uses ~98 %.
+"""Admission control for vendor models: adaptive calls in flight, request and token rates
+(`RateBudget`, harness.providers._rate_budget), and a spending ceiling. `VendorGate`
+implements `harness.gates.CallGate`.
 """
 
 from __future__ import annotations
@@ -17,8 +12,6 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
-from aiolimiter import AsyncLimiter
-
 from harness.errors import (
     BudgetExceededError,
     ConnectionFailedError,
@@ -29,39 +22,7 @@ from harness.errors import (
 )
 from harness.model import Reply
 from harness.providers._pricing import Price
-
-BURST_FRACTION = 0.02
-
-
-class RateBudget:
-    """At most ``per_window`` units in any window of ``window_s`` seconds (aiolimiter)."""
-
-    def __init__(self, per_window: float, window_s: float = 60.0) -> None:
-        self.per_window = per_window
-        self.window_s = window_s
-        # At least two units, so a late timer wake-up is absorbed instead of accumulating.
-        self.burst = max(1.0, min(max(2.0, per_window * BURST_FRACTION), per_window / 2))
-        leak_per_s = max(per_window - self.burst, per_window / 2) / window_s
-        self._limiter = AsyncLimiter(self.burst, self.burst / leak_per_s)
-
-    async def acquire(self, amount: float) -> None:
-        # Larger than the burst: wait for an empty bucket, then book the rest as debt so
-        # the calls after it wait for the excess to leak out.
-        taken = min(amount, self.burst)
-        await self._limiter.acquire(taken)
-        if amount > taken:
-            self.adjust(amount - taken)
-
-    def adjust(self, delta: float) -> None:
-        """Book tokens after the fact (+) or give back an over-estimate (-).
-
-        aiolimiter has no public API for this; ``_leak``/``_level``/``_wake_next`` are its
-        bucket state (stable since 1.0, covered by tests/vendor/test_vendor_budget.py).
-        """
-        limiter = self._limiter
-        limiter._leak()
-        limiter._level = max(0.0, limiter._level + delta)
-        limiter._wake_next()
+from harness.providers._rate_budget import RateBudget
 
 
 class AdaptiveConcurrency:

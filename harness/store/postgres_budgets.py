@@ -192,7 +192,7 @@ class SharedRateBudget:
             "model": model,
             "resource": resource,
             "burst": self.burst,
-            "leak": max(per_window - self.burst, per_window / 2) / window_s,
+            "leak": shape.window.leak_per_s,
             "limit": per_window,
             "window": window_s,
         }
@@ -223,7 +223,7 @@ class SharedRateBudget:
 
     async def acquire(self, amount: float) -> None:
         """Wait until ``amount`` fits both the pacing and the window, then book it (more
-        than the whole budget: once the window is empty, as `RateBudget` books debt)."""
+        than the whole budget: alone, once the window is empty, as `RateBudget` does)."""
         args = {**self._args, "amount": float(amount)}
         # One task per worker asks the database at a time, in arrival order; it waits for
         # the time the database names, but no longer than a poll (another worker may give
