@@ -67,6 +67,37 @@ class Plan:
                         relation,
                     )
 
+    def case(self, case_id: str) -> tuple[Case, Relation] | None:
+        """The planned case with this id, generated alone (None: no such case in the plan).
+        Workers continue cases other workers gave back by id (`harness.worker_reclaim`)."""
+        name, _, rest = case_id.partition("/")
+        index_text, _, rest = rest.partition("/r")
+        repeat_text, _, model = rest.partition("@")
+        if not (index_text.isdigit() and repeat_text.isdigit()):
+            return None
+        index, repeat = int(index_text), int(repeat_text)
+        models = {spec.name for spec in self.config.models}
+        for relation_name, relation, count in self.relations:
+            if relation_name != name:
+                continue
+            if index >= count or repeat >= self.config.repeats or model not in models:
+                return None
+            if case_id_for(name, index, repeat, model) != case_id:
+                return None  # not the canonical spelling of the id (leading zeros...)
+            case_seed = derive_seed(self.config.seed, name, index)
+            data = relation.make_case(index, case_seed)
+            case = Case(
+                case_id=case_id,
+                relation=name,
+                model=model,
+                index=index,
+                repeat=repeat,
+                seed=case_seed,
+                data=data,
+            )
+            return case, relation
+        return None
+
     def all_cases(self) -> Iterator[tuple[Case, Relation]]:
         for spec in self.config.models:
             yield from self.cases_for(spec.name)

@@ -4,8 +4,10 @@ number of others, on this machine or others (docs/scale-out.md).
 Each worker folds the log once at start (the closed cases are never generated), then walks
 the campaign's plan and runs only the cases it leases (`harness.store.postgres_leases`),
 renewing its leases while it runs. A case another worker began is continued from the log
-exactly as ``harness resume`` continues it. When every planned case is closed, the worker
-that sees it last records CampaignFinished, once. A worker that stops or aborts records the
+exactly as ``harness resume`` continues it. After its walk it takes up the cases other
+workers gave back or left behind a lapsed lease, and waits while others still hold open
+cases (`harness.worker_reclaim`). When every planned case is closed, the worker that sees
+it last records CampaignFinished, once. A worker that stops or aborts records the
 campaign's end as one process does (CampaignFinished stopped/aborted with its reason) when
 no other process is running the campaign; a process that joins a campaign whose last
 recorded event is such an end records CampaignResumed first, as ``harness resume`` does.
@@ -47,6 +49,7 @@ from harness.store.postgres_url import PostgresUrl
 from harness.store.postgres_workers import CampaignRunners
 from harness.store.writer import PendingEvent
 from harness.worker_ends import join_campaign, record_end
+from harness.worker_reclaim import run_to_the_end
 
 
 @dataclass
@@ -145,7 +148,8 @@ async def run_worker(
             )
             aborted: CampaignAbortedError | None = None
             try:
-                summary = await engine.run()
+                poll_s = max(0.05, min(1.0, lease_s / 10))
+                summary = await run_to_the_end(engine, leases, plan, poll_s=poll_s)
             except CampaignAbortedError as exc:
                 aborted, summary = exc, engine.summary
             finally:

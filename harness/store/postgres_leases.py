@@ -40,6 +40,7 @@ CREATE TABLE IF NOT EXISTS leases (
     PRIMARY KEY (campaign, case_id)
 );
 CREATE INDEX IF NOT EXISTS leases_by_owner ON leases (owner) WHERE NOT done;
+CREATE INDEX IF NOT EXISTS leases_open ON leases (campaign, expires_at) WHERE NOT done;
 """
 
 CONNECTIONS = 4  # per worker, for claims and releases
@@ -191,6 +192,33 @@ class CaseLeases:
             )
         except psycopg.Error as exc:
             raise self._fail(exc) from exc
+
+    async def given_back(self, limit: int = _CLAIMS_PER_ROUND_TRIP) -> list[str]:
+        """Open cases nobody holds: given back by a worker that stopped, or whose holder's
+        lease expired (it died or lost the database). At most ``limit``, in case order."""
+        try:
+            cur = await self._pick().execute(
+                "SELECT case_id FROM leases WHERE campaign = %s AND NOT done"
+                " AND expires_at < clock_timestamp() ORDER BY case_id LIMIT %s",
+                (self.campaign, limit),
+            )
+            return [row[0] for row in await cur.fetchall()]
+        except psycopg.Error as exc:
+            raise self._fail(exc) from exc
+
+    async def held_elsewhere(self) -> bool:
+        """Whether another worker holds an open case under a live lease (it may yet close
+        it, or give it back)."""
+        try:
+            cur = await self._pick().execute(
+                "SELECT EXISTS (SELECT 1 FROM leases WHERE campaign = %s AND NOT done"
+                " AND expires_at >= clock_timestamp() AND owner IS DISTINCT FROM %s)",
+                (self.campaign, self.owner),
+            )
+            row = await cur.fetchone()
+        except psycopg.Error as exc:
+            raise self._fail(exc) from exc
+        return bool(row and row[0])
 
     async def renew(self) -> int:
         """Extend every lease this worker holds; how many it no longer holds (taken over)."""
