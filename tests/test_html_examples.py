@@ -4,7 +4,9 @@ embedded sim, and a log re-judged by a second model (the judge-vs-judge section)
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -13,7 +15,25 @@ from harness.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((REPO / "examples").glob("*.toml"))
-LOCAL = {"langbite-local.toml"}  # runs the real SmolLM2 model
+
+
+def _runs_the_local_model(value: Any) -> bool:
+    """Whether a parsed campaign file names or backs any model or judge with local:."""
+    if isinstance(value, dict):
+        return any(
+            (key in ("name", "backend") and str(item).startswith("local:"))
+            or _runs_the_local_model(item)
+            for key, item in value.items()
+        )
+    if isinstance(value, list):
+        return any(_runs_the_local_model(item) for item in value)
+    return False
+
+
+# Examples that run the real SmolLM2 model: minutes each on 2 cores, so they carry the
+# local_model mark (`just test-fast` leaves them out; the README's `uv run pytest`, which
+# CI runs, runs them). Read from the files, so a new local example is marked by itself.
+LOCAL = {e.name for e in EXAMPLES if _runs_the_local_model(tomllib.loads(e.read_text("utf-8")))}
 
 
 def _campaign_file(example: Path, tmp_path: Path) -> str:
@@ -64,6 +84,11 @@ def test_the_sim_renders_and_a_rejudged_log_shows_the_judges(tmp_path: Path) -> 
     judged = page.read_text(encoding="utf-8")
     section = judged.split('<section id="t-judges"', 1)[1].split("</section>", 1)[0]
     assert "judge:sim:judge" in section and 'class="bar"' in section
+
+
+def test_the_examples_on_the_local_model_are_marked() -> None:
+    assert {"badf_local.toml", "langbite-local.toml", "metafair_local.toml"} <= LOCAL
+    assert not any("sim" in name for name in LOCAL)
 
 
 @pytest.mark.local_model

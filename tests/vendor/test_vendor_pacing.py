@@ -1,25 +1,65 @@
-"""No call to a model starts while a Retry-After pause of that model is in effect."""
+"""No call to a model starts while a Retry-After pause of that model is in effect.
+
+Each call passes the gate's pause check (`VendorGate.ready`) just before it is sent; the
+tests record, on the client's clock, when every pause began and ended and when every check
+let a call go, and prove that no check let a call go inside a pause and that every request
+the vendor received went through a check. Those are facts of the client alone, so they
+hold however late a busy machine delivers a reply or a request (the vendor's arrival times
+only confirm them: what arrives during a pause was let go before it began).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 from vendor_campaign import probe_config, run_engine
-from vendor_fakes import FakeVendor
+from vendor_fakes import FakeVendor, RecordedRequest
 from vendor_support import base_url, spec_for
 
 from harness.calls import CallLoop
 from harness.campaign import Limits
+from harness.errors import ModelError
 from harness.events import Event
-from harness.model import GenerationParams, Message, build_model
-from harness.providers import build_budgets, build_gate
+from harness.gates import CallGate
+from harness.model import GenerationParams, Message, Reply, build_model
+from harness.providers import VendorGate, build_budgets, build_gate
 from harness.relation import Ask
 from harness.retry import RetryPolicy
 
-# Server-side slack for a 429 still travelling to the client, and requests already on the
-# wire when the client learnt of the pause.
-SLACK_S = 0.03
+
+class PauseRecord:
+    """When each pause of ``gate`` began and ended, and when each pause check let a call
+    go (time.monotonic, the clock of the gate and of the in-process fake vendor)."""
+
+    def __init__(self, gate: CallGate) -> None:
+        assert isinstance(gate, VendorGate)
+        self.pauses: list[tuple[float, float]] = []
+        self.let_go: list[float] = []
+        ready, release = gate.ready, gate.release
+
+        async def recorded_ready() -> None:
+            await ready()
+            self.let_go.append(time.monotonic())
+
+        def recorded_release(reply: Reply | None, error: ModelError | None) -> None:
+            before = gate._paused_until
+            release(reply, error)
+            if gate._paused_until != before:
+                self.pauses.append((time.monotonic(), gate._paused_until))
+
+        gate.ready = recorded_ready  # type: ignore[method-assign]
+        gate.release = recorded_release  # type: ignore[method-assign]
+
+    def check(self, requests: list[RecordedRequest], pauses: int) -> None:
+        assert len(self.pauses) == pauses
+        assert len(self.let_go) == len(requests)  # every request passed a pause check
+        inside = [t for t in self.let_go if any(s <= t < e for s, e in self.pauses)]
+        assert inside == [], f"{len(inside)} of {len(self.let_go)} calls let go in a pause"
+        for start, end in self.pauses:
+            arrived = sum(1 for r in requests if r.at < end)
+            assert arrived <= sum(1 for t in self.let_go if t < start)
 
 
 async def test_no_send_inside_a_retry_after_pause(
@@ -42,22 +82,14 @@ async def test_no_send_inside_a_retry_after_pause(
     )
     budgets = build_budgets(config)
     model = build_model(config.models[0])
+    gates = budgets.call_gates()
+    record = PauseRecord(gates[model.name])
     try:
-        summary = await run_engine(
-            config, tmp_path / "pace.db", {model.name: model}, budgets.call_gates()
-        )
+        summary = await run_engine(config, tmp_path / "pace.db", {model.name: model}, gates)
     finally:
         await model.aclose()
     assert summary.status == "completed"
-    requests = list(vendor.requests)
-    pauses = [
-        (r.at + vendor.latency_s + SLACK_S, r.at + vendor.latency_s + vendor.retry_after_s)
-        for r in requests
-        if r.fault == "429"
-    ]
-    assert len(pauses) == len(throttled_at)
-    inside = [r for r in requests if any(start < r.at < end for start, end in pauses)]
-    assert inside == [], f"{len(inside)} of {len(requests)} sends inside a pause window"
+    record.check(list(vendor.requests), pauses=len(throttled_at))
 
 
 async def test_calls_waiting_for_a_slot_wait_out_the_pause(
@@ -72,6 +104,7 @@ async def test_calls_waiting_for_a_slot_wait_out_the_pause(
     spec = spec_for("openai", vendor, max_in_flight=4, adaptive=False)
     model = build_model(spec)
     gate = build_gate(spec, Limits())
+    record = PauseRecord(gate)
     loop = CallLoop(RetryPolicy(max_attempts=3), timeout_s=10, stop=asyncio.Event())
 
     async def append(event: Event) -> None:
@@ -89,10 +122,4 @@ async def test_calls_waiting_for_a_slot_wait_out_the_pause(
         await model.aclose()
     requests = list(vendor.requests)
     assert len(requests) == 32 * 12 + len(throttled_at)
-    pauses = [
-        (r.at + vendor.latency_s + SLACK_S, r.at + vendor.latency_s + vendor.retry_after_s)
-        for r in requests
-        if r.fault == "429"
-    ]
-    inside = [r for r in requests if any(start < r.at < end for start, end in pauses)]
-    assert inside == [], f"{len(inside)} of {len(requests)} sends inside a pause window"
+    record.check(requests, pauses=len(throttled_at))
