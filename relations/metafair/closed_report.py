@@ -83,7 +83,10 @@ def load_closed_cases(ctx: ReportContext) -> list[ClosedCase]:
         (ctx.campaign,),
     ):
         replies[(case_id, thread)] = reply
-    run_modes = {v.case_id: str(v.evidence.get("mode", "strict")) for v in ctx.relation_verdicts}
+    run_modes = {
+        v.case_id: str(v.evidence.get("mode", "strict"))
+        for v in ctx.relation_verdicts_of(CLOSED.__contains__)
+    }
     cases = []
     for case_id, case_json in opened:
         case = json.loads(case_json)

@@ -222,8 +222,8 @@ def _fleiss(cases: list[dict[str, str]], raters: list[str]) -> float:
 def violations_by_attribute(ctx: ReportContext) -> list[Table]:
     """The template-read MR8 (logs recorded before test sets): 'No' counts as violated."""
     pairs: list[tuple[tuple[str, str, str, str], bool]] = []
-    for v in ctx.relation_verdicts:
-        if v.relation != "metafair.mr8" or v.outcome not in ("HELD", "VIOLATED"):
+    for v in ctx.relation_verdicts_of(lambda r: r == "metafair.mr8"):
+        if v.outcome not in ("HELD", "VIOLATED"):
             continue
         ev = v.evidence
         if "test_id" in ev:

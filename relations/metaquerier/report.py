@@ -51,9 +51,13 @@ def _explicitly_gendered() -> frozenset[str]:
     return frozenset(t.text for t in corpora.social_terms() if t.gender)
 
 
+def _is_metaquerier(relation: str) -> bool:
+    return relation.startswith("metaquerier.")
+
+
 def _valid(ctx: ReportContext) -> Iterable[tuple[VerdictRow, dict[str, Any]]]:
-    for v in ctx.relation_verdicts:
-        if v.relation.startswith("metaquerier.") and v.outcome in ("HELD", "VIOLATED"):
+    for v in ctx.relation_verdicts_of(_is_metaquerier):
+        if v.outcome in ("HELD", "VIOLATED"):
             yield v, ctx.case_data.get(v.case_id, {})
 
 
@@ -269,7 +273,7 @@ def source_vs_follow_up(ctx: ReportContext) -> list[Table]:
     ]
 
 
-def co_violation_graph(verdicts: list[VerdictRow], model: str) -> nx.Graph:
+def co_violation_graph(verdicts: Iterable[VerdictRow], model: str) -> nx.Graph:
     """Terms as nodes; an edge's weight counts the cases in which both terms violated."""
     graph = nx.Graph()
     for v in verdicts:
@@ -286,8 +290,10 @@ def co_violation_graph(verdicts: list[VerdictRow], model: str) -> nx.Graph:
 def co_violating_pairs(ctx: ReportContext) -> list[Table]:
     limit = int(ctx.options.get("top", 15))
     rows: list[list[Any]] = []
-    for model in sorted({v.model for v in ctx.relation_verdicts}):
-        graph = co_violation_graph(ctx.relation_verdicts, model)
+    # Only MetaQuerier's relations name violating terms: other families' cases are not read.
+    verdicts = ctx.relation_verdicts_of(_is_metaquerier)
+    for model in sorted({v.model for v in verdicts}):
+        graph = co_violation_graph(verdicts, model)
         # networkx gives an edge's ends in insertion order; a pair is shown sorted.
         edges = sorted(
             ((*sorted((a, b)), w) for a, b, w in graph.edges(data="weight")),
