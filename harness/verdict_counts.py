@@ -2,11 +2,11 @@
 sections (violation rates, the reasons of INVALID verdicts, answer formats) need.
 
 A report of a million-case log must not hold a million verdicts (invariant 6: memory grows
-with the calls in flight, not with the campaign). SQLite picks each case's latest relation
-verdict and sorts them by (model, case key) (its sorter spills to a temporary file, not to
-memory); the pass then keeps counts only: per (model, relation), per model, and per reason.
-Repeats of one case share a case key (`case_key`), so they arrive
-together and each case's majority is decided as soon as its last repeat is read.
+with the calls in flight, not with the campaign). SQLite sorts the relation verdicts by
+(model, case key, case) (its sorter spills to a temporary file, not to memory); the pass
+takes each case's latest verdict and keeps counts only: per (model, relation), per model,
+and per reason. Repeats of one case share a case key (`case_key`), so they arrive together
+and each case's majority is decided as soon as its last repeat is read.
 """
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import groupby
 from operator import itemgetter
+from typing import Any
 
 _REPEAT = re.compile(r"/r\d+@")
 _CASE_KEY_SQLITE = "harness_case_key"  # `case_key`, registered on the SQLite connection
@@ -25,17 +26,16 @@ _CASE_KEY_SQLITE = "harness_case_key"  # `case_key`, registered on the SQLite co
 # which replaces the first match only, as `case_key` does.
 _CASE_KEY_POSTGRES = "regexp_replace(case_id, '/r[0-9]+@', '@')"
 
-# The latest verdict of each case from the relation itself ("latest": the last by decision
-# time, as `ReportContext.verdicts` reads it), with the case key its repeats share. Only an
-# INVALID verdict's reason is read: no other count uses it.
-_LATEST = """
-SELECT model, relation, outcome, reason, {key} AS unit FROM (
-    SELECT case_id, relation, model, outcome,
-           CASE WHEN outcome = 'INVALID' THEN reason END AS reason,
-           row_number() OVER (PARTITION BY case_id ORDER BY decided_at DESC) AS newest
-    FROM verdicts WHERE campaign = ? AND source = 'relation') AS latest
-WHERE newest = 1
-ORDER BY model, unit
+# The relation verdicts of the campaign with the case key their repeats share, sorted so that
+# a case's verdicts come together, latest last ("latest": the last by decision time, as
+# `ReportContext.verdicts` reads it), and a case key's repeats come together. One sort: a
+# window function picking the latest first would sort the verdicts twice. Only an INVALID
+# verdict's reason is read: no other count uses it.
+_VERDICTS = """
+SELECT model, relation, outcome, CASE WHEN outcome = 'INVALID' THEN reason END,
+       {key} AS unit, case_id
+FROM verdicts WHERE campaign = ? AND source = 'relation'
+ORDER BY model, unit, case_id, decided_at
 """
 
 
@@ -82,7 +82,18 @@ def count_verdicts(conn: sqlite3.Connection, campaign: str) -> VerdictCounts:
         key = f"{_CASE_KEY_SQLITE}(case_id)"
     else:
         key = _CASE_KEY_POSTGRES
-    return _accumulate(conn.execute(_LATEST.format(key=key), (campaign,)))
+    return _accumulate(_latest(conn.execute(_VERDICTS.format(key=key), (campaign,))))
+
+
+def _latest(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
+    """The last of each case's rows (rows of one case come together, latest last)."""
+    previous = None
+    for row in rows:
+        if previous is not None and previous[5] != row[5]:
+            yield previous
+        previous = row
+    if previous is not None:
+        yield previous
 
 
 def tally_verdicts(rows: Iterable[tuple[str, str, str, str, str]]) -> VerdictCounts:
@@ -91,13 +102,13 @@ def tally_verdicts(rows: Iterable[tuple[str, str, str, str, str]]) -> VerdictCou
     return _accumulate(sorted(rows, key=itemgetter(0, 4)))
 
 
-def _accumulate(rows: Iterable[tuple[str, str, str, str | None, str]]) -> VerdictCounts:
+def _accumulate(rows: Iterable[tuple[Any, ...]]) -> VerdictCounts:
     """Counts from rows sorted by (model, case key): one case's repeats at a time."""
     counts = VerdictCounts()
     for (model, _), repeats in groupby(rows, key=itemgetter(0, 4)):
         per_relation: dict[str, list[int]] = {}
         both = [0, 0]  # this case's valid repeats over all relations: violated, held
-        for _, relation, outcome, reason, _ in repeats:
+        for _, relation, outcome, reason, *_ in repeats:
             mine = counts.by_relation.get((model, relation))
             if mine is None:
                 mine = counts.by_relation[(model, relation)] = OutcomeCounts()

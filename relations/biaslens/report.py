@@ -10,7 +10,6 @@ answer strict mode could not read; their tests join the report-wide correction
 
 from __future__ import annotations
 
-import itertools
 from collections import defaultdict
 from typing import Any
 
@@ -58,8 +57,13 @@ def biaslens_tables(ctx: ReportContext) -> list[Table]:
     mode = _mode(ctx)
     other = "released" if mode == "strict" else "strict"
     tally = ReportTally(mode, recorded_row_counts(conn, ctx.campaign))
-    for trials in itertools.chain([first], groups):
+    tally.add(first)
+    # One group's answers at a time: a name still bound to the last group while the next
+    # one is read would hold two.
+    del first
+    for trials in groups:
         tally.add(trials)
+        del trials
     by_cell = tally.by_cell
     # p_fdr and flagged are filled by the report-wide correction (harness.report.apply_fdr),
     # so BiasLens tests are corrected together with every other test of the report.
