@@ -16,8 +16,6 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from harness.errors import ConfigError
 from harness.stats import COMPARISON_COLUMNS, compare_groups, majority_per_case, wilson_interval
 from harness.tables import ReportContext, ReportSection, Table, rounded
@@ -213,6 +211,9 @@ def _metrics(cases: list[ClosedCase], mode_of: Any) -> Table:
         if reading.valid and reading.metric is not None and c.relation in _MEASURED:
             what = "score gap" if c.relation == "metafair.mr11" else "rho"
             values[(c.model, c.relation, what, c.dimension, c.attribute)].append(reading.metric)
+    # Imported here: numpy is a second of every command's start.
+    import numpy as np
+
     rows = []
     for key, vals in sorted(values.items()):
         arr = np.asarray(vals, dtype=float)

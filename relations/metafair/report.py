@@ -19,8 +19,6 @@ from collections import Counter
 from collections.abc import Callable
 from itertools import combinations
 
-from statsmodels.stats.inter_rater import fleiss_kappa
-
 from harness.stats import COMPARISON_COLUMNS, compare_groups, majority_per_case
 from harness.tables import Forest, ReportContext, ReportSection, Table, rounded
 from relations.metafair.generation_report import dropped_per_relation
@@ -216,6 +214,10 @@ def _fleiss(cases: list[dict[str, str]], raters: list[str]) -> float:
     # One category for every rating: kappa is undefined (statsmodels divides by zero).
     if len({i for row in table for i, x in enumerate(row) if x}) < 2:
         return float("nan")
+    # Imported here: statsmodels (with pandas) takes seconds to import, and every command
+    # imports this family.
+    from statsmodels.stats.inter_rater import fleiss_kappa
+
     return float(fleiss_kappa(table, method="fleiss"))
 
 

@@ -13,9 +13,7 @@ from __future__ import annotations
 import functools
 from collections import Counter
 from collections.abc import Iterable
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from harness.stats import (
     COMPARISON_COLUMNS,
@@ -42,6 +40,9 @@ UNIT_NOTE = (
     "p_fdr: Benjamini-Hochberg over every test of the report"
 )
 RATE_COLUMNS = ["rate", "ci95_low", "ci95_high", *COMPARISON_COLUMNS]
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 @functools.cache
@@ -275,6 +276,10 @@ def source_vs_follow_up(ctx: ReportContext) -> list[Table]:
 
 def co_violation_graph(verdicts: Iterable[VerdictRow], model: str) -> nx.Graph:
     """Terms as nodes; an edge's weight counts the cases in which both terms violated."""
+    # Imported here: networkx takes a second to import, and every command imports this
+    # family (only this table needs it).
+    import networkx as nx
+
     graph = nx.Graph()
     for v in verdicts:
         if v.model != model:
