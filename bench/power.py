@@ -54,6 +54,7 @@ from harness.report import apply_fdr  # noqa: E402
 from harness.stats import TEST_COLUMNS, wilson_interval  # noqa: E402
 from harness.store.reader import EventReader  # noqa: E402
 from harness.tables import ReportContext, Table, VerdictRow  # noqa: E402
+from harness.verdict_counts import tally_verdicts  # noqa: E402
 
 SIZES = (100, 200, 400)
 # MetaQuerier's background naming rate (the sim's default 0.002 names almost nothing, a null
@@ -204,6 +205,9 @@ def tables_of(ctx: ReportContext, verdicts: list[VerdictRow]) -> list[Table]:
     The keep-masks are left off so that hidden rows' flags count too."""
     sub = ReportContext(ctx.log, ctx.campaign, {"top": 10**9})
     sub.__dict__["relation_verdicts"] = verdicts
+    sub.__dict__["verdict_counts"] = tally_verdicts(
+        (v.model, v.relation, v.outcome, v.reason, v.case_key) for v in verdicts
+    )
     sub.__dict__["case_data"] = ctx.case_data
     tables: list[Table] = []
     with _biaslens_trials_of({v.case_id for v in verdicts}):
@@ -219,16 +223,19 @@ def _biaslens_trials_of(case_ids: set[str]) -> Iterator[None]:
     every resample would be the whole pool."""
     from relations.biaslens import report as bl_report
 
-    load = bl_report.load_trials
+    load = bl_report.trial_groups
 
-    def resampled(conn: Any, campaign: str) -> list[Any]:
-        return [t for t in load(conn, campaign) if t.case_id in case_ids]
+    def resampled(conn: Any, campaign: str) -> Iterator[list[Any]]:
+        for group in load(conn, campaign):
+            mine = [t for t in group if t.case_id in case_ids]
+            if mine:
+                yield mine
 
-    bl_report.load_trials = resampled
+    bl_report.trial_groups = resampled
     try:
         yield
     finally:
-        bl_report.load_trials = load
+        bl_report.trial_groups = load
 
 
 def flagged(tables: list[Table], names: tuple[str, ...] | None) -> bool | None:
@@ -294,7 +301,7 @@ def measure(relation: str, s: float, resamples: int, workdir: Path) -> list[str]
     out = []
     with EventReader(db) as log:
         ctx = ReportContext(log, log.latest_campaign())
-        pool = ctx.relation_verdicts
+        pool = list(ctx.relation_verdicts)
         rng = random.Random(f"{relation}/{s}")
         for line, (rel, names) in LINES.items():
             if rel != relation:

@@ -83,6 +83,10 @@ class AnswerShape(BaseModel):
     def read(self, text: str) -> Any | None:
         """The value of a structured reply (the list, word, option or score), or None when
         ``text`` is not such a JSON object."""
+        if not text.lstrip(" \t\n\r").startswith("{"):
+            # Not a JSON object (every value read is one): no parse, and no exception to
+            # raise and catch for each of a million free-text answers an import reads.
+            return None
         try:
             data = json.loads(text)
         except (ValueError, RecursionError):

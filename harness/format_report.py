@@ -31,10 +31,11 @@ def answer_formats(ctx: ReportContext) -> list[Table]:
     formats = model_formats(started.config) if started is not None else {}
     if "structured" not in formats.values():
         return []
-    counts: dict[tuple[str, str], Counter[str]] = {}
-    for v in ctx.relation_verdicts:
-        counts.setdefault((v.model, v.relation), Counter())[v.outcome] += 1
-        counts.setdefault((v.model, "(all)"), Counter())[v.outcome] += 1
+    tallied = ctx.verdict_counts
+    counts: dict[tuple[str, str], Counter[str]] = {
+        key: c.outcomes for key, c in tallied.by_relation.items()
+    }
+    counts.update(((model, "(all)"), c.outcomes) for model, c in tallied.by_model.items())
     rows = []
     for (model, relation), c in sorted(counts.items()):
         fmt = formats.get(model, "free")

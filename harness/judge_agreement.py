@@ -15,9 +15,6 @@ from collections.abc import Sequence
 from itertools import combinations
 from typing import Any
 
-import numpy as np
-from statsmodels.stats.inter_rater import cohens_kappa
-
 from harness.tables import Bars, ReportContext, ReportSection, Table, rounded
 
 LABELS = ("VIOLATED", "HELD", "INVALID")
@@ -31,6 +28,11 @@ def cohen_kappa(pairs: Sequence[tuple[str, str]]) -> float:
         return math.nan
     labels = sorted({x for pair in pairs for x in pair})
     index = {label: i for i, label in enumerate(labels)}
+    # Imported here: statsmodels (with pandas) takes seconds to import, and every command
+    # imports the core's report sections.
+    import numpy as np
+    from statsmodels.stats.inter_rater import cohens_kappa
+
     table = np.zeros((len(labels), len(labels)))
     for a, b in pairs:
         table[index[a], index[b]] += 1

@@ -22,7 +22,6 @@ from harness.stats import (
     ALPHA,
     TEST_COLUMNS,
     fdr_adjust,
-    majority_per_case,
     report_number,
     wilson_interval,
 )
@@ -37,30 +36,20 @@ from harness.tables import (
     Table,
     rounded,
 )
+from harness.verdict_counts import OutcomeCounts
 
 
 def violation_rates(ctx: ReportContext) -> list[Table]:
-    counts: dict[tuple[str, str], Counter[str]] = {}
-    valid: dict[tuple[str, str], list[tuple[str, bool]]] = {}
-    for v in ctx.relation_verdicts:
-        counts.setdefault((v.model, v.relation), Counter())[v.outcome] += 1
-        if v.outcome != "INVALID":
-            valid.setdefault((v.model, v.relation), []).append(
-                (v.case_key, v.outcome == "VIOLATED")
-            )
-    if not counts:
+    counts = ctx.verdict_counts
+    if not counts.by_relation:
         return []
-    rows = []
-    totals: dict[str, Counter[str]] = {}
-    total_valid: dict[str, list[tuple[str, bool]]] = {}
-    for (model, relation), c in sorted(counts.items()):
-        totals.setdefault(model, Counter()).update(c)
-        mine = valid.get((model, relation), [])
-        total_valid.setdefault(model, []).extend(mine)
-        rows.append(_rate_row(model, relation, c, mine))
-    for model, c in sorted(totals.items()):
-        if sum(1 for (m, _) in counts if m == model) > 1:
-            rows.append(_rate_row(model, "(all)", c, total_valid[model]))
+    rows = [
+        _rate_row(model, relation, c) for (model, relation), c in sorted(counts.by_relation.items())
+    ]
+    relations_of = Counter(model for model, _ in counts.by_relation)
+    for model, c in sorted(counts.by_model.items()):
+        if relations_of[model] > 1:
+            rows.append(_rate_row(model, "(all)", c))
     return [
         Table(
             "violation_rates",
@@ -95,14 +84,12 @@ def violation_rates(ctx: ReportContext) -> list[Table]:
     ]
 
 
-def _rate_row(
-    model: str, relation: str, c: Counter[str], valid: list[tuple[str, bool]]
-) -> list[Any]:
+def _rate_row(model: str, relation: str, counts: OutcomeCounts) -> list[Any]:
+    c = counts.outcomes
     judged = c["VIOLATED"] + c["HELD"]
     low, high = wilson_interval(c["VIOLATED"], judged)
     rate = c["VIOLATED"] / judged if judged else math.nan
-    per_case = majority_per_case(valid)
-    cases, violated_cases = len(per_case), sum(per_case.values())
+    cases, violated_cases = counts.cases, counts.violated_cases
     case_low, case_high = wilson_interval(violated_cases, cases)
     return [
         model,
@@ -122,10 +109,7 @@ def _rate_row(
 
 
 def invalid_reasons(ctx: ReportContext) -> list[Table]:
-    counts: Counter[tuple[str, str, str]] = Counter()
-    for v in ctx.relation_verdicts:
-        if v.outcome == "INVALID":
-            counts[(v.model, v.relation, v.reason.split(":")[0])] += 1
+    counts = ctx.verdict_counts.invalid_reasons
     if not counts:
         return []
     rows = [[m, r, reason, n] for (m, r, reason), n in sorted(counts.items())]

@@ -35,11 +35,9 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-import numpy as np
-from scipy.stats import chi2_contingency, fisher_exact, hypergeom
-from statsmodels.stats.contingency_tables import mcnemar
-from statsmodels.stats.multitest import multipletests
-from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
+# numpy, scipy and statsmodels (with pandas) are imported by the functions that use them:
+# every command imports this module through the harness package, and their imports take
+# seconds of a process start that most commands (import, run, show) do not need.
 
 K = TypeVar("K", bound=Hashable)
 
@@ -71,6 +69,8 @@ def wilson_interval(successes: int, n: int) -> tuple[float, float]:
     """95 % Wilson score interval of ``successes`` out of ``n`` (NaN, NaN when n = 0)."""
     if n == 0:
         return (math.nan, math.nan)
+    from statsmodels.stats.proportion import proportion_confint
+
     low, high = proportion_confint(successes, n, alpha=ALPHA, method="wilson")
     # Exact at the edges: rounding would otherwise leave 0/n or n/n outside its own interval.
     low = 0.0 if successes == 0 else max(0.0, float(low))
@@ -133,6 +133,8 @@ class GroupComparison:
 def two_by_two_test(table: Sequence[Sequence[int]]) -> tuple[str, float]:
     """Two-sided test of independence of a 2x2 table: Fisher's exact test, or chi-squared
     (Yates' correction) when the table is large and no expected count is small."""
+    from scipy.stats import chi2_contingency, fisher_exact
+
     (a, b), (c, d) = table
     total = a + b + c + d
     rows, cols = (a + b, c + d), (a + c, b + d)
@@ -156,6 +158,8 @@ def compare_to_rest(k: int, n: int, rest_k: int, rest_n: int) -> GroupComparison
             k, n, rest_k, rest_n, rate, low, high, rest_rate, nan, nan, nan, nan, nan, nan,
             "none", nan,
         )  # fmt: skip
+    from statsmodels.stats.proportion import confint_proportions_2indep
+
     test, p = two_by_two_test([[k, n - k], [rest_k, rest_n - rest_k]])
     diff_low, diff_high = confint_proportions_2indep(
         k, n, rest_k, rest_n, method="newcomb", compare="diff", alpha=ALPHA
@@ -221,6 +225,9 @@ def stratified_exact_test(tables: Sequence[Sequence[Sequence[int]]]) -> float:
     Cochran-Mantel-Haenszel's test is not: on sparse strata (2 positives of 6 against 0 of
     60) it gives p ~ 1e-5 where the exact p is ~ 1e-2.
     """
+    import numpy as np
+    from scipy.stats import hypergeom
+
     dist = np.ones(1)
     observed = 0
     for (a, b), (c, d) in tables:
@@ -235,6 +242,8 @@ def stratified_exact_test(tables: Sequence[Sequence[Sequence[int]]]) -> float:
 
 def mcnemar_exact(b: int, c: int) -> float:
     """Two-sided exact McNemar p-value from the discordant pairs (1.0 when there are none)."""
+    from statsmodels.stats.contingency_tables import mcnemar
+
     if b + c == 0:
         return 1.0
     return float(mcnemar([[0, b], [c, 0]], exact=True).pvalue)
@@ -250,6 +259,8 @@ def fdr_adjust(pvalues: Sequence[float], alpha: float = ALPHA) -> tuple[list[flo
     adjusted = [math.nan] * len(pvalues)
     flagged = [False] * len(pvalues)
     if index:
+        from statsmodels.stats.multitest import multipletests
+
         reject, corrected, _, _ = multipletests(
             [pvalues[i] for i in index], alpha=alpha, method="fdr_bh"
         )

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import math
-import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 from harness.store.reader import EventReader
+from harness.verdict_counts import VerdictCounts, case_key, count_verdicts
 
 
 @dataclass(frozen=True)
@@ -103,10 +103,7 @@ class VerdictRow:
     @property
     def case_key(self) -> str:
         """The case without its repeat: repeats of one case share it (see `harness.plan`)."""
-        return _REPEAT.sub("@", self.case_id, count=1)
-
-
-_REPEAT = re.compile(r"/r\d+@")
+        return case_key(self.case_id)
 
 
 class ReportOptions(dict[str, Any]):
@@ -133,13 +130,23 @@ class ReportContext:
     campaign: str
     options: dict[str, Any] = field(default_factory=ReportOptions)
 
-    def verdicts(self, source: str = "relation") -> Iterator[VerdictRow]:
-        """The latest verdict of each case from ``source``, streamed from the ``verdicts`` view."""
-        cur = self.log.connection.execute(
+    def verdicts(
+        self, source: str = "relation", relations: Iterable[str] | None = None
+    ) -> Iterator[VerdictRow]:
+        """The latest verdict of each case from ``source``, streamed from the ``verdicts``
+        view; only cases of ``relations`` when given."""
+        sql = (
             "SELECT case_id, relation, model, outcome, reason, evidence, source FROM verdicts"
-            " WHERE campaign = ? AND source = ? ORDER BY case_id, decided_at",
-            (self.campaign, source),
+            " WHERE campaign = ? AND source = ?"
         )
+        args: list[str] = [self.campaign, source]
+        if relations is not None:
+            names = sorted(relations)
+            if not names:
+                return
+            sql += f" AND relation IN ({', '.join('?' * len(names))})"
+            args += names
+        cur = self.log.connection.execute(sql + " ORDER BY case_id, decided_at", args)
         previous: VerdictRow | None = None
         for case_id, relation, model, outcome, reason, evidence, src in cur:
             row = VerdictRow(
@@ -152,8 +159,23 @@ class ReportContext:
             yield previous
 
     @cached_property
-    def relation_verdicts(self) -> list[VerdictRow]:
-        return list(self.verdicts())
+    def relation_verdicts(self) -> Iterable[VerdictRow]:
+        """Every relation verdict, read anew on each loop (none is kept between loops); a
+        context over a subset held in memory (bench/power.py's resamples) sets a list here."""
+        return VerdictStream(self, lambda _: True)
+
+    def relation_verdicts_of(self, wanted: Callable[[str], bool]) -> Iterable[VerdictRow]:
+        """The relation verdicts of the relations ``wanted`` accepts: a family's section reads
+        its own cases only, and none at all (no query) when the campaign ran none of them."""
+        verdicts = self.relation_verdicts
+        if isinstance(verdicts, VerdictStream):
+            return VerdictStream(self, wanted)
+        return [v for v in verdicts if wanted(v.relation)]
+
+    @cached_property
+    def verdict_counts(self) -> VerdictCounts:
+        """Counts of the relation verdicts (`harness.verdict_counts`), read once per report."""
+        return count_verdicts(self.log.connection, self.campaign)
 
     @cached_property
     def case_data(self) -> dict[str, dict[str, Any]]:
@@ -164,6 +186,22 @@ class ReportContext:
             (self.campaign,),
         )
         return {case_id: json.loads(data or "{}") for case_id, data in cur}
+
+
+class VerdictStream:
+    """The latest relation verdict of each case of the relations ``wanted`` accepts, read
+    from the log on every iteration: a section may loop twice, and a report of a million
+    cases never holds a million verdicts (invariant 6)."""
+
+    def __init__(self, ctx: ReportContext, wanted: Callable[[str], bool]) -> None:
+        self.ctx = ctx
+        self.wanted = wanted
+
+    def __iter__(self) -> Iterator[VerdictRow]:
+        present = self.ctx.verdict_counts.relations
+        mine = [r for r in present if self.wanted(r)]
+        # All relations: no filter in the query (the same rows, read without a test each).
+        return self.ctx.verdicts(relations=None if len(mine) == len(present) else mine)
 
 
 @dataclass(frozen=True)

@@ -150,7 +150,7 @@ def test_reassessment_rescues_off_format_fair_answers(db_path: Path) -> None:
         from harness.tables import ReportContext
 
         ctx = ReportContext(log, log.latest_campaign())
-        verdicts = ctx.relation_verdicts
+        verdicts = list(ctx.relation_verdicts)
     judged = [row for v in verdicts for row in v.evidence["answers"] if "judge" in row]
     assert judged, "the sim words some fair answers off-format; the judge must see them"
     for row in judged:

@@ -121,7 +121,7 @@ def test_each_mr_finds_its_planted_attributes_and_nothing_else(sim_log: Path) ->
 def test_sim_answers_are_all_readable_in_both_modes(sim_log: Path) -> None:
     with EventReader(sim_log) as log:
         ctx = ReportContext(log, log.campaign_id(None))
-        verdicts = ctx.relation_verdicts
+        verdicts = list(ctx.relation_verdicts)
     assert len(verdicts) > 400
     assert all(v.outcome != "INVALID" for v in verdicts)
     assert all(v.evidence["readings"]["strict"] == v.evidence["readings"]["guardme"]
@@ -150,7 +150,7 @@ def test_structured_answers_find_the_same_planted_attributes(tmp_path: Path) -> 
                 " WHERE kind = 'AskSent'"
             )
         }
-        verdicts = ReportContext(log, log.campaign_id(None)).relation_verdicts
+        verdicts = list(ReportContext(log, log.campaign_id(None)).relation_verdicts)
     assert shapes == {"score", "yes_no", "choice", "ranking"}
     assert all(v.outcome != "INVALID" for v in verdicts)
     found = flagged_attributes(db)

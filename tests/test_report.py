@@ -160,6 +160,7 @@ def test_violation_rates_count_each_case_once_beside_the_runs() -> None:
 
     from harness.report import violation_rates
     from harness.tables import VerdictRow
+    from harness.verdict_counts import tally_verdicts
 
     def verdict(case: int, repeat: int, outcome: str) -> VerdictRow:
         case_id = f"metaquerier.mr1/{case}/r{repeat}@sim:x"
@@ -173,7 +174,8 @@ def test_violation_rates_count_each_case_once_beside_the_runs() -> None:
     }
     rows = [verdict(c, r, o) for c, seq in outcomes.items() for r, o in enumerate(seq)]
     assert rows[0].case_key == rows[1].case_key != rows[3].case_key
-    (table,) = violation_rates(SimpleNamespace(relation_verdicts=rows))  # type: ignore[arg-type]
+    counts = tally_verdicts((v.model, v.relation, v.outcome, v.reason, v.case_key) for v in rows)
+    (table,) = violation_rates(SimpleNamespace(verdict_counts=counts))  # type: ignore[arg-type]
     (row,) = [dict(zip(table.columns, r, strict=True)) for r in table.rows]
     assert (row["cases"], row["violated"], row["held"], row["invalid"]) == (10, 3, 4, 3)
     assert row["rate"] == round(3 / 7, 4)

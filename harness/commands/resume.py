@@ -12,7 +12,6 @@ from harness.plan import Plan
 from harness.progress import RichProgress
 from harness.runner import load_resume_point, resume_campaign, updated_config
 from harness.store.open import is_postgres_url
-from harness.worker import resume_with_leases
 
 
 @click.command("resume")
@@ -45,6 +44,9 @@ def command(
         err=True,
     )
     # On PostgreSQL, resume leases each case as a worker does: workers may run beside it.
+    # Imported here: harness.worker imports psycopg, a second of every command's start.
+    from harness.worker import resume_with_leases
+
     resume = resume_with_leases if is_postgres_url(db) else resume_campaign
     with RichProgress(total - len(point.closed)) as progress:
         summary = asyncio.run(

@@ -21,7 +21,6 @@ from harness.progress import RichProgress
 from harness.providers import VENDOR_SCHEMES, estimate_cost, format_estimate
 from harness.runner import run_campaign
 from harness.store.open import is_postgres_url, open_reader, shown_target
-from harness.worker import run_worker, spawn_workers, start_campaign
 
 
 def refuse_second_campaign(db: str | Path, config: CampaignConfig, campaign_arg: str) -> None:
@@ -164,6 +163,9 @@ def _run_with_workers(
 ) -> RunSummary:
     """Start the campaign in PostgreSQL, then run it here and in ``workers - 1`` more
     processes; the summary counts every worker's cases (read back from the log)."""
+    # Imported here: harness.worker imports psycopg, a second of every command's start.
+    from harness.worker import run_worker, spawn_workers, start_campaign
+
     campaign = asyncio.run(start_campaign(config, db, plan))
     click.echo(f"campaign {campaign}: join with 'harness worker {shown_target(db)} "
                f"--campaign {campaign}'", err=True)  # fmt: skip

@@ -10,7 +10,6 @@ import click
 from harness.cache import open_cache
 from harness.commands._render import echo_summary, finish
 from harness.store.open import shown_target
-from harness.worker import run_worker
 
 
 @click.command("worker")
@@ -33,6 +32,9 @@ from harness.worker import run_worker
 def command(db_url: str, campaign: str | None, lease_s: float, reuse: tuple[str, ...]) -> None:
     """Run the cases of the campaign in DB_URL that no other worker holds, until none is
     left; a worker that dies leaves its cases to the others after --lease seconds."""
+    # Imported here: harness.worker imports psycopg, a second of every command's start.
+    from harness.worker import run_worker
+
     done = asyncio.run(
         run_worker(
             db_url,

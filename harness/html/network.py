@@ -5,17 +5,23 @@ spring layout with a fixed seed (the same log draws the same picture)."""
 from __future__ import annotations
 
 import math
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from harness.html.plots import escape, label_of, number, rows_of, shorten, svg
 from harness.tables import Network, Table
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 SIZE_W, SIZE_H, MARGIN = 640, 440, 70
 MAX_EDGES = 60
 
 
 def networks(table: Table, hint: Network, plot_id: str) -> list[str]:
+    # Imported here: networkx takes a second to import, and every command imports the
+    # report command's modules (only a report with a co-violation table draws one).
+    import networkx as nx
+
     groups: dict[str, nx.Graph] = {}
     for r in rows_of(table):
         weight = number(r.get(hint.weight))
@@ -30,6 +36,8 @@ def networks(table: Table, hint: Network, plot_id: str) -> list[str]:
 
 def _draw(table: Table, facet: str, graph: nx.Graph, plot_id: str) -> str:
     # k wider than the default: the labels need room between connected terms.
+    import networkx as nx
+
     k = 3.0 / max(graph.number_of_nodes(), 1) ** 0.5
     positions = nx.spring_layout(graph, seed=1, weight="weight", k=k, iterations=100)
     if not all(math.isfinite(c) for p in positions.values() for c in p):

@@ -23,11 +23,13 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
-
-import numpy
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from harness.errors import ConfigError
+
+# numpy is imported where vectors are made: every command imports this family's CLI.
+if TYPE_CHECKING:
+    import numpy
 
 
 @runtime_checkable
@@ -70,6 +72,8 @@ class LexicalEmbedder:
         found = self._cache.get(text)
         if found is not None:
             return found
+        import numpy
+
         vec = numpy.zeros(self.dim, dtype=numpy.float64)
         low = " ".join(_WORD.findall(text.lower()))
         padded = f" {low} "
@@ -85,6 +89,8 @@ class LexicalEmbedder:
         return out
 
     def embed(self, texts: Sequence[str]) -> numpy.ndarray:
+        import numpy
+
         if not texts:
             return numpy.zeros((0, self.dim), dtype=numpy.float32)
         return numpy.stack([self._vector(t) for t in texts])

@@ -39,9 +39,7 @@ def _links(cases: list[str], total: int) -> str:
 def stories(ctx: ReportContext) -> list[Table]:
     counts: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     lists: dict[tuple[str, str], list[int]] = defaultdict(list)
-    for v in ctx.relation_verdicts:
-        if v.relation != STORY:
-            continue
+    for v in ctx.relation_verdicts_of(lambda r: r == STORY):
         data = ctx.case_data.get(v.case_id, {})
         key = (data.get("arm", "?"), data.get("identity_category", "?"))
         counts[key][v.outcome] += 1
@@ -84,9 +82,8 @@ def stories(ctx: ReportContext) -> list[Table]:
 def _candidates(ctx: ReportContext) -> list[tuple[dict[str, Any], str]]:
     """(candidate, exclusivity outcome) of the exclusivity cases of this campaign."""
     out = []
-    for v in ctx.relation_verdicts:
-        if v.relation == EXCLUSIVITY:
-            out.append((ctx.case_data.get(v.case_id, {}), v.outcome))
+    for v in ctx.relation_verdicts_of(lambda r: r == EXCLUSIVITY):
+        out.append((ctx.case_data.get(v.case_id, {}), v.outcome))
     return out
 
 

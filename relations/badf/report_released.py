@@ -60,7 +60,7 @@ def released_beside(ctx: ReportContext, kept: list[dict[str, Any]]) -> Table | N
 
 
 def released(ctx: ReportContext) -> list[Table]:
-    rows = [v.evidence for v in ctx.relation_verdicts if v.relation == RELEASED]
+    rows = [v.evidence for v in ctx.relation_verdicts_of(lambda r: r == RELEASED)]
     if not rows:
         return []
     rows.sort(

@@ -19,8 +19,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from scipy.stats import chi2_contingency
-
 Denominator = Literal["lists", "concepts"]
 
 
@@ -60,6 +58,9 @@ def chi2_p(present: Sequence[int], lists: Sequence[int], *, yates: bool = True) 
         return math.nan
     if sum(r[0] for r in table) == 0 or sum(r[1] for r in table) == 0:
         return math.nan
+    # Imported here: scipy.stats takes seconds to import, and every command imports this family.
+    from scipy.stats import chi2_contingency
+
     result = chi2_contingency(table, correction=yates)
     return float(result.pvalue)
 

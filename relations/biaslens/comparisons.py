@@ -29,8 +29,6 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from statsmodels.stats.proportion import proportion_confint
-
 from harness.stats import (
     ALPHA,
     COMPARISON_COLUMNS,
@@ -193,6 +191,10 @@ def paired_difference_interval(role_only: int, plain_only: int, pairs: int) -> t
     discordant = role_only + plain_only
     if discordant == 0 or pairs == 0:
         return (math.nan, math.nan)
+    # Imported here: statsmodels (with pandas) takes seconds to import, and every command
+    # imports this family (an import of released answers needs no statistics).
+    from statsmodels.stats.proportion import proportion_confint
+
     low, high = proportion_confint(role_only, discordant, alpha=ALPHA, method="beta")
     scale = discordant / pairs
     return (scale * (2 * float(low) - 1), scale * (2 * float(high) - 1))

@@ -101,9 +101,15 @@ class _Importer:
         self.params = GenerationParams()
 
     @functools.lru_cache(maxsize=65_536)  # noqa: B019  (one importer per import)
+    def messages(self, prompt: str) -> list[Message]:
+        # The three runs ask the same questions: each request is built once (AskSent copies
+        # the list; the frozen Message is shared).
+        return [Message(role="user", content=prompt)]
+
+    @functools.lru_cache(maxsize=65_536)  # noqa: B019  (one importer per import)
     def key(self, model: str, prompt: str) -> str:
-        # The three runs ask the same questions: each request key is computed once.
-        return request_key(model, [Message(role="user", content=prompt)], self.params)
+        # Each request key is computed once, likewise.
+        return request_key(model, self.messages(prompt), self.params)
 
     async def add(self, case_id: str, events: list[Event]) -> None:
         self.pending.extend(
@@ -143,17 +149,18 @@ class _Importer:
         turn = Turn(index=0, ask=ask, reply=answer)
         verdict = self.relation.step(case, Transcript(turns=(turn,)))
         assert isinstance(verdict, Verdict)
-        # CaseOpened(case=...) would validate the Case just built a second time.
         return (
             case,
             verdict,
             [
-                CaseOpened.model_construct(case=case),
+                # A Case instance is not validated again (pydantic's default), and building
+                # the event this way is quicker than model_construct (pure Python).
+                CaseOpened(case=case),
                 AskSent(
                     turn=0,
                     ask=ask,
                     model=model,
-                    messages=[Message(role="user", content=ask.prompt)],
+                    messages=self.messages(ask.prompt),
                     params=self.params,
                     request_key=self.key(model, ask.prompt),
                 ),

@@ -21,25 +21,12 @@ from relations.biaslens.comparisons import (
     RATE_COLUMNS,
     attribute_rates,
     attribute_rates_all_types,
-    paired_variants,
 )
-from relations.biaslens.oracles import Vote
 from relations.biaslens.questionset import ATTRIBUTES, QType
-from relations.biaslens.table5 import choice_consistency
-from relations.biaslens.tally import (
-    MODES,
-    AlignedQuestion,
-    Trial,
-    align,
-    cells,
-    consistency,
-    disagreements,
-    load_trials,
-    recorded_row_counts,
-)
+from relations.biaslens.report_tally import ReportTally
+from relations.biaslens.tally import MODES, recorded_row_counts, trial_groups
 
 TYPES = (QType.YES_NO, QType.CHOICE, QType.WHY)
-_ANSWER_CHARS = 160
 
 
 def _mode(ctx: ReportContext) -> str:
@@ -63,22 +50,30 @@ def _pct(n: int, d: int) -> float | None:
 
 def biaslens_tables(ctx: ReportContext) -> list[Table]:
     conn = ctx.log.connection
-    trials = load_trials(conn, ctx.campaign)
-    if not trials:
+    groups = trial_groups(conn, ctx.campaign)
+    first = next(groups, None)
+    if first is None:
         return []
     mode = _mode(ctx)
     other = "released" if mode == "strict" else "strict"
-    questions = align(trials, recorded_row_counts(conn, ctx.campaign))
-    by_cell = cells(questions)
+    tally = ReportTally(mode, recorded_row_counts(conn, ctx.campaign))
+    tally.add(first)
+    # One group's answers at a time: a name still bound to the last group while the next
+    # one is read would hold two.
+    del first
+    for trials in groups:
+        tally.add(trials)
+        del trials
+    by_cell = tally.by_cell
     # p_fdr and flagged are filled by the report-wide correction (harness.report.apply_fdr),
     # so BiasLens tests are corrected together with every other test of the report.
     return [
         _table3(by_cell, mode, other),
         _long_cells(by_cell, mode),
-        *_role_vs_no_role(questions, mode),
-        _consistency(questions, trials, mode),
-        _disagreements(questions),
-        _strict_invalid(questions),
+        *_role_vs_no_role(tally.paired_rows, mode),
+        _consistency(tally, mode),
+        _disagreements(tally.disagreements()),
+        _strict_invalid(tally.strict_invalid()),
     ]
 
 
@@ -184,9 +179,9 @@ def _long_cells(by_cell: dict[Any, Any], mode: str) -> Table:
     )
 
 
-def _role_vs_no_role(questions: list[AlignedQuestion], mode: str) -> list[Table]:
+def _role_vs_no_role(paired_rows: list[list[Any]], mode: str) -> list[Table]:
     rows = sorted(
-        paired_variants(questions, mode),
+        paired_rows,
         key=lambda r: (r[0], _attr_order(r[1]), r[2] == ALL_TYPES, r[2]),
     )
     if not rows:
@@ -209,12 +204,12 @@ def _role_vs_no_role(questions: list[AlignedQuestion], mode: str) -> list[Table]
     ]
 
 
-def _consistency(questions: list[AlignedQuestion], trials: list[Trial], mode: str) -> Table:
-    by_key = consistency(questions, mode)
+def _consistency(tally: ReportTally, mode: str) -> Table:
+    by_key = tally.consistency
     if mode == "released":
         # The authors' Table 5 script reads Choice answers its own way (see table5.py).
         by_key = {k: c for k, c in by_key.items() if k[2] is not QType.CHOICE}
-        for (model, variant), c in choice_consistency(trials).items():
+        for (model, variant), c in tally.choice_consistency().items():
             by_key[(model, variant, QType.CHOICE)] = c
     rows = []
     for (model, variant, t), c in sorted(by_key.items()):
@@ -254,28 +249,7 @@ def _consistency(questions: list[AlignedQuestion], trials: list[Trial], mode: st
     )
 
 
-def _answers(q: AlignedQuestion) -> str:
-    return " | ".join(
-        "(missing)" if t is None else (t.answer or "")[:_ANSWER_CHARS].replace("\n", " ")
-        for t in q.trials
-    )
-
-
-def _disagreements(questions: list[AlignedQuestion]) -> Table:
-    rows = [
-        [
-            q.model,
-            q.variant,
-            q.attribute,
-            q.qtype.value,
-            q.role,
-            q.question,
-            q.verdict("released").value,
-            q.verdict("strict").value,
-            _answers(q),
-        ]
-        for q in disagreements(questions)
-    ]
+def _disagreements(rows: list[list[Any]]) -> Table:
     return Table(
         "biaslens_disagreements",
         f"BiasLens questions on which the released and strict modes disagree ({len(rows)})",
@@ -294,15 +268,7 @@ def _disagreements(questions: list[AlignedQuestion]) -> Table:
     )
 
 
-def _strict_invalid(questions: list[AlignedQuestion]) -> Table:
-    rows = []
-    for q in questions:
-        for t in q.trials:
-            if t is not None and t.strict is Vote.INVALID:
-                answer = "(no reply)" if t.answer is None else t.answer[:_ANSWER_CHARS]
-                rows.append(
-                    [t.model, t.variant, t.attribute, t.qtype.value, t.run, t.question, answer]
-                )
+def _strict_invalid(rows: list[list[Any]]) -> Table:
     return Table(
         "biaslens_strict_invalid",
         f"BiasLens answers strict mode could not read ({len(rows)} INVALID)",

@@ -58,38 +58,51 @@ def table5_option(answer: str | None, question: str) -> str | None:
     return None
 
 
-def align_by_text(trials: Iterable[Trial]) -> dict[tuple[str, str], list[tuple[Trial, ...]]]:
-    """Choice trials grouped into questions by text, keyed (model, variant).
+ChoiceKey = tuple[str, str, str]  # (model, variant, attribute)
 
-    Per (model, variant, attribute): the question texts present in every run, each with the
-    first row of each run holding that text, in the order of the first run.
-    """
-    runs: dict[tuple[str, str, str], dict[int, dict[str, Trial]]] = defaultdict(
-        lambda: defaultdict(dict)
-    )
-    every_run: dict[tuple[str, str], set[int]] = defaultdict(set)
-    for t in sorted(trials, key=lambda t: t.row):
-        every_run[(t.model, t.variant)].add(t.run)
-        if t.qtype is QType.CHOICE:
-            runs[(t.model, t.variant, t.attribute)][t.run].setdefault(t.question, t)
-    out: dict[tuple[str, str], list[tuple[Trial, ...]]] = defaultdict(list)
-    for (model, variant, _), by_run in sorted(runs.items()):
-        order = sorted(by_run)
-        # A run without this attribute's Choice rows holds none of its texts.
-        complete = set(order) == every_run[(model, variant)]
-        shared = set.intersection(*(set(by_run[r]) for r in order)) if complete else set()
-        for text in by_run[order[0]]:
-            if text in shared:
-                out[(model, variant)].append(tuple(by_run[r][text] for r in order))
+
+def runs_per_variant(trials: Iterable[Trial]) -> dict[tuple[str, str], set[int]]:
+    """The runs holding any trial (of any type and attribute), per (model, variant)."""
+    out: dict[tuple[str, str], set[int]] = defaultdict(set)
+    for t in trials:
+        out[(t.model, t.variant)].add(t.run)
     return dict(out)
 
 
-def choice_consistency(trials: Iterable[Trial]) -> dict[tuple[str, str], Consistency]:
-    """Table 5's Choice columns per (model, variant); `Consistency.questions` is the
-    denominator (every aligned question), `unplaced` the questions in no column."""
-    out: dict[tuple[str, str], Consistency] = {}
-    for key, questions in align_by_text(trials).items():
-        c = out[key] = Consistency()
+def align_by_text(
+    trials: Iterable[Trial],
+) -> dict[ChoiceKey, tuple[frozenset[int], list[tuple[Trial, ...]]]]:
+    """Choice trials grouped into questions by text, keyed (model, variant, attribute), with
+    the runs holding that attribute's Choice rows.
+
+    The questions are the texts present in every one of those runs, each with the first row
+    of each run holding that text, in the order of the first run. The script counts them
+    only when those runs are every run of the model and variant (`combine`): a run without
+    this attribute's Choice rows holds none of its texts.
+    """
+    runs: dict[ChoiceKey, dict[int, dict[str, Trial]]] = defaultdict(lambda: defaultdict(dict))
+    for t in sorted(trials, key=lambda t: t.row):
+        if t.qtype is QType.CHOICE:
+            runs[(t.model, t.variant, t.attribute)][t.run].setdefault(t.question, t)
+    out = {}
+    for key, by_run in sorted(runs.items()):
+        order = sorted(by_run)
+        shared = set.intersection(*(set(by_run[r]) for r in order))
+        aligned = [
+            tuple(by_run[r][text] for r in order) for text in by_run[order[0]] if text in shared
+        ]
+        out[key] = (frozenset(order), aligned)
+    return out
+
+
+def choice_by_attribute(
+    trials: Iterable[Trial],
+) -> dict[ChoiceKey, tuple[frozenset[int], Consistency]]:
+    """Table 5's Choice columns per (model, variant, attribute), with the runs they came
+    from; `combine` keeps those of complete runs. A report tallies one group at a time."""
+    out: dict[ChoiceKey, tuple[frozenset[int], Consistency]] = {}
+    for key, (runs, questions) in align_by_text(trials).items():
+        c = Consistency()
         for answers in questions:
             c.questions += 1
             options = [table5_option(t.answer, t.question) for t in answers]
@@ -105,4 +118,26 @@ def choice_consistency(trials: Iterable[Trial]) -> dict[tuple[str, str], Consist
                 c.majority_biased += 1
             else:
                 c.minority_biased += 1
+        out[key] = (runs, c)
     return out
+
+
+def combine(
+    by_attribute: dict[ChoiceKey, tuple[frozenset[int], Consistency]],
+    every_run: dict[tuple[str, str], set[int]],
+) -> dict[tuple[str, str], Consistency]:
+    """Per (model, variant): the sum over attributes whose Choice rows are in every run; a
+    (model, variant) without an aligned question has no entry."""
+    out: dict[tuple[str, str], Consistency] = {}
+    for (model, variant, _), (runs, c) in sorted(by_attribute.items()):
+        if runs != every_run.get((model, variant)) or not c.questions:
+            continue
+        out.setdefault((model, variant), Consistency()).add(c)
+    return out
+
+
+def choice_consistency(trials: Iterable[Trial]) -> dict[tuple[str, str], Consistency]:
+    """Table 5's Choice columns per (model, variant); `Consistency.questions` is the
+    denominator (every aligned question), `unplaced` the questions in no column."""
+    trials = list(trials)
+    return combine(choice_by_attribute(trials), runs_per_variant(trials))

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from array import array
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -97,47 +98,65 @@ class Cell:
     strict_invalid_answers: int = 0
 
 
-def load_trials(conn: sqlite3.Connection, campaign: str) -> list[Trial]:
-    replies = dict(
-        conn.execute(
-            "SELECT case_id, json_extract(payload, '$.reply.text') FROM events"
-            " WHERE campaign = ? AND kind = 'ReplyReceived' AND turn = 0",
-            (campaign,),
-        )
-    )
-    outcomes: dict[str, str] = {}
-    for case_id, outcome in conn.execute(
-        "SELECT case_id, json_extract(payload, '$.verdict.outcome') FROM events"
-        " WHERE campaign = ? AND kind = 'VerdictReached'"
-        " AND json_extract(payload, '$.source') = 'relation' ORDER BY gseq",
-        (campaign,),
-    ):
-        outcomes[case_id] = outcome
-    trials = []
-    for case_id, payload in conn.execute(
-        "SELECT case_id, payload FROM events WHERE campaign = ? AND kind = 'CaseOpened'"
-        " AND json_extract(payload, '$.case.relation') = ?",
+# Each case's answer (its last turn-0 reply) and its latest verdict from the relation, beside
+# its CaseOpened payload; the cases are named by their CaseOpened's gseq.
+_TRIALS = """
+SELECT o.case_id, o.payload,
+    (SELECT json_extract(r.payload, '$.reply.text') FROM events r
+     WHERE r.campaign = o.campaign AND r.case_id = o.case_id AND r.kind = 'ReplyReceived'
+       AND r.turn = 0 ORDER BY r.gseq DESC LIMIT 1),
+    (SELECT json_extract(v.payload, '$.verdict.outcome') FROM events v
+     WHERE v.campaign = o.campaign AND v.case_id = o.case_id AND v.kind = 'VerdictReached'
+       AND json_extract(v.payload, '$.source') = 'relation' ORDER BY v.gseq DESC LIMIT 1)
+FROM events o WHERE o.gseq IN ({positions}) ORDER BY o.gseq
+"""
+_CHUNK = 1000  # cases per query: far below either store's limit on parameters
+
+
+def trial_groups(conn: sqlite3.Connection, campaign: str) -> Iterator[list[Trial]]:
+    """The campaign's trials, one (model, attribute) group at a time (both variants, every
+    run), groups in sorted order, each group's trials in the order their cases were opened.
+
+    Everything BiasLens reports is decided within such a group (alignment, role vs no-role
+    pairs) or summed over groups, so a report holds one group's answers at a time, not the
+    log's (a million answers at six models). A first pass keeps only each case's position
+    in the log (8 bytes a case)."""
+    groups: dict[tuple[str, str], array[int]] = {}
+    for gseq, model, attribute in conn.execute(
+        "SELECT gseq, json_extract(payload, '$.case.model'),"
+        " json_extract(payload, '$.case.data.attribute') FROM events"
+        " WHERE campaign = ? AND kind = 'CaseOpened'"
+        " AND json_extract(payload, '$.case.relation') = ? ORDER BY gseq",
         (campaign, RELATION),
     ):
-        case = json.loads(payload)["case"]
-        data = case["data"]
-        trials.append(
-            Trial(
-                case_id=case_id,
-                model=case["model"],
-                variant=data.get("variant", "role"),
-                attribute=data["attribute"],
-                role=data.get("role", ""),
-                qtype=QType.parse(data["type"]),
-                question=data["question"],
-                run=int(data.get("run", case["repeat"])),
-                row=int(data.get("row", case["index"])),
-                answer=replies.get(case_id),
-                final=data.get("released_final"),
-                strict=_OUTCOME_VOTE.get(outcomes.get(case_id, ""), Vote.INVALID),
-            )
-        )
-    return trials
+        groups.setdefault((model, attribute), array("q")).append(gseq)
+    for key in sorted(groups):
+        positions = groups.pop(key)
+        trials: list[Trial] = []
+        for start in range(0, len(positions), _CHUNK):
+            chunk = positions[start : start + _CHUNK].tolist()
+            sql = _TRIALS.format(positions=", ".join("?" * len(chunk)))
+            trials.extend(_trial(*row) for row in conn.execute(sql, chunk))
+        yield trials
+
+
+def _trial(case_id: str, payload: str, answer: str | None, outcome: str | None) -> Trial:
+    case = json.loads(payload)["case"]
+    data = case["data"]
+    return Trial(
+        case_id=case_id,
+        model=case["model"],
+        variant=data.get("variant", "role"),
+        attribute=data["attribute"],
+        role=data.get("role", ""),
+        qtype=QType.parse(data["type"]),
+        question=data["question"],
+        run=int(data.get("run", case["repeat"])),
+        row=int(data.get("row", case["index"])),
+        answer=answer,
+        final=data.get("released_final"),
+        strict=_OUTCOME_VOTE.get(outcome or "", Vote.INVALID),
+    )
 
 
 def recorded_row_counts(
@@ -208,6 +227,14 @@ class Consistency:
     majority_biased: int = 0  # e.g. two of three trials biased
     minority_biased: int = 0  # e.g. one of three
     unplaced: int = 0  # in the denominator but in no column (released Choice, see table5)
+
+    def add(self, other: Consistency) -> None:
+        """Add ``other``'s counts (of other questions) to these."""
+        self.questions += other.questions
+        self.consistent += other.consistent
+        self.majority_biased += other.majority_biased
+        self.minority_biased += other.minority_biased
+        self.unplaced += other.unplaced
 
 
 def consistency(

@@ -23,7 +23,9 @@ NO_COMMUNITY = "(no community)"
 
 
 def langbite_verdicts(ctx: ReportContext) -> list[VerdictRow]:
-    return [v for v in ctx.relation_verdicts if v.evidence.get("langbite")]
+    # Only the langbite relation marks its evidence "langbite": other cases are not read.
+    verdicts = ctx.relation_verdicts_of(lambda r: r == "langbite")
+    return [v for v in verdicts if v.evidence.get("langbite")]
 
 
 def community_pair(fills: dict[str, str] | None) -> str:

@@ -24,8 +24,6 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from scipy.stats import spearmanr
-
 from relations._common.answers import leading_yes_no
 
 Mode = Literal["strict", "guardme"]
@@ -194,6 +192,9 @@ def strict_ranking(reply: str, items: list[str]) -> tuple[list[str] | None, str]
 def spearman_rho(order_1: list[str], order_2: list[str]) -> float:
     """Spearman's rho of two orders of the same items (scipy)."""
     position = {item: i for i, item in enumerate(order_2)}
+    # Imported here: scipy.stats takes seconds to import, and every command imports this family.
+    from scipy.stats import spearmanr
+
     result = spearmanr(list(range(len(order_1))), [position[i] for i in order_1])
     return float(result.statistic)
 

@@ -16,8 +16,6 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from harness.errors import ConfigError
 from harness.stats import COMPARISON_COLUMNS, compare_groups, majority_per_case, wilson_interval
 from harness.tables import ReportContext, ReportSection, Table, rounded
@@ -83,7 +81,10 @@ def load_closed_cases(ctx: ReportContext) -> list[ClosedCase]:
         (ctx.campaign,),
     ):
         replies[(case_id, thread)] = reply
-    run_modes = {v.case_id: str(v.evidence.get("mode", "strict")) for v in ctx.relation_verdicts}
+    run_modes = {
+        v.case_id: str(v.evidence.get("mode", "strict"))
+        for v in ctx.relation_verdicts_of(CLOSED.__contains__)
+    }
     cases = []
     for case_id, case_json in opened:
         case = json.loads(case_json)
@@ -210,6 +211,9 @@ def _metrics(cases: list[ClosedCase], mode_of: Any) -> Table:
         if reading.valid and reading.metric is not None and c.relation in _MEASURED:
             what = "score gap" if c.relation == "metafair.mr11" else "rho"
             values[(c.model, c.relation, what, c.dimension, c.attribute)].append(reading.metric)
+    # Imported here: numpy is a second of every command's start.
+    import numpy as np
+
     rows = []
     for key, vals in sorted(values.items()):
         arr = np.asarray(vals, dtype=float)

@@ -25,9 +25,7 @@ class GenerationCounts:
 
 def generation_counts(ctx: ReportContext) -> GenerationCounts:
     counts = GenerationCounts()
-    for v in ctx.relation_verdicts:
-        if v.relation != "metafair.generate":
-            continue
+    for v in ctx.relation_verdicts_of(lambda r: r == "metafair.generate"):
         key = (v.model, int(v.evidence.get("mr", 0)))
         counts.cases[key] += 1
         counts.invalid[key] += v.outcome != "HELD"

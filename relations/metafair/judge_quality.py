@@ -16,8 +16,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scipy.stats import mannwhitneyu
-
 from harness.stats import wilson_interval
 from harness.tables import ReportContext, ReportSection, Table, rounded
 from relations.metafair.verdicts import judged_tests
@@ -87,6 +85,9 @@ def roc_auc(truth: Sequence[bool], scores: Sequence[float]) -> float:
     neg = [s for t, s in zip(truth, scores, strict=True) if not t]
     if not pos or not neg:
         return math.nan
+    # Imported here: scipy.stats takes seconds to import, and every command imports this family.
+    from scipy.stats import mannwhitneyu
+
     u = mannwhitneyu(pos, neg, alternative="two-sided").statistic
     return float(u) / (len(pos) * len(neg))
 

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from collections import Counter
 
-from scipy.stats import entropy
-
 from harness.tables import ReportContext, ReportSection, Table, rounded
 from relations.metafair.verdicts import judged_tests
 
 
 def split_entropy(biased: int, unbiased: int) -> float:
     """Entropy (base 2) of a test's BIASED/UNBIASED split."""
+    # Imported here: scipy.stats takes seconds to import, and every command imports this family.
+    from scipy.stats import entropy
+
     return float(entropy([biased, unbiased], base=2))
 
 

@@ -19,8 +19,6 @@ from collections import Counter
 from collections.abc import Callable
 from itertools import combinations
 
-from statsmodels.stats.inter_rater import fleiss_kappa
-
 from harness.stats import COMPARISON_COLUMNS, compare_groups, majority_per_case
 from harness.tables import Forest, ReportContext, ReportSection, Table, rounded
 from relations.metafair.generation_report import dropped_per_relation
@@ -216,14 +214,18 @@ def _fleiss(cases: list[dict[str, str]], raters: list[str]) -> float:
     # One category for every rating: kappa is undefined (statsmodels divides by zero).
     if len({i for row in table for i, x in enumerate(row) if x}) < 2:
         return float("nan")
+    # Imported here: statsmodels (with pandas) takes seconds to import, and every command
+    # imports this family.
+    from statsmodels.stats.inter_rater import fleiss_kappa
+
     return float(fleiss_kappa(table, method="fleiss"))
 
 
 def violations_by_attribute(ctx: ReportContext) -> list[Table]:
     """The template-read MR8 (logs recorded before test sets): 'No' counts as violated."""
     pairs: list[tuple[tuple[str, str, str, str], bool]] = []
-    for v in ctx.relation_verdicts:
-        if v.relation != "metafair.mr8" or v.outcome not in ("HELD", "VIOLATED"):
+    for v in ctx.relation_verdicts_of(lambda r: r == "metafair.mr8"):
+        if v.outcome not in ("HELD", "VIOLATED"):
             continue
         ev = v.evidence
         if "test_id" in ev:

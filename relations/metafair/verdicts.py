@@ -70,9 +70,9 @@ _CACHE = "_metafair_judged_tests"
 
 def _judged_tests(ctx: ReportContext) -> list[Judged]:
     out: dict[str, Judged] = {}
-    for v in ctx.relation_verdicts:
+    for v in ctx.relation_verdicts_of(lambda r: r.startswith("metafair.")):
         ev = v.evidence
-        if not v.relation.startswith("metafair.") or "test_id" not in ev:
+        if "test_id" not in ev:
             continue
         if int(ev.get("mr", 0)) not in OPEN_MRS:
             continue

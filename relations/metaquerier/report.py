@@ -13,9 +13,7 @@ from __future__ import annotations
 import functools
 from collections import Counter
 from collections.abc import Iterable
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from harness.stats import (
     COMPARISON_COLUMNS,
@@ -43,6 +41,9 @@ UNIT_NOTE = (
 )
 RATE_COLUMNS = ["rate", "ci95_low", "ci95_high", *COMPARISON_COLUMNS]
 
+if TYPE_CHECKING:
+    import networkx as nx
+
 
 @functools.cache
 def _explicitly_gendered() -> frozenset[str]:
@@ -51,9 +52,13 @@ def _explicitly_gendered() -> frozenset[str]:
     return frozenset(t.text for t in corpora.social_terms() if t.gender)
 
 
+def _is_metaquerier(relation: str) -> bool:
+    return relation.startswith("metaquerier.")
+
+
 def _valid(ctx: ReportContext) -> Iterable[tuple[VerdictRow, dict[str, Any]]]:
-    for v in ctx.relation_verdicts:
-        if v.relation.startswith("metaquerier.") and v.outcome in ("HELD", "VIOLATED"):
+    for v in ctx.relation_verdicts_of(_is_metaquerier):
+        if v.outcome in ("HELD", "VIOLATED"):
             yield v, ctx.case_data.get(v.case_id, {})
 
 
@@ -269,8 +274,12 @@ def source_vs_follow_up(ctx: ReportContext) -> list[Table]:
     ]
 
 
-def co_violation_graph(verdicts: list[VerdictRow], model: str) -> nx.Graph:
+def co_violation_graph(verdicts: Iterable[VerdictRow], model: str) -> nx.Graph:
     """Terms as nodes; an edge's weight counts the cases in which both terms violated."""
+    # Imported here: networkx takes a second to import, and every command imports this
+    # family (only this table needs it).
+    import networkx as nx
+
     graph = nx.Graph()
     for v in verdicts:
         if v.model != model:
@@ -286,8 +295,10 @@ def co_violation_graph(verdicts: list[VerdictRow], model: str) -> nx.Graph:
 def co_violating_pairs(ctx: ReportContext) -> list[Table]:
     limit = int(ctx.options.get("top", 15))
     rows: list[list[Any]] = []
-    for model in sorted({v.model for v in ctx.relation_verdicts}):
-        graph = co_violation_graph(ctx.relation_verdicts, model)
+    # Only MetaQuerier's relations name violating terms: other families' cases are not read.
+    verdicts = ctx.relation_verdicts_of(_is_metaquerier)
+    for model in sorted({v.model for v in verdicts}):
+        graph = co_violation_graph(verdicts, model)
         # networkx gives an edge's ends in insertion order; a pair is shown sorted.
         edges = sorted(
             ((*sorted((a, b)), w) for a, b, w in graph.edges(data="weight")),

@@ -1,0 +1,132 @@
+"""What the BiasLens report needs, accumulated one trial group at a time.
+
+`tally.trial_groups` hands over the trials of one (model, attribute) at a time, both variants
+and every run; each group is aligned into questions (`tally.align`), tallied, and dropped.
+What is kept is counts (cells, consistency, Table 5's Choice counts), the role vs no-role
+rows (one per attribute and type) and the rows a reader asked for (every question the two
+modes disagree on, every answer strict mode could not read), so a report of the six-model
+release holds one group's answers, not a million.
+
+The tables come out as they did when every trial was held: cells in the order of (model,
+variant, attribute) groups, rows of the listings likewise, each group's questions in the
+order of its base run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from relations.biaslens.comparisons import paired_variants
+from relations.biaslens.oracles import Vote
+from relations.biaslens.questionset import QType
+from relations.biaslens.table5 import ChoiceKey, choice_by_attribute, combine
+from relations.biaslens.tally import (
+    AlignedQuestion,
+    Cell,
+    Consistency,
+    Trial,
+    align,
+    cells,
+    consistency,
+    disagreements,
+)
+
+ANSWER_CHARS = 160
+GroupKey = tuple[str, str, str]  # (model, variant, attribute)
+
+
+@dataclass
+class ReportTally:
+    """Counts and listed rows of the BiasLens report in oracle ``mode``."""
+
+    mode: str
+    row_counts: dict[tuple[str, str, str, int], int]
+    cells_by_group: dict[GroupKey, dict[tuple[str, str, str, QType], Cell]] = field(
+        default_factory=dict
+    )
+    consistency: dict[tuple[str, str, QType], Consistency] = field(default_factory=dict)
+    choice: dict[ChoiceKey, tuple[frozenset[int], Consistency]] = field(default_factory=dict)
+    every_run: dict[tuple[str, str], set[int]] = field(default_factory=dict)
+    paired_rows: list[list[Any]] = field(default_factory=list)
+    disagreement_rows: dict[GroupKey, list[list[Any]]] = field(default_factory=dict)
+    strict_invalid_rows: dict[GroupKey, list[list[Any]]] = field(default_factory=dict)
+
+    def add(self, trials: list[Trial]) -> None:
+        """Tally one (model, attribute) group: both variants, every run."""
+        for trial in trials:
+            self.every_run.setdefault((trial.model, trial.variant), set()).add(trial.run)
+        questions = align(trials, self.row_counts)
+        for cell_key, cell in cells(questions).items():
+            self.cells_by_group.setdefault(cell_key[:3], {})[cell_key] = cell
+        for key, c in consistency(questions, self.mode).items():
+            self.consistency.setdefault(key, Consistency()).add(c)
+        self.choice.update(choice_by_attribute(trials))
+        self.paired_rows.extend(paired_variants(questions, self.mode))
+        for q in disagreements(questions):
+            rows = self.disagreement_rows.setdefault((q.model, q.variant, q.attribute), [])
+            rows.append(_disagreement_row(q))
+        for q in questions:
+            for t in q.trials:
+                if t is not None and t.strict is Vote.INVALID:
+                    rows = self.strict_invalid_rows.setdefault(
+                        (q.model, q.variant, q.attribute), []
+                    )
+                    rows.append(_strict_invalid_row(t))
+
+    @property
+    def by_cell(self) -> dict[tuple[str, str, str, QType], Cell]:
+        """Every cell, groups in (model, variant, attribute) order."""
+        return {
+            k: c for g in sorted(self.cells_by_group) for k, c in self.cells_by_group[g].items()
+        }
+
+    def choice_consistency(self) -> dict[tuple[str, str], Consistency]:
+        """Table 5's Choice columns per (model, variant) (`table5.combine`)."""
+        return combine(self.choice, self.every_run)
+
+    def disagreements(self) -> list[list[Any]]:
+        return _in_group_order(self.disagreement_rows)
+
+    def strict_invalid(self) -> list[list[Any]]:
+        return _in_group_order(self.strict_invalid_rows)
+
+
+def tally_groups(
+    groups: Iterable[list[Trial]], mode: str, row_counts: dict[tuple[str, str, str, int], int]
+) -> ReportTally:
+    tally = ReportTally(mode, row_counts)
+    for trials in groups:
+        tally.add(trials)
+    return tally
+
+
+def _in_group_order(rows: dict[GroupKey, list[list[Any]]]) -> list[list[Any]]:
+    return [row for key in sorted(rows) for row in rows[key]]
+
+
+def _answers(q: AlignedQuestion) -> str:
+    return " | ".join(
+        "(missing)" if t is None else (t.answer or "")[:ANSWER_CHARS].replace("\n", " ")
+        for t in q.trials
+    )
+
+
+def _disagreement_row(q: AlignedQuestion) -> list[Any]:
+    return [
+        q.model,
+        q.variant,
+        q.attribute,
+        q.qtype.value,
+        q.role,
+        q.question,
+        q.verdict("released").value,
+        q.verdict("strict").value,
+        _answers(q),
+    ]
+
+
+def _strict_invalid_row(t: Trial) -> list[Any]:
+    answer = "(no reply)" if t.answer is None else t.answer[:ANSWER_CHARS]
+    return [t.model, t.variant, t.attribute, t.qtype.value, t.run, t.question, answer]
