@@ -13,6 +13,7 @@ from pathlib import Path
 
 from harness.errors import NotAHarnessLogError, StoreError
 from harness.events import CampaignStarted, Event, decode_event
+from harness.store import sqlar
 from harness.store.schema import READER_PRAGMAS, apply_pragmas, check_log_format
 
 
@@ -34,11 +35,11 @@ class EventReader:
         if not self.path.exists():
             raise StoreError(f"{self.path} does not exist (give the path of a campaign's .db file)")
         try:
-            self._conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+            self._conn = sqlar.connect(f"file:{self.path}?mode=ro", uri=True)
             apply_pragmas(self._conn, READER_PRAGMAS)
         except sqlite3.Error as exc:
             raise NotAHarnessLogError(f"{self.path} cannot be opened as a log: {exc}") from exc
-        check_log_format(self._conn, self.path)
+        self.log_format = check_log_format(self._conn, self.path)
 
     def close(self) -> None:
         self._conn.close()
@@ -65,8 +66,9 @@ class EventReader:
 
     def campaigns(self) -> list[tuple[str, CampaignStarted]]:
         """(campaign id, its CampaignStarted event), oldest first."""
+        sql = "SELECT name FROM campaigns" if self.log_format == 2 else self._CAMPAIGN_IDS
         try:
-            ids = [row[0] for row in self._conn.execute(self._CAMPAIGN_IDS)]
+            ids = [row[0] for row in self._conn.execute(sql)]
         except sqlite3.Error as exc:
             raise StoreError(f"reading {self.path} failed: {exc}") from exc
         found = [stored for cid in ids for stored in self.events(cid, kinds=("CampaignStarted",))]
@@ -184,6 +186,11 @@ class EventReader:
             " FROM events WHERE campaign = ? AND kind = 'ReplyReceived' AND case_id != ''"
             " ORDER BY case_id, seq"
         )
+        if self.log_format == 2:  # the cost column, read from its partial index
+            sql = (
+                "SELECT e.cost_usd, 0 FROM log e JOIN campaigns p ON p.key = e.campaign"
+                " WHERE p.name = ? AND e.cost_usd IS NOT NULL ORDER BY e.cost_usd"
+            )
         total = 0.0
         try:
             for cost, cached in self._conn.execute(sql, (campaign,)):
