@@ -172,6 +172,7 @@ class CompactInserter:
         found = self._names.get(key)
         if found is not None:
             return found
+        args: tuple[object, ...]
         if table == "cases":
             where, args = "campaign = ? AND name = ?", (campaign, name)
             conn.execute("INSERT OR IGNORE INTO cases (campaign, name) VALUES (?, ?)", args)
@@ -203,7 +204,7 @@ class CompactInserter:
         """The ``log`` row for one format-1-shaped row."""
         campaign, case_id, seq, kind, version, turn, attempt, batch, ts, payload = row
         assert isinstance(campaign, str) and isinstance(case_id, str) and isinstance(kind, str)
-        text = payload if isinstance(payload, str) else bytes(payload).decode()  # type: ignore[arg-type]
+        text = payload if isinstance(payload, str) else bytes(payload).decode()  # type: ignore[call-overload]
         campaign_key = self._name(conn, "campaigns", campaign)
         case_key = self._name(conn, "cases", case_id, campaign_key)
         kind_key = self._name(conn, "kinds", kind)

@@ -98,13 +98,14 @@ class EventWriter:
                     f"BEGIN IMMEDIATE;\n{SCHEMA_2}\n"
                     f"INSERT INTO meta (key, value) VALUES ('format', '{LOG_FORMAT_2}');\nCOMMIT;"
                 )
-                marker: tuple[str] | None = (LOG_FORMAT_2,)
+                found = LOG_FORMAT_2
             else:
                 async with conn.execute("SELECT value FROM meta WHERE key='format'") as cur:
-                    marker = await cur.fetchone()  # type: ignore[assignment]
+                    marker = await cur.fetchone()
                 if marker is None or marker[0] not in LOG_FORMATS:
                     raise NotAHarnessLogError(f"{path} is not a harness event log")
-            table = "log" if marker[0] == LOG_FORMAT_2 else "events"
+                found = marker[0]
+            table = "log" if found == LOG_FORMAT_2 else "events"
             # Batches grow with gseq: the last row holds the highest (max(batch) scanned the
             # whole table, a second on a million events before a resume's first call).
             async with conn.execute(f"SELECT batch FROM {table} ORDER BY gseq DESC LIMIT 1") as cur:
