@@ -157,6 +157,9 @@ def test_copying_a_format_1_log_gives_a_format_2_log_with_the_same_rows(tmp_path
         rows_a = a.connection.execute(f"SELECT {columns} FROM events ORDER BY gseq").fetchall()
         rows_b = b.connection.execute(f"SELECT {columns} FROM events ORDER BY gseq").fetchall()
         assert rows_a == rows_b
+        assert [(e.gseq, e.event) for e in a.events()] == [(e.gseq, e.event) for e in b.events()]
+        ids = [case_id for case_id, _ in a.cases(a.latest_campaign())]
+        assert ids == [case_id for case_id, _ in b.cases(b.latest_campaign())] and ids
         for view in ("turns", "verdicts"):
             sql = f"SELECT * FROM {view}"
             rows = [sorted(map(repr, log.connection.execute(sql))) for log in (a, b)]

@@ -14,6 +14,7 @@ from pathlib import Path
 from harness.errors import NotAHarnessLogError, StoreError
 from harness.events import CampaignStarted, Event, decode_event
 from harness.store import sqlar
+from harness.store.compact_payloads import COLUMNS, SOURCE, PayloadBuilder
 from harness.store.schema import READER_PRAGMAS, apply_pragmas, check_log_format
 
 
@@ -30,6 +31,9 @@ class StoredEvent:
 class EventReader:
     """A read-only view of an event log file."""
 
+    _source = "events"  # where `_COLS` are read from (format 2: the log's pieces)
+    _payloads: PayloadBuilder | None = None
+
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         if not self.path.exists():
@@ -40,6 +44,11 @@ class EventReader:
         except sqlite3.Error as exc:
             raise NotAHarnessLogError(f"{self.path} cannot be opened as a log: {exc}") from exc
         self.log_format = check_log_format(self._conn, self.path)
+        self._source = "events"
+        self._payloads: PayloadBuilder | None = None
+        if self.log_format == 2:  # payloads rebuilt here, not by the view's SQL
+            self._source, self._COLS = SOURCE, COLUMNS
+            self._payloads = PayloadBuilder()
 
     def close(self) -> None:
         self._conn.close()
@@ -106,7 +115,9 @@ class EventReader:
     def _rows(self, sql: str, args: Iterable[object]) -> Iterator[StoredEvent]:
         try:
             cur = self._conn.execute(sql, tuple(args))
-            for gseq, campaign, case_id, seq, kind, version, ts, payload in cur:
+            builder = self._payloads
+            for gseq, campaign, case_id, seq, kind, version, ts, *rest in cur:
+                payload = rest[0] if builder is None else builder.payload(case_id, rest)
                 yield StoredEvent(
                     gseq, campaign, case_id, seq, ts, decode_event(kind, version, payload)
                 )
@@ -134,7 +145,7 @@ class EventReader:
             kinds = list(kinds)
             where.append(f"kind IN ({','.join('?' * len(kinds))})")
             args.extend(kinds)
-        sql = f"SELECT {self._COLS} FROM events"
+        sql = f"SELECT {self._COLS} FROM {self._source}"
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY gseq"
@@ -143,7 +154,7 @@ class EventReader:
     def cases(self, campaign: str) -> Iterator[tuple[str, list[StoredEvent]]]:
         """Each case's events in per-case order, one case at a time."""
         sql = (
-            f"SELECT {self._COLS} FROM events WHERE campaign = ? AND case_id != ''"
+            f"SELECT {self._COLS} FROM {self._source} WHERE campaign = ? AND case_id != ''"
             " ORDER BY case_id, seq"
         )
         current: str | None = None
@@ -201,7 +212,10 @@ class EventReader:
         return total
 
     def case_events(self, campaign: str, case_id: str) -> list[StoredEvent]:
-        sql = f"SELECT {self._COLS} FROM events WHERE campaign = ? AND case_id = ? ORDER BY seq"
+        sql = (
+            f"SELECT {self._COLS} FROM {self._source} WHERE campaign = ? AND case_id = ?"
+            " ORDER BY seq"
+        )
         return list(self._rows(sql, (campaign, case_id)))
 
     def integrity_ok(self) -> bool:
