@@ -26,6 +26,7 @@ SOURCE = (
     f" e.shape AS shape, s.data AS shape_data, s.size AS shape_size, {_TEXT_COLUMNS},"
     f" {_INLINE_COLUMNS}"
     " FROM log e JOIN campaigns p ON p.key = e.campaign JOIN cases c ON c.key = e.case_key"
+    " AND c.campaign = e.campaign"
     f" JOIN kinds k ON k.key = e.kind JOIN texts s ON s.key = e.shape {_TEXT_JOINS})"
 )
 COLUMNS = (

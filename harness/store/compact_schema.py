@@ -123,6 +123,8 @@ CREATE TABLE IF NOT EXISTS log (
     {_SLOT_COLUMNS},
     UNIQUE (case_key, seq)
 );
+-- The views join cases on (key, campaign) so that a filter on campaign and case id is one
+-- lookup in UNIQUE (campaign, name), then UNIQUE (case_key, seq), whatever the statistics.
 -- Turns and verdicts find a case's other events through UNIQUE (case_key, seq): a case has
 -- a handful, so format 1's two other (campaign, case_id, ...) indexes are not needed.
 CREATE INDEX IF NOT EXISTS log_by_kind ON log (campaign, kind);
@@ -134,7 +136,7 @@ SELECT e.gseq, p.name AS campaign, c.name AS case_id, e.seq, k.name AS kind,
        {payload_sql("e", "c")} AS payload
 FROM log e
 JOIN campaigns p ON p.key = e.campaign
-JOIN cases c ON c.key = e.case_key
+JOIN cases c ON c.key = e.case_key AND c.campaign = e.campaign
 JOIN kinds k ON k.key = e.kind;
 
 CREATE TRIGGER IF NOT EXISTS events_insert INSTEAD OF INSERT ON events BEGIN
@@ -182,7 +184,7 @@ SELECT p.name AS campaign,
        s.ts AS sent_at
 FROM log s
 JOIN campaigns p ON p.key = s.campaign
-JOIN cases c ON c.key = s.case_key
+JOIN cases c ON c.key = s.case_key AND c.campaign = s.campaign
 LEFT JOIN log r ON r.case_key = s.case_key AND r.turn = s.turn AND r.attempt = s.attempt
       AND r.kind = {_kind("ReplyReceived")}
 LEFT JOIN log f ON f.case_key = s.case_key AND f.turn = s.turn AND f.attempt = s.attempt
@@ -203,7 +205,7 @@ SELECT p.name AS campaign,
        v.ts AS decided_at
 FROM log v
 JOIN campaigns p ON p.key = v.campaign
-JOIN cases c ON c.key = v.case_key
+JOIN cases c ON c.key = v.case_key AND c.campaign = v.campaign
 JOIN log o ON o.case_key = v.case_key AND o.kind = {_kind("CaseOpened")}
 WHERE v.kind = {_kind("VerdictReached")};
 """
