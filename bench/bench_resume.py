@@ -246,9 +246,9 @@ def main() -> None:
         t0 = time.perf_counter()
         build(db, args.events)
         print(f"# built {db} in {time.perf_counter() - t0:.0f}s")
-    import sqlite3
+    from harness.store import sqlar
 
-    with sqlite3.connect(db) as conn:
+    with sqlar.connect(db) as conn:  # either log format (format 2's views need sqlar)
         (events,) = conn.execute("SELECT count(*) FROM events").fetchone()
         (turns,) = conn.execute("SELECT count(*) FROM events WHERE kind='AskSent'").fetchone()
     print(f"# log {db}: {events:,} events, {turns:,} turns, {db.stat().st_size / 2**20:.0f} MB")
@@ -282,7 +282,7 @@ def main() -> None:
     replay_db = Path(tempfile.gettempdir()) / f"bench-replay-{args.replay_events}.db"
     if not replay_db.exists():
         build(replay_db, args.replay_events, base_cases=args.replay_events)
-    with sqlite3.connect(replay_db) as conn:
+    with sqlar.connect(replay_db) as conn:
         (turns,) = conn.execute("SELECT count(*) FROM events WHERE kind='AskSent'").fetchone()
     t0 = time.perf_counter()
     out = subprocess.run(

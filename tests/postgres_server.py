@@ -183,7 +183,8 @@ def raw_sql(target: str, sql: str, *args: object) -> None:
         with psycopg.connect(target, autocommit=True) as conn:
             conn.execute(sql.replace("?", "%s"), args)  # type: ignore[arg-type]
         return
-    import sqlite3
 
-    with contextlib.closing(sqlite3.connect(target)) as conn, conn:
+    from harness.store import sqlar
+
+    with contextlib.closing(sqlar.connect(target)) as conn, conn:
         conn.execute(sql, args)

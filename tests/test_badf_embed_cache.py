@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from harness.errors import MalformedResponseError, NotAHarnessLogError, ReplayMissError, StoreError
+from harness.store import sqlar
 from harness.store.reader import EventReader
 from harness.store.writer import EventWriter
 from relations.badf.embedders_vendor import openai_embedder
@@ -160,7 +161,7 @@ def test_only_harness_logs(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="does not exist"):
         CachedEmbedder(CountingEmbedder(), tmp_path / "none.db").embed(["a"])
     other = tmp_path / "other.db"
-    sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.close()
+    sqlar.connect(other).execute("CREATE TABLE t (x)").connection.close()
     with pytest.raises(NotAHarnessLogError):
         CachedEmbedder(CountingEmbedder(), other).embed(["a"])
 
@@ -178,7 +179,7 @@ _CHILD = textwrap.dedent(
 
 
 def _recorded_calls(db: Path) -> int:
-    conn = sqlite3.connect(db)
+    conn = sqlar.connect(db)
     try:
         return int(conn.execute("SELECT count(*) FROM embedding_calls").fetchone()[0])
     except sqlite3.OperationalError:
@@ -202,7 +203,7 @@ def test_a_killed_run_leaves_whole_calls_and_a_resume_pays_only_for_the_rest(log
             time.sleep(0.01)
         os.kill(child.pid, signal.SIGKILL)
         child.wait()
-    conn = sqlite3.connect(log)
+    conn = sqlar.connect(log)
     per_call = conn.execute(
         "SELECT c.call, c.texts, count(e.text) FROM embedding_calls c"
         " LEFT JOIN embeddings e ON e.call = c.call GROUP BY c.call"

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ import harness
 from harness.campaign import load_campaign
 from harness.replay import verify_log
 from harness.runner import run_campaign
+from harness.store import sqlar
 from relations.badf.analysis import AnalysisSettings
 from relations.badf.analyze import analyze
 
@@ -40,7 +40,7 @@ def test_badf_local_example_end_to_end(tmp_path: Path) -> None:
     db = tmp_path / "badf-local.db"
     summary = asyncio.run(run_campaign(config, db))
     assert summary.status == "completed" and summary.cases_closed == 2
-    with sqlite3.connect(db) as conn:
+    with sqlar.connect(db) as conn:
         stories = conn.execute(
             "SELECT reply FROM turns WHERE thread = 'story' AND reply IS NOT NULL"
         ).fetchall()

@@ -4,7 +4,6 @@ contract: pure steps, the jury, the judges a campaign must provide."""
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from harness.relation import Case, Outcome, Transcript, Turn, Verdict, build_rel
 from harness.replay import verify_log
 from harness.report import build_report
 from harness.runner import run_campaign
+from harness.store import sqlar
 from harness.store.reader import EventReader
 from harness.tables import Table
 from relations.biaslens.questionset import QType
@@ -74,7 +74,7 @@ def test_report_finds_the_planted_role_bias(sim_log: Path) -> None:
 
 
 def test_why_answers_are_judged_by_a_jury_of_three(sim_log: Path) -> None:
-    with sqlite3.connect(sim_log) as conn:
+    with sqlar.connect(sim_log) as conn:
         rows = conn.execute(
             "SELECT case_id, count(*) FROM turns WHERE role = 'judge' GROUP BY case_id"
         ).fetchall()

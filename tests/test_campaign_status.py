@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import sys
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from click.testing import CliRunner, Result
 
 from harness.cli import main
 from harness.commands._render import TEXT_ROW_LIMIT, render_tables
+from harness.store import sqlar
 from harness.tables import Table
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -45,7 +45,7 @@ def digest(path: Path) -> str:
 def crash(db: Path, keep_closed: int) -> None:
     """What a kill -9 leaves: the committed events, without the end of the campaign and
     without the cases that were not yet closed."""
-    with sqlite3.connect(db) as conn:
+    with sqlar.connect(db) as conn:
         conn.execute("DELETE FROM events WHERE kind = 'CampaignFinished'")
         closed = [r[0] for r in conn.execute("SELECT gseq FROM events WHERE kind = 'CaseClosed'")]
         for gseq in closed[keep_closed:]:
@@ -106,7 +106,7 @@ def test_a_crashed_campaign_is_unfinished_in_the_header_and_the_list(
 def test_run_refuses_a_log_that_holds_a_campaign(campaign_file: Path, tmp_path: Path) -> None:
     db = tmp_path / "c.db"
     assert invoke("run", campaign_file, "--db", db, "--no-report").exit_code == 0
-    with sqlite3.connect(db) as conn:
+    with sqlar.connect(db) as conn:
         paid = conn.execute("SELECT COUNT(*) FROM events WHERE kind = 'ReplyReceived'").fetchone()
     crash(db, keep_closed=3)  # finished or interrupted: the same refusal
     before = digest(db)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from test_report import assert_formats_agree, rows_as_dicts
 from harness.campaign import embedded_campaign
 from harness.report import build_report
 from harness.runner import run_campaign
+from harness.store import sqlar
 from harness.store.reader import EventReader
 from harness.tables import Table
 from relations.metafair.sim import DEFAULT_TAILORING
@@ -38,7 +38,7 @@ def tables(db: Path, **options: Any) -> dict[str, Table]:
 
 
 def test_every_case_has_a_verdict_and_no_call_failed(sim_log: Path) -> None:
-    with sqlite3.connect(sim_log) as conn:
+    with sqlar.connect(sim_log) as conn:
         assert conn.execute("SELECT count(*) FROM verdicts").fetchone() == (1600,)
         assert conn.execute("SELECT count(*) FROM turns WHERE reply IS NULL").fetchone() == (0,)
         assert conn.execute("SELECT count(DISTINCT case_id) FROM turns").fetchone() == (1600,)
@@ -52,7 +52,7 @@ def test_top_violating_terms_are_the_planted_ones(sim_log: Path) -> None:
         planted = [r["term"] for r in mine if r["term"].lower() in DEFAULT_ASSOCIATIONS]
         assert len(planted) >= 7, mine
     # And per relation: MR1 and MR2 each point at the planted terms.
-    with sqlite3.connect(sim_log) as conn:
+    with sqlar.connect(sim_log) as conn:
         for relation in ("metaquerier.mr1", "metaquerier.mr2"):
             counts: Counter[str] = Counter()
             for (evidence,) in conn.execute(
@@ -67,7 +67,7 @@ def test_top_violating_terms_are_the_planted_ones(sim_log: Path) -> None:
 def test_mr8_violates_more_for_planted_tailoring(sim_log: Path) -> None:
     planted: Counter[str] = Counter()
     other: Counter[str] = Counter()
-    with sqlite3.connect(sim_log) as conn:
+    with sqlar.connect(sim_log) as conn:
         for outcome, evidence in conn.execute(
             "SELECT outcome, evidence FROM verdicts WHERE relation = 'metafair.mr8'"
         ):
@@ -85,7 +85,7 @@ def test_mr8_violates_more_for_planted_tailoring(sim_log: Path) -> None:
 
 def test_violation_rates_match_the_verdicts(sim_log: Path) -> None:
     rates = rows_as_dicts(tables(sim_log)["violation_rates"])
-    with sqlite3.connect(sim_log) as conn:
+    with sqlar.connect(sim_log) as conn:
         for row in rates:
             if row["relation"] == "(all)":
                 continue

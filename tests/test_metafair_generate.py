@@ -19,6 +19,7 @@ from harness.relation import build_relation
 from harness.replay import verify_log
 from harness.report import build_report
 from harness.runner import run_campaign
+from harness.store import sqlar
 from harness.store.reader import EventReader
 from relations.metafair.generate import generation_prompt
 from relations.metafair.generation_validate import DROP_REASONS, validate_reply
@@ -239,14 +240,13 @@ def test_an_interrupted_generation_resumes_to_the_same_export(
     """Cases whose verdict was lost get it back from their recorded reply (no new call),
     cases never opened are generated; the export equals the uninterrupted run's."""
     import shutil
-    import sqlite3
 
     from harness.runner import resume_campaign
     from relations.metafair.generation_export import read_generated
 
     db = tmp_path / "interrupted.db"
     shutil.copy(generation_log, db)
-    conn = sqlite3.connect(db)
+    conn = sqlar.connect(db)
     with conn:
         ids = [r[0] for r in conn.execute("SELECT DISTINCT case_id FROM events WHERE case_id != ''"
                                           " ORDER BY case_id")]  # fmt: skip
@@ -262,7 +262,7 @@ def test_an_interrupted_generation_resumes_to_the_same_export(
     conn.close()
     summary = asyncio.run(resume_campaign(db))
     assert summary.status == "completed"
-    conn = sqlite3.connect(db)
+    conn = sqlar.connect(db)
     asks_after = conn.execute("SELECT count(*) FROM events WHERE kind = 'AskSent'").fetchone()
     conn.close()
     assert asks_after[0] - asks_before[0] == len(unopened)  # the reopened paid nothing

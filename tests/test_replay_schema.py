@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from harness.fold import fold_case
 from harness.model import Reply
 from harness.report import build_report
 from harness.runner import load_resume_point
+from harness.store import sqlar
 from harness.store.reader import EventReader
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "events_v1.db"
@@ -51,7 +51,7 @@ def test_fixture_log_of_schema_v1_still_loads(tmp_path: Path) -> None:
 
 
 def _raw_row(db: Path, kind: str, version: int, payload: str) -> None:
-    conn = sqlite3.connect(db)
+    conn = sqlar.connect(db)
     conn.execute(
         "INSERT INTO events (campaign, case_id, seq, kind, schema_version, batch, ts, payload)"
         " VALUES ('old', '', 1, ?, ?, 1, 0, ?)",

@@ -3,7 +3,6 @@ the case then continues after it (the re-sent turn is never asked again as a new
 
 from __future__ import annotations
 
-import sqlite3
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,6 +16,7 @@ from harness.relation import Transcript, derive_seed
 from harness.replay import verify_log
 from harness.runner import code_version, harness_version, resume_campaign
 from harness.sim import SimModel
+from harness.store import sqlar
 from harness.store.writer import EventWriter, PendingEvent
 
 
@@ -78,7 +78,7 @@ async def test_in_flight_turns_are_resent_once_and_not_asked_again(tmp_path: Pat
             crashed += 1
     model = CountingSim()
     summary = await resume_campaign(db, overrides={"sim:planted": model})
-    conn = sqlite3.connect(db)
+    conn = sqlar.connect(db)
     replies_per_turn = conn.execute(
         "SELECT max(n) FROM (SELECT count(*) AS n FROM events WHERE kind = 'ReplyReceived' "
         "GROUP BY case_id, turn)"

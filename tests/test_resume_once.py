@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from harness.providers import spent_so_far
 from harness.relation import relation_classes
 from harness.replay import verify_log
 from harness.runner import load_resume_point, run_campaign
+from harness.store import sqlar
 from harness.store.open import open_reader
 from harness.store.reader import EventReader
 from tests.postgres_server import raw_sql
@@ -97,7 +97,7 @@ def test_resume_folds_once_and_skips_closed_cases_ungenerated(
 
 def test_resume_point_carries_the_spend_of_the_log(db_path: Path, make_campaign: Any) -> None:
     _interrupted_log(db_path, make_campaign)
-    conn = sqlite3.connect(db_path)
+    conn = sqlar.connect(db_path)
     with conn:  # as a vendor would have charged: cached answers cost nothing
         conn.execute(
             "UPDATE events SET payload = json_set(payload, '$.reply.cost_usd', 0.125)"

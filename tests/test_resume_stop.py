@@ -17,6 +17,7 @@ from harness.fold import fold_case
 from harness.replay import verify_log
 from harness.runner import resume_campaign
 from harness.sim import SimModel
+from harness.store import sqlar
 from harness.store.reader import EventReader
 
 CAMPAIGN = """
@@ -36,7 +37,7 @@ stop_grace_s = {grace}
 
 def _sent(db: Path) -> int:
     try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        conn = sqlar.connect(f"file:{db}?mode=ro", uri=True)
         try:
             return int(
                 conn.execute("SELECT count(*) FROM events WHERE kind='AskSent'").fetchone()[0]

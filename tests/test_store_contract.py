@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,7 @@ from harness.events import (
 )
 from harness.model import GenerationParams, Message, Reply, Usage
 from harness.relation import Ask, Case, Outcome, Verdict
+from harness.store import sqlar
 from harness.store.open import open_reader, open_writer
 from harness.store.reader import EventReader
 from harness.store.writer import EventWriter, PendingEvent
@@ -245,7 +245,7 @@ async def test_views_turns_and_verdicts_say_what_the_events_say(store_url: str) 
 
 def test_reading_a_foreign_sqlite_file_is_not_a_harness_log(tmp_path: Path) -> None:
     other = tmp_path / "other.db"
-    with sqlite3.connect(other) as conn:
+    with sqlar.connect(other) as conn:
         conn.execute("CREATE TABLE t (x)")
     with pytest.raises(NotAHarnessLogError):
         EventReader(other)
@@ -267,7 +267,7 @@ async def test_opening_a_foreign_file_for_writing_fails_cleanly(tmp_path: Path) 
     with pytest.raises(NotAHarnessLogError):
         await EventWriter.open(path)
     other = tmp_path / "other.db"
-    with sqlite3.connect(other) as conn:
+    with sqlar.connect(other) as conn:
         conn.execute("CREATE TABLE t (x)")
     with pytest.raises(NotAHarnessLogError):
         await EventWriter.open(other)

@@ -38,6 +38,7 @@ from harness.events import (
 )
 from harness.model import GenerationParams, Message, Reply
 from harness.relation import Ask, Case, Outcome, Verdict
+from harness.store import sqlar
 from harness.store.open import open_reader, open_writer
 from harness.store.protocol import EventSink
 from harness.store.writer import PendingEvent
@@ -158,7 +159,7 @@ def fuzz_log(request: pytest.FixtureRequest) -> Any:
     asyncio.run(create())
     writer: Any
     if database is None:
-        writer = sqlite3.connect(target, isolation_level=None)
+        writer = sqlar.connect(target, isolation_level=None)
         refused: Any = sqlite3.Error
     else:
         writer = _PgRawWriter(target)

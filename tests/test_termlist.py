@@ -319,12 +319,13 @@ def test_no_violation_of_the_recorded_example_comes_from_an_echo() -> None:
     """transcripts/smollm2.db (real SmolLM2): no violating or hallucinated term is an item of
     the format example, and no violating answer restates a list the case asked about."""
     import json
-    import sqlite3
     from pathlib import Path
+
+    from harness.store import sqlar
 
     db = Path(__file__).resolve().parent.parent / "transcripts" / "smollm2.db"
     example = {normalise(x) for x in FORMAT_EXAMPLE} | {"man", "woman"}  # old example too
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+    with sqlar.connect(f"file:{db}?mode=ro", uri=True) as conn:
         rows = conn.execute(
             "SELECT case_id, evidence FROM verdicts WHERE source = 'relation'"
             " AND outcome = 'VIOLATED' AND relation LIKE 'metaquerier.%'"

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from harness.errors import ConfigError, StoreError
+from harness.store import sqlar
+from harness.store.compact_rows import CompactInserter
 from harness.store.open import is_postgres_url, open_reader, open_writer, shown_target
 from harness.store.postgres_url import PostgresUrl
 from harness.store.schema import WRITER_PRAGMAS, apply_pragmas
@@ -47,14 +48,15 @@ async def _create(target: str | Path) -> None:
 
 
 def _into_sqlite(path: Path, rows: Iterator[tuple[Any, ...]]) -> int:
+    """Into a new log, so in format 2: names and texts interned, gseq kept."""
     n = 0
-    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as conn:
+    inserter = CompactInserter()
+    with contextlib.closing(sqlar.connect(str(path), isolation_level=None)) as conn:
         apply_pragmas(conn, WRITER_PRAGMAS)
         conn.execute("BEGIN IMMEDIATE")
         try:
             for chunk in _chunks(rows):
-                conn.executemany(f"INSERT INTO events ({COLUMNS}) VALUES ({','.join('?' * 11)})",
-                                 chunk)  # fmt: skip
+                inserter.insert(conn, [row[1:] for row in chunk], [row[0] for row in chunk])
                 n += len(chunk)
             conn.execute("COMMIT")
         except BaseException:

@@ -133,6 +133,8 @@ def connect_reader(target: PostgresUrl) -> psycopg.Connection[Any]:
 class PgEventReader(EventReader):
     """A read-only view of an event log in a PostgreSQL database."""
 
+    log_format = 1  # PostgreSQL keeps format 1's layout (see harness.store.postgres_schema)
+
     def __init__(self, url: str) -> None:
         self.target = PostgresUrl.parse(url)
         self.path = self.target.shown  # type: ignore[assignment]  # named in messages

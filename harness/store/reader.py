@@ -13,6 +13,8 @@ from pathlib import Path
 
 from harness.errors import NotAHarnessLogError, StoreError
 from harness.events import CampaignStarted, Event, decode_event
+from harness.store import sqlar
+from harness.store.compact_payloads import COLUMNS, SOURCE, PayloadBuilder
 from harness.store.schema import READER_PRAGMAS, apply_pragmas, check_log_format
 
 
@@ -29,16 +31,24 @@ class StoredEvent:
 class EventReader:
     """A read-only view of an event log file."""
 
+    _source = "events"  # where `_COLS` are read from (format 2: the log's pieces)
+    _payloads: PayloadBuilder | None = None
+
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         if not self.path.exists():
             raise StoreError(f"{self.path} does not exist (give the path of a campaign's .db file)")
         try:
-            self._conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+            self._conn = sqlar.connect(f"file:{self.path}?mode=ro", uri=True)
             apply_pragmas(self._conn, READER_PRAGMAS)
         except sqlite3.Error as exc:
             raise NotAHarnessLogError(f"{self.path} cannot be opened as a log: {exc}") from exc
-        check_log_format(self._conn, self.path)
+        self.log_format = check_log_format(self._conn, self.path)
+        self._source = "events"
+        self._payloads: PayloadBuilder | None = None
+        if self.log_format == 2:  # payloads rebuilt here, not by the view's SQL
+            self._source, self._COLS = SOURCE, COLUMNS
+            self._payloads = PayloadBuilder()
 
     def close(self) -> None:
         self._conn.close()
@@ -65,8 +75,9 @@ class EventReader:
 
     def campaigns(self) -> list[tuple[str, CampaignStarted]]:
         """(campaign id, its CampaignStarted event), oldest first."""
+        sql = "SELECT name FROM campaigns" if self.log_format == 2 else self._CAMPAIGN_IDS
         try:
-            ids = [row[0] for row in self._conn.execute(self._CAMPAIGN_IDS)]
+            ids = [row[0] for row in self._conn.execute(sql)]
         except sqlite3.Error as exc:
             raise StoreError(f"reading {self.path} failed: {exc}") from exc
         found = [stored for cid in ids for stored in self.events(cid, kinds=("CampaignStarted",))]
@@ -104,7 +115,9 @@ class EventReader:
     def _rows(self, sql: str, args: Iterable[object]) -> Iterator[StoredEvent]:
         try:
             cur = self._conn.execute(sql, tuple(args))
-            for gseq, campaign, case_id, seq, kind, version, ts, payload in cur:
+            builder = self._payloads
+            for gseq, campaign, case_id, seq, kind, version, ts, *rest in cur:
+                payload = rest[0] if builder is None else builder.payload(case_id, rest)
                 yield StoredEvent(
                     gseq, campaign, case_id, seq, ts, decode_event(kind, version, payload)
                 )
@@ -132,7 +145,7 @@ class EventReader:
             kinds = list(kinds)
             where.append(f"kind IN ({','.join('?' * len(kinds))})")
             args.extend(kinds)
-        sql = f"SELECT {self._COLS} FROM events"
+        sql = f"SELECT {self._COLS} FROM {self._source}"
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY gseq"
@@ -141,7 +154,7 @@ class EventReader:
     def cases(self, campaign: str) -> Iterator[tuple[str, list[StoredEvent]]]:
         """Each case's events in per-case order, one case at a time."""
         sql = (
-            f"SELECT {self._COLS} FROM events WHERE campaign = ? AND case_id != ''"
+            f"SELECT {self._COLS} FROM {self._source} WHERE campaign = ? AND case_id != ''"
             " ORDER BY case_id, seq"
         )
         current: str | None = None
@@ -184,6 +197,11 @@ class EventReader:
             " FROM events WHERE campaign = ? AND kind = 'ReplyReceived' AND case_id != ''"
             " ORDER BY case_id, seq"
         )
+        if self.log_format == 2:  # the cost column, read from its partial index
+            sql = (
+                "SELECT e.cost_usd, 0 FROM log e JOIN campaigns p ON p.key = e.campaign"
+                " WHERE p.name = ? AND e.cost_usd IS NOT NULL ORDER BY e.cost_usd"
+            )
         total = 0.0
         try:
             for cost, cached in self._conn.execute(sql, (campaign,)):
@@ -194,7 +212,10 @@ class EventReader:
         return total
 
     def case_events(self, campaign: str, case_id: str) -> list[StoredEvent]:
-        sql = f"SELECT {self._COLS} FROM events WHERE campaign = ? AND case_id = ? ORDER BY seq"
+        sql = (
+            f"SELECT {self._COLS} FROM {self._source} WHERE campaign = ? AND case_id = ?"
+            " ORDER BY seq"
+        )
         return list(self._rows(sql, (campaign, case_id)))
 
     def integrity_ok(self) -> bool:

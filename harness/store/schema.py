@@ -8,8 +8,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.errors import NotAHarnessLogError
+from harness.store.compact_schema import LOG_FORMAT_2
 
-LOG_FORMAT = "bias-harness-event-log/1"
+LOG_FORMAT = "bias-harness-event-log/1"  # this module's layout; new logs are format 2
+# Every format this harness reads: format 1 (this module) and format 2
+# (`harness.store.compact_schema`, what new SQLite logs are written in).
+LOG_FORMATS = (LOG_FORMAT, LOG_FORMAT_2)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -119,12 +123,14 @@ def apply_pragmas(conn: sqlite3.Connection, pragmas: Sequence[str] = WRITER_PRAG
         conn.execute(pragma)
 
 
-def check_log_format(conn: sqlite3.Connection, path: Path) -> None:
+def check_log_format(conn: sqlite3.Connection, path: Path) -> int:
+    """The format number (1 or 2) of the log ``conn`` reads; `NotAHarnessLogError` else."""
     try:
         row = conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
     except sqlite3.DatabaseError as exc:
         raise NotAHarnessLogError(f"{path} is not a harness event log: {exc}") from exc
-    if row is None or row[0] != LOG_FORMAT:
+    if row is None or row[0] not in LOG_FORMATS:
         raise NotAHarnessLogError(
             f"{path} is not a harness event log (format marker {row[0] if row else 'missing'!r})"
         )
+    return LOG_FORMATS.index(row[0]) + 1

@@ -24,7 +24,10 @@ import aiosqlite
 
 from harness.errors import ConcurrencyError, NotAHarnessLogError, StoreClosedError, StoreError
 from harness.events import Event, encode_event
-from harness.store.schema import LOG_FORMAT, SCHEMA, WRITER_PRAGMAS
+from harness.store import sqlar
+from harness.store.compact_rows import CompactInserter
+from harness.store.compact_schema import LOG_FORMAT_2, SCHEMA_2
+from harness.store.schema import LOG_FORMATS, WRITER_PRAGMAS
 
 _TURN_KINDS = frozenset({"AskSent", "ReplyReceived", "AskFailed"})
 
@@ -58,6 +61,10 @@ class EventWriter:
         self._batch_no = 0
         self.commits = 0  # transactions committed (for benchmarks)
         self.events_written = 0
+        # Format 2 (new logs) interns names and texts; a format-1 log keeps its own layout,
+        # since nothing rewrites a log.
+        self._compact: CompactInserter | None = None
+        self._table = "events"
 
     @classmethod
     async def open(
@@ -81,23 +88,27 @@ class EventWriter:
         try:
             for pragma in WRITER_PRAGMAS:
                 await conn.execute(pragma)
+            await conn.create_function("sqlar_uncompress", 2, sqlar.uncompress, deterministic=True)
             async with conn.execute("SELECT count(*) FROM sqlite_master") as cur:
                 row = await cur.fetchone()
             fresh = row is not None and row[0] == 0
             if fresh:
                 # executescript commits first, so the transaction lives inside the script.
                 await conn.executescript(
-                    f"BEGIN IMMEDIATE;\n{SCHEMA}\n"
-                    f"INSERT INTO meta (key, value) VALUES ('format', '{LOG_FORMAT}');\nCOMMIT;"
+                    f"BEGIN IMMEDIATE;\n{SCHEMA_2}\n"
+                    f"INSERT INTO meta (key, value) VALUES ('format', '{LOG_FORMAT_2}');\nCOMMIT;"
                 )
+                found = LOG_FORMAT_2
             else:
                 async with conn.execute("SELECT value FROM meta WHERE key='format'") as cur:
                     marker = await cur.fetchone()
-                if marker is None or marker[0] != LOG_FORMAT:
+                if marker is None or marker[0] not in LOG_FORMATS:
                     raise NotAHarnessLogError(f"{path} is not a harness event log")
+                found = marker[0]
+            table = "log" if found == LOG_FORMAT_2 else "events"
             # Batches grow with gseq: the last row holds the highest (max(batch) scanned the
             # whole table, a second on a million events before a resume's first call).
-            async with conn.execute("SELECT batch FROM events ORDER BY gseq DESC LIMIT 1") as cur:
+            async with conn.execute(f"SELECT batch FROM {table} ORDER BY gseq DESC LIMIT 1") as cur:
                 last = await cur.fetchone()
         except sqlite3.OperationalError as exc:
             if "no such table" in str(exc):
@@ -106,6 +117,8 @@ class EventWriter:
         except sqlite3.DatabaseError as exc:
             raise NotAHarnessLogError(f"{path} is not a harness event log: {exc}") from exc
         store = cls(conn, path, max_group)
+        if table == "log":
+            store._compact, store._table = CompactInserter(), "log"
         store._batch_no = int(last[0]) if last else 0
         store._writer = asyncio.create_task(store._write_loop(), name="event-store-writer")
         return store
@@ -186,14 +199,19 @@ class EventWriter:
             conn.execute("BEGIN IMMEDIATE")
             # Another writer on the same file may have numbered batches since we last looked.
             # Batches grow with gseq, so the last row holds the highest (an O(log n) lookup).
-            top = conn.execute("SELECT batch FROM events ORDER BY gseq DESC LIMIT 1").fetchone()
+            top = conn.execute(
+                f"SELECT batch FROM {self._table} ORDER BY gseq DESC LIMIT 1"
+            ).fetchone()
             self._batch_no = max(self._batch_no, int(top[0]) if top else 0)
             try:
                 # Fast path: the whole group in one statement; on a conflict fall back to
                 # one savepoint per batch so only the offending batch fails.
                 numbered = [self._numbered(b) for b in group]
                 flat = [row for rows in numbered for row in rows]
-                self._insert_many(conn, flat)
+                if self._compact is not None:
+                    self._compact.insert(conn, flat)
+                else:
+                    self._insert_many(conn, flat)
                 row = conn.execute("SELECT last_insert_rowid()").fetchone()
                 last = int(row[0]) if row else 0
                 first_id = last - len(flat) + 1
@@ -203,16 +221,22 @@ class EventWriter:
                     offset += len(rows)
             except sqlite3.IntegrityError:
                 conn.execute("ROLLBACK")
+                self._forget()
                 conn.execute("BEGIN IMMEDIATE")
                 results = [self._insert_one(conn, b) for b in group]
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
+            self._forget()
             error = StoreError(f"commit to {self.path} failed: {exc}")
             error.__cause__ = exc
             results = [error] * len(group)
         return results
+
+    def _forget(self) -> None:
+        if self._compact is not None:
+            self._compact.forget()
 
     _ROWS_PER_STATEMENT = 99  # 10 parameters a row, under SQLite's oldest limit of 999
 
@@ -231,10 +255,15 @@ class EventWriter:
         ids: list[int] = []
         try:
             for row in self._numbered(batch):
-                cur = conn.execute(self._INSERT, row)
-                ids.append(int(cur.lastrowid or 0))
+                if self._compact is not None:
+                    self._compact.insert(conn, [row])
+                    ids.append(int(conn.execute("SELECT last_insert_rowid()").fetchone()[0]))
+                else:
+                    cur = conn.execute(self._INSERT, row)
+                    ids.append(int(cur.lastrowid or 0))
         except sqlite3.IntegrityError as exc:
             conn.execute("ROLLBACK TO one_batch")
+            self._forget()
             conn.execute("RELEASE one_batch")
             where = ", ".join(f"{r[1] or '<campaign>'}#{r[2]}" for r in batch.rows[:3])
             err = ConcurrencyError(f"sequence position already taken ({where}): {exc}")
@@ -245,10 +274,13 @@ class EventWriter:
 
     async def next_seq(self, campaign: str, case_id: str) -> int:
         """The next free per-case sequence number (reads committed state)."""
-        async with self._conn.execute(
-            "SELECT coalesce(max(seq), 0) + 1 FROM events WHERE campaign = ? AND case_id = ?",
-            (campaign, case_id),
-        ) as cur:
+        sql = "SELECT coalesce(max(seq), 0) + 1 FROM events WHERE campaign = ? AND case_id = ?"
+        if self._compact is not None:
+            sql = (
+                "SELECT coalesce(max(e.seq), 0) + 1 FROM log e JOIN cases c ON c.key = e.case_key"
+                " JOIN campaigns p ON p.key = c.campaign WHERE p.name = ? AND c.name = ?"
+            )
+        async with self._conn.execute(sql, (campaign, case_id)) as cur:
             row = await cur.fetchone()
         return int(row[0]) if row else 1
 

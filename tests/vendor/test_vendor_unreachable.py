@@ -19,6 +19,7 @@ from harness.plan import Plan
 from harness.providers import campaign_endpoints, estimate_cost, format_estimate
 from harness.reachability import DEFAULT_THRESHOLD
 from harness.runner import run_campaign
+from harness.store import sqlar
 from harness.store.reader import EventReader
 
 URL_SECRET = "hunter2-CANARY-in-url"
@@ -31,9 +32,8 @@ def _dead_port() -> int:
 
 
 def _log_text(db: Path) -> str:
-    import sqlite3
 
-    conn = sqlite3.connect(db)
+    conn = sqlar.connect(db)
     try:
         return "\n".join(str(row) for row in conn.execute("SELECT * FROM events"))
     finally:

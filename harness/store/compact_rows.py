@@ -1,0 +1,243 @@
+"""Rows of log format 2 (`harness.store.compact_schema`): a payload split into its shape and
+texts, and events inserted with their campaign, case, kind and texts interned as integer
+keys. Used by the SQLite writer and by `harness copy` into a new SQLite log.
+
+Keys are found again through the tables (``texts_by_hash``, the UNIQUE names), so two
+writers of one file agree; the caches here only save lookups, are bounded (memory does not
+grow with the campaign) and are dropped whenever a transaction is rolled back, since keys
+handed out inside it are then gone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from harness.store.compact_schema import CASE_MARKER, INLINE, SLOTS, inline_marker, slot_marker
+from harness.store.sqlar import compress
+
+MIN_TEXT = 24  # characters of a string value worth a texts row (its key costs 1-4 bytes)
+# Values that differ from one event to the next (a seed, an index, an id) are cut out too and
+# stored in the row itself, so that the rest of the payload, its shape, is shared: numbers of
+# this many characters or more, and strings under an identifier's key (question_id,
+# request_key), which are as unique as numbers: a texts row would only add its key and hash.
+MIN_INLINE_NUMBER = 3
+MAX_INLINE_STRING = 80
+_CACHE_LIMIT = 50_000  # entries per cache, then it starts afresh
+_SPLIT_CACHED = 400  # characters: longer payloads rarely repeat
+# The tokens worth cutting out, found in one pass of the regex engine: everything else (short
+# plain strings, keys, short numbers, punctuation) is skipped inside the engine by the lazy,
+# atomic first part, so the scan never starts inside a string. Groups: 1 the body of a string
+# value (kept if long enough), 2 the string value of an identifier's key, 3 a number of 3+
+# characters. ``\Z`` ends the last match at the end of the payload (no rescans). Strings are
+# matched with unrolled loops, several times faster than an alternation per character.
+_BODY = r'[^"\\]*+(?:\\.[^"\\]*+)*+'
+_ID = r'"(?:[^"\\]*_)?(?:id|key|seed|hash)":'
+_TOKEN = re.compile(
+    rf"""
+    (?> [^"\d-]++ | -(?!\d) | -?\d{{1,2}}+(?![\d.eE+-])
+      | "[^"\\]{{0,23}}+"(?!:)
+      | (?!{_ID})"{_BODY}": )*?
+    (?: "({_BODY})"(?!:)
+      | {_ID}(?:("{_BODY}")|(?=[^"]))
+      | (-?\d[\d.eE+-]{{2,}}+)
+      | \Z )
+    """,
+    re.VERBOSE,
+)
+_COLUMNS = (
+    "gseq, campaign, case_key, seq, kind, schema_version, turn, attempt, batch, ts, cost_usd,"
+    f" shape, {', '.join(f't{slot}' for slot in range(SLOTS))},"
+    f" {', '.join(f'i{slot}' for slot in range(INLINE))}"
+)
+_ROW_WIDTH = 12 + SLOTS + INLINE
+_ROW_MARKS = "(" + ",".join("?" * _ROW_WIDTH) + ")"
+
+
+@dataclass(frozen=True)
+class SplitPayload:
+    """A payload as format 2 stores it: its shape, the escaped string bodies cut out into
+    texts, and the JSON tokens cut out to be stored inline."""
+
+    shape: str
+    texts: tuple[str, ...]
+    inline: tuple[str, ...] = ()
+
+
+def _plain_json_string(value: str) -> bool:
+    return json.dumps(value, ensure_ascii=False) == f'"{value}"'
+
+
+def split_payload(payload: str, case_id: str) -> SplitPayload:
+    """Cut out of ``payload`` the `SLOTS` longest string values of at least `MIN_TEXT`
+    characters, the case id where it is a value, and `INLINE` shorter varying tokens
+    (numbers first); ``shape`` with them put back at their markers is ``payload``, exactly."""
+    if "\x01" in payload:  # never in encoded JSON; keep such a payload whole
+        return SplitPayload(payload, ())
+    case_body = case_id if case_id and _plain_json_string(case_id) else None
+    found: list[tuple[int, int, int, str]] = []  # (-length, start, end, body)
+    short: list[tuple[int, int, int, int, str]] = []  # (is string, -length, start, end, token)
+    cuts: list[tuple[int, int, str]] = []  # (start, end, marker)
+    for match in _TOKEN.finditer(payload):
+        body, token, number = match.groups()
+        if number is not None:
+            short.append((0, -len(number), *match.span(3), number))
+            continue
+        if token is not None:
+            start, end = match.span(2)
+            body = token[1:-1]
+            if body != case_body and len(body) <= MAX_INLINE_STRING:
+                short.append((1, -len(token), start, end, token))
+                continue
+        elif body is not None and len(body) >= MIN_TEXT:
+            start, end = match.start(1) - 1, match.end(1) + 1
+        else:
+            continue
+        if body == case_body:
+            cuts.append((start, end, CASE_MARKER))
+        else:
+            found.append((-len(body), start, end, body))
+    if not found and not cuts and not short:
+        return SplitPayload(payload, ())
+    found.sort()
+    short.sort()
+    texts = tuple(body for *_, body in found[:SLOTS])
+    inline = tuple(token for *_, token in short[:INLINE])
+    cuts.extend(
+        (start, end, slot_marker(slot)) for slot, (_, start, end, _b) in enumerate(found[:SLOTS])
+    )
+    cuts.extend(
+        (start, end, inline_marker(slot))
+        for slot, (_s, _l, start, end, _t) in enumerate(short[:INLINE])
+    )
+    cuts.sort()
+    pieces: list[str] = []
+    last = 0
+    for start, end, marker in cuts:
+        pieces.append(payload[last:start])
+        pieces.append(marker)
+        last = end
+    pieces.append(payload[last:])
+    return SplitPayload("".join(pieces), texts, inline)
+
+
+def text_hash(text: str) -> int:
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def reply_cost(kind: str, payload: str) -> float | None:
+    """What a ReplyReceived cost when it was paid for (not a cached answer), else None."""
+    if kind != "ReplyReceived" or '"cost_usd":null' in payload:
+        return None
+    try:
+        data = json.loads(payload)
+        reply = data.get("reply") or {}
+        cost = reply.get("cost_usd")
+        if data.get("cached") or not isinstance(cost, int | float):
+            return None
+        return float(cost)
+    except (ValueError, AttributeError):
+        return None
+
+
+class CompactInserter:
+    """Inserts format-1-shaped rows (campaign, case_id, seq, kind, schema_version, turn,
+    attempt, batch, ts, payload), optionally with their gseq, into a format-2 log. Runs on
+    the thread that owns ``conn``, inside the caller's transaction."""
+
+    def __init__(self) -> None:
+        self._texts: dict[str, int] = {}
+        self._names: dict[tuple[str, str, str], int] = {}
+        # Short payloads repeat word for word (a "No." reply, a CaseClosed): split once.
+        self._splits: dict[str, SplitPayload] = {}
+
+    def forget(self) -> None:
+        """Drop the caches: call after a rollback (keys handed out in it no longer exist)."""
+        self._texts.clear()
+        self._names.clear()
+
+    def _cached(self, cache: dict[object, int], key: object, value: int) -> int:
+        if len(cache) >= _CACHE_LIMIT:
+            cache.clear()
+        cache[key] = value
+        return value
+
+    def _name(self, conn: sqlite3.Connection, table: str, name: str, campaign: int = 0) -> int:
+        key = (table, name, str(campaign))
+        found = self._names.get(key)
+        if found is not None:
+            return found
+        args: tuple[object, ...]
+        if table == "cases":
+            where, args = "campaign = ? AND name = ?", (campaign, name)
+            conn.execute("INSERT OR IGNORE INTO cases (campaign, name) VALUES (?, ?)", args)
+        else:
+            where, args = "name = ?", (name,)
+            conn.execute(f"INSERT OR IGNORE INTO {table} (name) VALUES (?)", args)
+        row = conn.execute(f"SELECT key FROM {table} WHERE {where}", args).fetchone()
+        return self._cached(self._names, key, int(row[0]))  # type: ignore[arg-type]
+
+    def _text(self, conn: sqlite3.Connection, text: str) -> int:
+        found = self._texts.get(text)
+        if found is not None:
+            return found
+        digest = text_hash(text)
+        data, size = compress(text)
+        for key, stored, stored_size in conn.execute(
+            "SELECT key, data, size FROM texts WHERE hash = ?", (digest,)
+        ):
+            if stored_size == size and stored == data:
+                return self._cached(self._texts, text, int(key))  # type: ignore[arg-type]
+        cur = conn.execute(
+            "INSERT INTO texts (hash, size, data) VALUES (?, ?, ?)", (digest, size, data)
+        )
+        return self._cached(self._texts, text, int(cur.lastrowid or 0))  # type: ignore[arg-type]
+
+    def row(
+        self, conn: sqlite3.Connection, row: Sequence[object], gseq: int | None = None
+    ) -> tuple[object, ...]:
+        """The ``log`` row for one format-1-shaped row."""
+        campaign, case_id, seq, kind, version, turn, attempt, batch, ts, payload = row
+        assert isinstance(campaign, str) and isinstance(case_id, str) and isinstance(kind, str)
+        text = payload if isinstance(payload, str) else bytes(payload).decode()  # type: ignore[call-overload]
+        campaign_key = self._name(conn, "campaigns", campaign)
+        case_key = self._name(conn, "cases", case_id, campaign_key)
+        kind_key = self._name(conn, "kinds", kind)
+        split = self._splits.get(text) if len(text) <= _SPLIT_CACHED else None
+        if split is None or (case_id and case_id in text):
+            split = split_payload(text, case_id)
+            if len(text) <= _SPLIT_CACHED and not (case_id and case_id in text):
+                if len(self._splits) >= _CACHE_LIMIT:
+                    self._splits.clear()
+                self._splits[text] = split
+        slots: list[int | None] = [self._text(conn, t) for t in split.texts]
+        slots += [None] * (SLOTS - len(slots))
+        inline: list[str | None] = [*split.inline, *[None] * (INLINE - len(split.inline))]
+        shape = self._text(conn, split.shape)
+        cost = reply_cost(kind, text)
+        return (gseq, campaign_key, case_key, seq, kind_key, version, turn, attempt, batch, ts,
+                cost, shape, *slots, *inline)  # fmt: skip
+
+    _PER_STATEMENT = 999 // _ROW_WIDTH
+
+    def insert(
+        self,
+        conn: sqlite3.Connection,
+        rows: Sequence[Sequence[object]],
+        gseqs: Sequence[int | None] | None = None,
+    ) -> None:
+        """Insert ``rows`` (multi-row statements; see `harness.store.writer` for why)."""
+        built = [
+            self.row(conn, row, gseqs[i] if gseqs is not None else None)
+            for i, row in enumerate(rows)
+        ]
+        step = self._PER_STATEMENT
+        for i in range(0, len(built), step):
+            chunk = built[i : i + step]
+            sql = f"INSERT INTO log ({_COLUMNS}) VALUES " + ",".join([_ROW_MARKS] * len(chunk))
+            conn.execute(sql, [value for r in chunk for value in r])

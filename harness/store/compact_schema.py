@@ -1,0 +1,211 @@
+"""Log format 2, the compact SQLite layout: each long string of a payload stored once in
+``texts``, integer keys for campaign, case and kind, and the spend in an indexed column.
+
+The ``events`` relation of format 1 survives as a view with the same columns and the same
+payload bytes, so every reader that queries ``events`` (with ``json_extract``) or the
+``turns`` / ``verdicts`` views works unchanged on either format.
+
+How a payload is stored (`harness.store.compact_rows` splits it): every JSON string value of
+at least `harness.store.compact_rows.MIN_TEXT` characters, up to `SLOTS` of them, the longest
+first, is cut out and replaced by a marker ``\\x01<slot>\\x01``; the case id, where it appears
+as a value, by ``\\x01c\\x01``. What is left (the *shape*) is itself a text. A text is the
+escaped body of a JSON string literal (what sits between the quotes), so putting it back is
+a plain ``replace`` that restores the writer's bytes exactly; a raw control character never
+occurs in encoded JSON, so a marker cannot clash with data. Many events share a shape
+(every AskSent of an import, say), and a question asked in three places is one text.
+
+``texts.data`` follows the SQLite Archive convention: zlib-compressed when that is smaller,
+``size`` the length before compression; ``sqlar_uncompress(data, size)`` reads either. The
+stock ``sqlite3`` shell has that function; the harness registers its own on every connection
+it opens (`harness.store.sqlar`); plain Python ``sqlite3`` or DuckDB must register it too.
+"""
+
+from __future__ import annotations
+
+LOG_FORMAT_2 = "bias-harness-event-log/2"
+SLOTS = 4  # long string values cut out into texts per payload; more stay in the shape
+INLINE = 4  # short varying tokens cut out into the row itself (columns i0..i3)
+CASE_MARKER = "\x01c\x01"
+
+
+def slot_marker(slot: int) -> str:
+    return f"\x01{slot}\x01"
+
+
+def inline_marker(slot: int) -> str:
+    return f"\x01i{slot}\x01"
+
+
+def _text(key: str) -> str:
+    """The JSON string literal of text ``key`` (SQL), '' when the key is NULL."""
+    return (
+        "coalesce((SELECT '\"' || CAST(sqlar_uncompress(x.data, x.size) AS TEXT) || '\"'"
+        f" FROM texts x WHERE x.key = {key}), '')"
+    )
+
+
+def payload_sql(log: str, case: str) -> str:
+    """The SQL expression rebuilding the payload of row ``log`` (a ``log`` alias) whose case
+    row is ``case`` (a ``cases`` alias)."""
+    expr = (
+        "(SELECT CAST(sqlar_uncompress(x.data, x.size) AS TEXT)"
+        f" FROM texts x WHERE x.key = {log}.shape)"
+    )
+    expr = f"replace({expr}, char(1) || 'c' || char(1), '\"' || {case}.name || '\"')"
+    for slot in range(SLOTS):
+        expr = f"replace({expr}, char(1) || '{slot}' || char(1), {_text(f'{log}.t{slot}')})"
+    for slot in range(INLINE):
+        expr = f"replace({expr}, char(1) || 'i{slot}' || char(1), coalesce({log}.i{slot}, ''))"
+    return expr
+
+
+def _kind(name: str) -> str:
+    return f"(SELECT key FROM kinds WHERE name = '{name}')"
+
+
+_SLOT_COLUMNS = ", ".join(
+    [f"t{slot} INTEGER" for slot in range(SLOTS)] + [f"i{slot} TEXT" for slot in range(INLINE)]
+)
+_SLOTS_NULL = ", ".join(
+    [f"t{slot} = NULL" for slot in range(SLOTS)] + [f"i{slot} = NULL" for slot in range(INLINE)]
+)
+
+# The view's own writes (tests simulate damaged or foreign rows through them): a payload
+# written through the view is stored whole, as its own shape, uncompressed.
+_INTERN = """
+  INSERT OR IGNORE INTO campaigns (name) VALUES (NEW.campaign);
+  INSERT OR IGNORE INTO kinds (name) VALUES (NEW.kind);
+  INSERT OR IGNORE INTO cases (campaign, name)
+    VALUES ((SELECT key FROM campaigns WHERE name = NEW.campaign), NEW.case_id);
+  INSERT INTO texts (hash, size, data)
+    VALUES (0, length(CAST(NEW.payload AS BLOB)), NEW.payload);
+"""
+_KEYS = """
+    (SELECT key FROM campaigns WHERE name = NEW.campaign),
+    (SELECT c.key FROM cases c JOIN campaigns p ON p.key = c.campaign
+      WHERE p.name = NEW.campaign AND c.name = NEW.case_id),
+    NEW.seq,
+    (SELECT key FROM kinds WHERE name = NEW.kind)"""
+_COST = """CASE WHEN NEW.kind = 'ReplyReceived' AND json_valid(NEW.payload)
+      AND NOT coalesce(json_extract(NEW.payload, '$.cached'), 0)
+      THEN json_extract(NEW.payload, '$.reply.cost_usd') END"""
+
+SCHEMA_2 = f"""
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS campaigns (key INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+CREATE TABLE IF NOT EXISTS kinds (key INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+CREATE TABLE IF NOT EXISTS cases (
+    key       INTEGER PRIMARY KEY,
+    campaign  INTEGER NOT NULL,
+    name      TEXT    NOT NULL,                          -- '' for campaign-level events
+    UNIQUE (campaign, name)
+);
+CREATE TABLE IF NOT EXISTS texts (
+    key   INTEGER PRIMARY KEY,
+    hash  INTEGER NOT NULL,                              -- 64-bit blake2b, to find it again
+    size  INTEGER NOT NULL,                              -- bytes before compression (sqlar)
+    data  BLOB    NOT NULL                               -- zlib when smaller, else the text
+);
+CREATE INDEX IF NOT EXISTS texts_by_hash ON texts (hash);
+CREATE TABLE IF NOT EXISTS log (
+    gseq            INTEGER PRIMARY KEY AUTOINCREMENT,   -- global order of commits
+    campaign        INTEGER NOT NULL,
+    case_key        INTEGER NOT NULL,                    -- cases.key (a case is in one campaign)
+    seq             INTEGER NOT NULL,
+    kind            INTEGER NOT NULL,
+    schema_version  INTEGER NOT NULL,
+    turn            INTEGER,
+    attempt         INTEGER,
+    batch           INTEGER NOT NULL,
+    ts              REAL    NOT NULL,
+    cost_usd        REAL,                                -- ReplyReceived paid for, else NULL
+    shape           INTEGER NOT NULL,                    -- texts.key of the payload's shape
+    {_SLOT_COLUMNS},
+    UNIQUE (case_key, seq)
+);
+-- The views join cases on (key, campaign) so that a filter on campaign and case id is one
+-- lookup in UNIQUE (campaign, name), then UNIQUE (case_key, seq), whatever the statistics.
+-- Turns and verdicts find a case's other events through UNIQUE (case_key, seq): a case has
+-- a handful, so format 1's two other (campaign, case_id, ...) indexes are not needed.
+CREATE INDEX IF NOT EXISTS log_by_kind ON log (campaign, kind);
+CREATE INDEX IF NOT EXISTS log_spend ON log (campaign, cost_usd) WHERE cost_usd IS NOT NULL;
+
+CREATE VIEW IF NOT EXISTS events AS
+SELECT e.gseq, p.name AS campaign, c.name AS case_id, e.seq, k.name AS kind,
+       e.schema_version, e.turn, e.attempt, e.batch, e.ts,
+       {payload_sql("e", "c")} AS payload
+FROM log e
+JOIN campaigns p ON p.key = e.campaign
+JOIN cases c ON c.key = e.case_key AND c.campaign = e.campaign
+JOIN kinds k ON k.key = e.kind;
+
+CREATE TRIGGER IF NOT EXISTS events_insert INSTEAD OF INSERT ON events BEGIN
+{_INTERN}
+  INSERT INTO log (gseq, campaign, case_key, seq, kind, schema_version, turn, attempt, batch,
+                   ts, cost_usd, shape)
+  VALUES (NEW.gseq, {_KEYS}, NEW.schema_version, NEW.turn, NEW.attempt, NEW.batch, NEW.ts,
+          {_COST}, last_insert_rowid());
+END;
+
+CREATE TRIGGER IF NOT EXISTS events_update INSTEAD OF UPDATE ON events BEGIN
+{_INTERN}
+  UPDATE log SET shape = last_insert_rowid(), {_SLOTS_NULL},
+    campaign = (SELECT key FROM campaigns WHERE name = NEW.campaign),
+    case_key = (SELECT c.key FROM cases c JOIN campaigns p ON p.key = c.campaign
+                WHERE p.name = NEW.campaign AND c.name = NEW.case_id),
+    seq = NEW.seq, kind = (SELECT key FROM kinds WHERE name = NEW.kind),
+    schema_version = NEW.schema_version, turn = NEW.turn, attempt = NEW.attempt,
+    batch = NEW.batch, ts = NEW.ts, cost_usd = {_COST}
+  WHERE gseq = OLD.gseq;
+END;
+
+CREATE TRIGGER IF NOT EXISTS events_delete INSTEAD OF DELETE ON events BEGIN
+  DELETE FROM log WHERE gseq = OLD.gseq;
+END;
+
+-- One row per attempt at a turn, with its outcome (the columns of format 1's view).
+CREATE VIEW IF NOT EXISTS turns AS
+SELECT p.name AS campaign,
+       c.name AS case_id,
+       s.turn,
+       s.attempt,
+       json_extract({payload_sql("s", "c")}, '$.model')       AS model,
+       json_extract({payload_sql("s", "c")}, '$.ask.thread')  AS thread,
+       json_extract({payload_sql("s", "c")}, '$.ask.role')    AS role,
+       json_extract({payload_sql("s", "c")}, '$.ask.prompt')  AS prompt,
+       json_extract({payload_sql("s", "c")}, '$.request_key') AS request_key,
+       json_extract({payload_sql("r", "c")}, '$.reply.text')  AS reply,
+       json_extract({payload_sql("r", "c")}, '$.reply.usage.input_tokens')  AS input_tokens,
+       json_extract({payload_sql("r", "c")}, '$.reply.usage.output_tokens') AS output_tokens,
+       json_extract({payload_sql("r", "c")}, '$.reply.latency_s')           AS latency_s,
+       json_extract({payload_sql("r", "c")}, '$.reply.finish_reason')       AS finish_reason,
+       json_extract({payload_sql("f", "c")}, '$.error_kind')  AS error_kind,
+       json_extract({payload_sql("f", "c")}, '$.decision')    AS decision,
+       s.ts AS sent_at
+FROM log s
+JOIN campaigns p ON p.key = s.campaign
+JOIN cases c ON c.key = s.case_key AND c.campaign = s.campaign
+LEFT JOIN log r ON r.case_key = s.case_key AND r.turn = s.turn AND r.attempt = s.attempt
+      AND r.kind = {_kind("ReplyReceived")}
+LEFT JOIN log f ON f.case_key = s.case_key AND f.turn = s.turn AND f.attempt = s.attempt
+      AND f.kind = {_kind("AskFailed")}
+WHERE s.kind = {_kind("AskSent")};
+
+-- One row per verdict (the relation's own, and any later judge's).
+CREATE VIEW IF NOT EXISTS verdicts AS
+SELECT p.name AS campaign,
+       c.name AS case_id,
+       json_extract({payload_sql("o", "c")}, '$.case.relation') AS relation,
+       json_extract({payload_sql("o", "c")}, '$.case.model')    AS model,
+       json_extract({payload_sql("o", "c")}, '$.case.repeat')   AS repeat,
+       json_extract({payload_sql("v", "c")}, '$.verdict.outcome') AS outcome,
+       json_extract({payload_sql("v", "c")}, '$.verdict.reason')  AS reason,
+       json_extract({payload_sql("v", "c")}, '$.verdict.evidence') AS evidence,
+       json_extract({payload_sql("v", "c")}, '$.source')          AS source,
+       v.ts AS decided_at
+FROM log v
+JOIN campaigns p ON p.key = v.campaign
+JOIN cases c ON c.key = v.case_key AND c.campaign = v.campaign
+JOIN log o ON o.case_key = v.case_key AND o.kind = {_kind("CaseOpened")}
+WHERE v.kind = {_kind("VerdictReached")};
+"""

@@ -1,0 +1,53 @@
+"""Texts compressed in the SQLite Archive convention, for log format 2
+(`harness.store.compact_schema`): ``data`` is ``zlib.compress(text)`` when that is smaller,
+else the text itself, and ``size`` is the text's length in bytes; ``sqlar_uncompress(data,
+size)`` reads either. The stock ``sqlite3`` shell defines that SQL function; `register` gives
+it to a Python connection (every connection the harness opens on a log), so the ``events``,
+``turns`` and ``verdicts`` views work there too."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import zlib
+from typing import Any
+
+COMPRESS_FROM = 64  # bytes; shorter texts rarely shrink under zlib's 6 bytes of framing
+_LEVEL = 9
+
+
+def compress(text: str) -> tuple[bytes | str, int]:
+    """(data, size) for ``text``: zlib only when that is smaller, as sqlar stores a file."""
+    raw = text.encode("utf-8", "surrogatepass")
+    if len(raw) >= COMPRESS_FROM:
+        packed = zlib.compress(raw, _LEVEL)
+        if len(packed) < len(raw):
+            return packed, len(raw)
+    return text, len(raw)
+
+
+def uncompress(data: Any, size: Any) -> Any:
+    """``sqlar_uncompress`` as the sqlite3 shell defines it: ``data`` unchanged when its
+    length is ``size`` (stored as is), else inflated."""
+    if data is None or size is None:
+        return data
+    if isinstance(data, str):
+        return data  # stored as text: never compressed
+    if not isinstance(data, bytes) or len(data) == size:
+        return data
+    try:
+        return zlib.decompress(data)
+    except zlib.error:
+        return None  # the shell's function returns NULL for data it cannot inflate
+
+
+def register(conn: sqlite3.Connection) -> sqlite3.Connection:
+    """Give ``conn`` the ``sqlar_uncompress`` function the format-2 views call."""
+    conn.create_function("sqlar_uncompress", 2, uncompress, deterministic=True)
+    return conn
+
+
+def connect(path: str | os.PathLike[str], **kwargs: Any) -> sqlite3.Connection:
+    """`sqlite3.connect` with ``sqlar_uncompress`` registered: the way to open a log of
+    either format for ad-hoc SQL from Python (``pandas.read_sql`` over its views, say)."""
+    return register(sqlite3.connect(path, **kwargs))
