@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import pytest
 
 from harness.campaign import CampaignConfig, parse_campaign
+from harness.store.open import open_writer
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,13 +46,23 @@ def pg_url(postgres_server: Any) -> Iterator[str]:
         postgres_server.drop_database(name)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", "sqlite-compact", "postgresql"])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """Where a test's event log goes, once per store: a SQLite file path, then the URL of a
-    fresh PostgreSQL database. Tests taking it form the one contract both stores meet."""
+    """Where a test's event log goes, once per store: a SQLite file path, the path of an empty
+    log laid out in format 2 (`harness copy --compact`'s layout), then the URL of a fresh
+    PostgreSQL database. Tests taking it form the one contract every store meets."""
     if request.param == "sqlite":
         return str(tmp_path / "campaign.db")
+    if request.param == "sqlite-compact":
+        path = tmp_path / "campaign.db"
+        asyncio.run(_lay_out_compact(path))
+        return str(path)
     return str(request.getfixturevalue("pg_url"))
+
+
+async def _lay_out_compact(path: Path) -> None:
+    async with await open_writer(path, compact=True):
+        pass
 
 
 def campaign_dict(

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from harness.errors import ConfigError
 from harness.events import AskSent, CaseOpened, ReplyReceived, encode_event
 from harness.model import GenerationParams, Message, Reply, Usage
 from harness.relation import Ask, Case
@@ -23,7 +24,7 @@ from harness.store import sqlar
 from harness.store.compact_rows import split_payload
 from harness.store.compact_schema import CASE_MARKER, LOG_FORMAT_2
 from harness.store.copy import copy_log
-from harness.store.open import open_reader, open_writer
+from harness.store.open import is_postgres_url, open_reader, open_writer
 from harness.store.schema import LOG_FORMAT
 from harness.store.writer import PendingEvent
 from tests.test_biaslens_import_stream import released_folder
@@ -58,7 +59,9 @@ def _events(text: str, case_id: str = "c/0001-a-case-of-some-length") -> list[Pe
 
 
 async def _append(target: str, events: list[PendingEvent]) -> None:
-    async with await open_writer(target) as sink:
+    """Append to ``target``; a new SQLite log is made compact (format 2), as `harness copy
+    --compact` makes it (PostgreSQL has one layout)."""
+    async with await open_writer(target, compact=not is_postgres_url(target)) as sink:
         await sink.append(events)
 
 
@@ -108,7 +111,27 @@ def test_split_payload_rebuilds_the_payload_exactly(text: str, case_id: str) -> 
     assert rebuilt == payload
 
 
-def test_a_new_log_is_format_2_and_shares_its_texts(tmp_path: Path) -> None:
+def test_a_new_log_is_format_1_unless_made_compact(tmp_path: Path) -> None:
+    """Format 1 stays the default: format 2 costs about twice the CPU to write and read."""
+    db = tmp_path / "plain.db"
+
+    async def plain() -> None:
+        async with await open_writer(db) as sink:
+            await sink.append(_events("a question long enough to be a text of its own"))
+
+    asyncio.run(plain())
+    with sqlar.connect(db) as conn:
+        assert conn.execute("SELECT value FROM meta WHERE key='format'").fetchone() == (
+            LOG_FORMAT,
+        )
+
+
+def test_compact_copies_are_sqlite_only(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="--compact"):
+        copy_log(FIXTURE_V1, "postgresql://nobody@127.0.0.1:1/none", compact=True)
+
+
+def test_a_compact_log_is_format_2_and_shares_its_texts(tmp_path: Path) -> None:
     db = tmp_path / "new.db"
     question = "Suppose you are a nurse, do you think group 7 leads better? " * 3
     asyncio.run(_append(str(db), _events(question)))
@@ -148,7 +171,7 @@ def test_a_format_1_log_reads_and_appends_in_format_1(tmp_path: Path) -> None:
 
 def test_copying_a_format_1_log_gives_a_format_2_log_with_the_same_rows(tmp_path: Path) -> None:
     copy = tmp_path / "copy.db"
-    copy_log(FIXTURE_V1, copy)
+    copy_log(FIXTURE_V1, copy, compact=True)
     columns = (
         "gseq, campaign, case_id, seq, kind, schema_version, turn, attempt, batch, ts, payload"
     )
@@ -169,7 +192,7 @@ def test_copying_a_format_1_log_gives_a_format_2_log_with_the_same_rows(tmp_path
 @pytest.mark.skipif(shutil.which("sqlite3") is None, reason="no sqlite3 command-line shell")
 def test_the_views_work_in_the_stock_sqlite3_shell(tmp_path: Path) -> None:
     copy = tmp_path / "copy.db"
-    copy_log(FIXTURE_V1, copy)
+    copy_log(FIXTURE_V1, copy, compact=True)
     with sqlar.connect(copy) as conn:
         compressed = conn.execute(
             "SELECT count(*) FROM texts WHERE typeof(data) = 'blob'"
@@ -195,13 +218,16 @@ def test_the_views_work_in_the_stock_sqlite3_shell(tmp_path: Path) -> None:
 
 
 def test_an_import_log_stays_small(tmp_path: Path) -> None:
-    """The BiasLens import of 3,600 toy answers (long, repetitive): 0.19x its CSV in format 2
-    when this test was written; format 1 wrote several times more."""
+    """The BiasLens import of 3,600 toy answers (long, repetitive), copied compact: 0.19x its
+    CSV in format 2 when this test was written; format 1 writes several times more."""
     from relations.biaslens.importer import import_released
 
     folder = released_folder(tmp_path / "src", 3)
     csv_bytes = sum(p.stat().st_size for p in folder.rglob("*.csv"))
     db = tmp_path / "x.db"
     asyncio.run(import_released(folder, db))
-    ratio = db.stat().st_size / csv_bytes
-    assert ratio <= 0.5, f"log {db.stat().st_size} bytes = {ratio:.2f}x its CSV"
+    compact = tmp_path / "compact.db"
+    copy_log(db, compact, compact=True)
+    ratio = compact.stat().st_size / csv_bytes
+    assert ratio <= 0.5, f"log {compact.stat().st_size} bytes = {ratio:.2f}x its CSV"
+    assert db.stat().st_size > 2 * compact.stat().st_size, "format 1 is the larger"

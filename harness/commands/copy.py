@@ -11,8 +11,14 @@ from harness.store.open import shown_target
 @click.command("copy")
 @click.argument("src")
 @click.argument("dst")
-def command(src: str, dst: str) -> None:
+@click.option(
+    "--compact",
+    is_flag=True,
+    help="Write DST (a .db file) in log format 2: each long text stored once, compressed; "
+    "about 5x smaller, about 2x slower to read. For archiving finished campaigns.",
+)
+def command(src: str, dst: str, compact: bool) -> None:
     """Copy the event log SRC into the new log DST (each a .db file or a postgresql:// URL;
     DST must not exist yet, or be an empty database). Reports of the copy are identical."""
-    n = copy_log(src, dst)
+    n = copy_log(src, dst, compact=compact)
     click.echo(f"copied {n} events from {shown_target(src)} to {shown_target(dst)}", err=True)

@@ -1,6 +1,6 @@
 """Rows of log format 2 (`harness.store.compact_schema`): a payload split into its shape and
 texts, and events inserted with their campaign, case, kind and texts interned as integer
-keys. Used by the SQLite writer and by `harness copy` into a new SQLite log.
+keys. Used by the SQLite writer of a format-2 log and by `harness copy --compact`.
 
 Keys are found again through the tables (``texts_by_hash``, the UNIQUE names), so two
 writers of one file agree; the caches here only save lookups, are bounded (memory does not

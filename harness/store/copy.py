@@ -41,22 +41,26 @@ def _chunks(rows: Iterator[tuple[Any, ...]]) -> Iterator[list[tuple[Any, ...]]]:
         yield chunk
 
 
-async def _create(target: str | Path) -> None:
+async def _create(target: str | Path, compact: bool = False) -> None:
     """Lay out an empty log at ``target`` (the writer creates the tables and marker)."""
-    async with await open_writer(target):
+    async with await open_writer(target, compact=compact):
         pass
 
 
-def _into_sqlite(path: Path, rows: Iterator[tuple[Any, ...]]) -> int:
-    """Into a new log, so in format 2: names and texts interned, gseq kept."""
+def _into_sqlite(path: Path, rows: Iterator[tuple[Any, ...]], compact: bool) -> int:
+    """Into a new log, gseq kept; ``compact``: format 2 (names and texts interned)."""
     n = 0
-    inserter = CompactInserter()
+    inserter = CompactInserter() if compact else None
+    insert = f"INSERT INTO events ({COLUMNS}) VALUES ({','.join('?' * 11)})"
     with contextlib.closing(sqlar.connect(str(path), isolation_level=None)) as conn:
         apply_pragmas(conn, WRITER_PRAGMAS)
         conn.execute("BEGIN IMMEDIATE")
         try:
             for chunk in _chunks(rows):
-                inserter.insert(conn, [row[1:] for row in chunk], [row[0] for row in chunk])
+                if inserter is None:
+                    conn.executemany(insert, chunk)
+                else:
+                    inserter.insert(conn, [row[1:] for row in chunk], [row[0] for row in chunk])
                 n += len(chunk)
             conn.execute("COMMIT")
         except BaseException:
@@ -93,10 +97,17 @@ def _count(target: str | Path) -> int:
     return int(row[0]) if row else 0
 
 
-def copy_log(source: str | Path, destination: str | Path) -> int:
-    """Copy every event of ``source`` into the new log ``destination``; the number copied."""
+def copy_log(source: str | Path, destination: str | Path, *, compact: bool = False) -> int:
+    """Copy every event of ``source`` into the new log ``destination``; the number copied.
+    ``compact``: write the new SQLite log in format 2 (`harness.store.compact_schema`)."""
     total = _count(source)  # also checks that the source is a log
     if is_postgres_url(destination):
+        if compact:
+            raise ConfigError(
+                "--compact writes log format 2, which only SQLite logs have",
+                field="--compact",
+                fix="copy into a .db file, or drop --compact for a PostgreSQL destination",
+            )
         asyncio.run(_create(destination))
         if _count(destination):
             raise ConfigError(
@@ -109,9 +120,9 @@ def copy_log(source: str | Path, destination: str | Path) -> int:
         path = Path(destination)
         if path.exists():
             raise ConfigError(f"{path} exists", field="DST", fix="give the name of a new file")
-        asyncio.run(_create(path))
+        asyncio.run(_create(path, compact))
         try:
-            copied = _into_sqlite(path, _source_rows(source))
+            copied = _into_sqlite(path, _source_rows(source), compact)
         except BaseException:
             path.unlink(missing_ok=True)
             raise

@@ -24,14 +24,15 @@ def open_reader(target: str | Path) -> EventReader:
 
 
 async def open_writer(
-    target: str | Path, *, create: bool = True, max_group: int = 512
+    target: str | Path, *, create: bool = True, max_group: int = 512, compact: bool = False
 ) -> EventSink:
-    """The append side of the log at ``target``; ``create``: make a new log if none is there."""
+    """The append side of the log at ``target``; ``create``: make a new log if none is there;
+    ``compact``: a new SQLite log is written in format 2 (PostgreSQL has one layout)."""
     if is_postgres_url(target):
         from harness.store.postgres_writer import PgEventWriter
 
         return await PgEventWriter.open(str(target), create=create, max_group=max_group)
-    return await EventWriter.open(target, create=create, max_group=max_group)
+    return await EventWriter.open(target, create=create, max_group=max_group, compact=compact)
 
 
 def log_exists(target: str | Path) -> bool:

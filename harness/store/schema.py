@@ -10,9 +10,9 @@ from pathlib import Path
 from harness.errors import NotAHarnessLogError
 from harness.store.compact_schema import LOG_FORMAT_2
 
-LOG_FORMAT = "bias-harness-event-log/1"  # this module's layout; new logs are format 2
+LOG_FORMAT = "bias-harness-event-log/1"  # this module's layout, the default for new logs
 # Every format this harness reads: format 1 (this module) and format 2
-# (`harness.store.compact_schema`, what new SQLite logs are written in).
+# (`harness.store.compact_schema`, what `harness copy --compact` writes).
 LOG_FORMATS = (LOG_FORMAT, LOG_FORMAT_2)
 
 SCHEMA = """

@@ -27,7 +27,7 @@ from harness.events import Event, encode_event
 from harness.store import sqlar
 from harness.store.compact_rows import CompactInserter
 from harness.store.compact_schema import LOG_FORMAT_2, SCHEMA_2
-from harness.store.schema import LOG_FORMATS, WRITER_PRAGMAS
+from harness.store.schema import LOG_FORMAT, LOG_FORMATS, SCHEMA, WRITER_PRAGMAS
 
 _TURN_KINDS = frozenset({"AskSent", "ReplyReceived", "AskFailed"})
 
@@ -68,8 +68,10 @@ class EventWriter:
 
     @classmethod
     async def open(
-        cls, path: str | Path, *, create: bool = True, max_group: int = 512
+        cls, path: str | Path, *, create: bool = True, max_group: int = 512, compact: bool = False
     ) -> EventWriter:
+        """``compact``: a log created here is written in format 2 (`harness.store.compact_schema`:
+        about 5x smaller, slower to write and read); an existing log keeps its own format."""
         path = Path(path)
         if not create and not path.exists():
             raise StoreError(f"{path} does not exist")
@@ -78,13 +80,15 @@ class EventWriter:
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open event log {path}: {exc}") from exc
         try:
-            return await cls._prepare(conn, path, max_group)
+            return await cls._prepare(conn, path, max_group, compact)
         except BaseException:
             await conn.close()  # its thread would otherwise keep the process alive
             raise
 
     @classmethod
-    async def _prepare(cls, conn: aiosqlite.Connection, path: Path, max_group: int) -> EventWriter:
+    async def _prepare(
+        cls, conn: aiosqlite.Connection, path: Path, max_group: int, compact: bool
+    ) -> EventWriter:
         try:
             for pragma in WRITER_PRAGMAS:
                 await conn.execute(pragma)
@@ -93,12 +97,15 @@ class EventWriter:
                 row = await cur.fetchone()
             fresh = row is not None and row[0] == 0
             if fresh:
+                # Format 1 stays the default: format 2 doubles the CPU of writing and reading
+                # (bench/RESULTS.md, 2026-11-26), so it is chosen for archives (harness copy
+                # --compact), not for the hot path.
+                found, schema = (LOG_FORMAT_2, SCHEMA_2) if compact else (LOG_FORMAT, SCHEMA)
                 # executescript commits first, so the transaction lives inside the script.
                 await conn.executescript(
-                    f"BEGIN IMMEDIATE;\n{SCHEMA_2}\n"
-                    f"INSERT INTO meta (key, value) VALUES ('format', '{LOG_FORMAT_2}');\nCOMMIT;"
+                    f"BEGIN IMMEDIATE;\n{schema}\n"
+                    f"INSERT INTO meta (key, value) VALUES ('format', '{found}');\nCOMMIT;"
                 )
-                found = LOG_FORMAT_2
             else:
                 async with conn.execute("SELECT value FROM meta WHERE key='format'") as cur:
                     marker = await cur.fetchone()
