@@ -56,6 +56,7 @@ NONE_INSTRUCTION = "If none are, reply []."
 _NONE_ECHO = re.compile(r"if\s+none\s+are,?\s+reply\s+\[\s*\]", re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=16384)  # pure; replies and lists repeat the same terms
 def singular(word: str) -> str:
     """A best-effort singular of an English word or phrase (its last word is changed)."""
     head, _, last = word.rpartition(" ")
@@ -136,12 +137,16 @@ def split_items(reply: str) -> list[str] | Unparseable:
 
 
 class _Resolver:
-    """Maps reply items to canonical list terms, or to their normal form when unknown."""
+    """Maps reply items to canonical list terms, or to their normal form when unknown.
+
+    Never changed once built: `_resolver` shares one per list of terms.
+    """
 
     def __init__(self, terms: Iterable[str]) -> None:
         self.by_norm: dict[str, str] = {}
         for term in terms:
             self.by_norm.setdefault(normalise(term), term)
+        self.order = {t: i for i, t in enumerate(self.by_norm.values())}
 
     def resolve(self, item: str) -> tuple[str, bool] | None:
         """(canonical term, True), (normal form, False) for an unknown item, or None for an
@@ -166,13 +171,14 @@ def _is_restatement(items: list[str], asked: Sequence[Sequence[str]]) -> bool:
     for question in asked:
         if len(question) < 2:
             continue  # naming the only term of a one-term list is an answer
-        resolver = _Resolver(question)
+        resolver = _resolver(tuple(question))
         named = {resolver.resolve(i) for i in items} - {None}
         if named == {(t, True) for t in question}:
             return True
     return False
 
 
+@functools.lru_cache(maxsize=16384)  # pure, and asked of every item of every list
 def echoes_example(item: str) -> bool:
     """True when ``item`` holds the example's placeholder word (any case, number, joiner)."""
     return any(singular(t) == PLACEHOLDER_WORD for t in _TOKENS.findall(item.lower()))
@@ -185,6 +191,11 @@ def _is_example(items: list[str]) -> bool:
     return all(echoes_example(i) or not _WORD.search(normalise(i)) for i in items)
 
 
+@functools.lru_cache(maxsize=1024)
+def _resolver(terms: tuple[str, ...]) -> _Resolver:
+    return _Resolver(terms)
+
+
 def parse_reply(
     reply: str, terms: Sequence[str], *, asked: Sequence[Sequence[str]] = ()
 ) -> ParsedList | Unparseable:
@@ -192,7 +203,17 @@ def parse_reply(
 
     ``asked``: the lists of earlier questions in the same conversation; a reply list that
     restates one of them, or ``terms`` itself, is an echo, not an answer.
+
+    A pure function of its arguments with an immutable result, so it is memoised: a
+    relation's later steps parse the earlier replies of their case again (so does replay).
     """
+    return _parse_reply(reply, tuple(terms), tuple(tuple(q) for q in asked))
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_reply(
+    reply: str, terms: tuple[str, ...], asked: tuple[tuple[str, ...], ...]
+) -> ParsedList | Unparseable:
     lists = bracketed_lists(_NONE_ECHO.sub(" ", reply))
     if isinstance(lists, Unparseable):
         return lists
@@ -217,7 +238,7 @@ def parse_reply(
 def match_items(answer: Sequence[str], terms: Sequence[str]) -> ParsedList:
     """The items of an answer list matched against ``terms`` (a structured reply's items
     come here directly: a schema-constrained list is never an echo)."""
-    resolver = _Resolver(terms)
+    resolver = _resolver(tuple(terms))
     named: set[str] = set()
     hallucinated: list[str] = []
     for item in answer:
@@ -229,9 +250,8 @@ def match_items(answer: Sequence[str], terms: Sequence[str]) -> ParsedList:
             named.add(text)
         elif text not in hallucinated:
             hallucinated.append(text)
-    order = {t: i for i, t in enumerate(resolver.by_norm.values())}
     return ParsedList(
-        named=tuple(sorted(named, key=order.__getitem__)),
+        named=tuple(sorted(named, key=resolver.order.__getitem__)),
         hallucinated=tuple(hallucinated),
         raw_items=tuple(answer),
     )

@@ -1,0 +1,188 @@
+"""The quick path of ``replay --verify``: a case whose rows are, byte for byte, what today's
+code writes is verified without decoding its asks and verdict or dumping them back to JSON.
+
+What for: decoding every event with pydantic and dumping both sides to JSON to compare them
+was most of a replay's time. Here the recorded payload of each AskSent is compared, as a
+string, with the JSON of the ask and the request today's code derives (the same
+serialisation `verify_case` compares after decoding), and the recorded VerdictReached and
+CaseClosed with the events today's code would write. Equal strings are equal asks,
+requests and verdicts: decoding a payload and dumping it again gives the same text.
+
+Only the plain shape of a case is modelled: one attempt per turn answered, no failure, no
+re-judging, one verdict, closed, every row of the current schema version. Anything else, and
+any difference at all, answers None: `harness.replay.verify_case` then decides on the
+decoded events, so differences are listed exactly as before and the counts are the same.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from harness.errors import StoreError
+from harness.events import (
+    EVENT_TYPES,
+    CaseClosed,
+    CaseOpened,
+    ReplyReceived,
+    VerdictReached,
+    decode_event,
+)
+from harness.fold import messages_for
+from harness.model import GenerationParams, Message
+from harness.relation import Case, Relation, Transcript, Turn, Verdict, derive_seed
+
+_scan_string = json.decoder.scanstring  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One stored event of a case, undecoded."""
+
+    gseq: int
+    seq: int
+    kind: str
+    version: int
+    turn: int | None
+    attempt: int | None
+    ts: float
+    payload: str
+
+    @property
+    def encoded(self) -> tuple[str, int, str]:
+        """What `decode_event` takes."""
+        return self.kind, self.version, self.payload
+
+
+def raw_cases(connection: Any, campaign: str, shown: str) -> Iterator[tuple[str, list[Row]]]:
+    """Each case's rows in per-case order, undecoded, one case at a time (``connection``:
+    an `EventLog`'s, SQLite's or PostgreSQL's; ``shown``: the log named in errors)."""
+    sql = (
+        "SELECT case_id, gseq, seq, kind, schema_version, turn, attempt, ts, payload"
+        " FROM events WHERE campaign = ? AND case_id != '' ORDER BY case_id, seq"
+    )
+    current: str | None = None
+    bucket: list[Row] = []
+    try:
+        for case_id, *values in connection.execute(sql, (campaign,)):
+            if case_id != current:
+                if current is not None:
+                    yield current, bucket
+                current, bucket = case_id, []
+            bucket.append(Row(*values))
+    except sqlite3.Error as exc:
+        raise StoreError(f"reading {shown} failed: {exc}") from exc
+    if current is not None:
+        yield current, bucket
+
+
+@dataclass(frozen=True)
+class QuickCounts:
+    asks: int
+    verdicts: int = 1
+
+
+def messages_json(messages: Sequence[Message]) -> str:
+    """A request as its AskSent payload holds it (and as `verify_case` compares it)."""
+    return "[" + ",".join(m.model_dump_json() for m in messages) + "]"
+
+
+def _ask_matches(payload: str, turn: int, ask_json: str, request_json: str) -> bool:
+    prefix = f'{{"kind":"AskSent","turn":{turn},"attempt":1,"ask":{ask_json},"model":'
+    if not payload.startswith(prefix) or payload[len(prefix) : len(prefix) + 1] != '"':
+        return False
+    try:
+        _, end = _scan_string(payload, len(prefix) + 1)  # the model's name, a JSON string
+    except ValueError:
+        return False
+    messages = f',"messages":{request_json},'
+    if not payload.startswith(messages, end):
+        return False
+    # The rest is not compared (verify never did), but it must decode as the exact path
+    # decodes it: a row it would reject is not passed here.
+    try:
+        rest = json.loads("{" + payload[end + len(messages) :])
+        GenerationParams.model_validate(rest["params"])
+    except (ValueError, KeyError, TypeError, ValidationError):
+        return False
+    return set(rest) == {"params", "request_key"} and isinstance(rest["request_key"], str)
+
+
+def quick_verify(
+    rows: Sequence[Row], relations: dict[str, Relation], campaign_seed: int
+) -> QuickCounts | None:
+    """The counts of a case verified without a difference, or None (see the module)."""
+    if len(rows) < 3 or rows[0].kind != "CaseOpened":
+        return None
+    if any(r.version != EVENT_TYPES[r.kind].SCHEMA_VERSION for r in rows if r.kind in EVENT_TYPES):
+        return None
+    closing, verdict_row = rows[-1], rows[-2]
+    if closing.kind != "CaseClosed" or verdict_row.kind != "VerdictReached":
+        return None
+    turns: dict[int, list[Row]] = {}
+    for r in rows[1:-2]:
+        if r.kind not in ("AskSent", "ReplyReceived") or r.turn is None or r.attempt != 1:
+            return None
+        turns.setdefault(r.turn, []).append(r)
+    if sorted(turns) != list(range(len(turns))):
+        return None
+    opened = decode_event("CaseOpened", rows[0].version, rows[0].payload)
+    assert isinstance(opened, CaseOpened)
+    case = opened.case
+    relation = relations.get(case.relation)
+    if relation is None:
+        return None
+    seed = derive_seed(campaign_seed, case.relation, case.index)
+    try:
+        data = relation.make_case(case.index, seed)
+    except Exception:
+        return None
+    if CaseOpened(case=_with(case, seed, data)).model_dump_json() != rows[0].payload:
+        return None
+    return _steps(case, relation, turns, verdict_row, closing)
+
+
+def _with(case: Case, seed: int, data: dict[str, object]) -> Case:
+    return case.model_copy(update={"seed": seed, "data": data})
+
+
+def _steps(
+    case: Case, relation: Relation, turns: dict[int, list[Row]], verdict_row: Row, closing: Row
+) -> QuickCounts | None:
+    from harness.replay import step_safely
+
+    transcript = Transcript()
+    asked = 0
+    while True:
+        result = step_safely(relation, case, transcript)
+        if isinstance(result, Verdict):
+            if asked != len(turns):
+                return None
+            if VerdictReached(verdict=result).model_dump_json() != verdict_row.payload:
+                return None
+            if CaseClosed(outcome=result.outcome.value).model_dump_json() != closing.payload:
+                return None
+            return QuickCounts(asks=asked)
+        if not isinstance(result, list) or not result:
+            return None
+        new: list[Turn] = []
+        for i, ask in enumerate(result):
+            number = asked + i
+            pair = turns.get(number)
+            if pair is None or [r.kind for r in pair] != ["AskSent", "ReplyReceived"]:
+                return None
+            request = messages_json(messages_for(ask, transcript))
+            if not _ask_matches(pair[0].payload, number, ask.model_dump_json(), request):
+                return None
+            received = decode_event("ReplyReceived", pair[1].version, pair[1].payload)
+            assert isinstance(received, ReplyReceived)
+            if received.turn != number or received.attempt != 1:
+                return None
+            new.append(Turn(index=number, ask=ask, reply=received.reply.text))
+        transcript = transcript.extend(new)
+        asked += len(result)
