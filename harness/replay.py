@@ -41,8 +41,8 @@ from harness.model import (
     Reply,
     request_key,
 )
-from harness.relation import Case, Outcome, Relation, Transcript, Verdict, derive_seed
-from harness.replay_quick import quick_verify, raw_cases
+from harness.relation import Relation, Transcript, Verdict, derive_seed
+from harness.replay_quick import quick_verify, raw_cases, step_safely
 from harness.store.open import open_reader, open_writer
 from harness.store.reader import EventReader, StoredEvent
 from harness.store.writer import PendingEvent
@@ -102,18 +102,6 @@ class VerifyResult:
     @property
     def differing_cases(self) -> list[str]:
         return list(dict.fromkeys(m.case_id for m in self.differences))
-
-
-def step_safely(relation: Relation, case: Case, transcript: Transcript) -> object:
-    """``relation.step`` as the engine calls it: a relation bug becomes an INVALID verdict."""
-    try:
-        return relation.step(case, transcript)
-    except Exception as exc:
-        return Verdict(
-            outcome=Outcome.INVALID,
-            reason=f"relation raised {type(exc).__name__}: {exc}",
-            evidence={"relation_error": True},
-        )
 
 
 def _json(messages: Sequence[Message]) -> str:

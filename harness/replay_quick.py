@@ -35,7 +35,7 @@ from harness.events import (
 )
 from harness.fold import messages_for
 from harness.model import GenerationParams, Message
-from harness.relation import Case, Relation, Transcript, Turn, Verdict, derive_seed
+from harness.relation import Case, Outcome, Relation, Transcript, Turn, Verdict, derive_seed
 
 _scan_string = json.decoder.scanstring  # type: ignore[attr-defined]
 
@@ -90,6 +90,18 @@ class QuickCounts:
 def messages_json(messages: Sequence[Message]) -> str:
     """A request as its AskSent payload holds it (and as `verify_case` compares it)."""
     return "[" + ",".join(m.model_dump_json() for m in messages) + "]"
+
+
+def step_safely(relation: Relation, case: Case, transcript: Transcript) -> object:
+    """``relation.step`` as the engine calls it: a relation bug becomes an INVALID verdict."""
+    try:
+        return relation.step(case, transcript)
+    except Exception as exc:
+        return Verdict(
+            outcome=Outcome.INVALID,
+            reason=f"relation raised {type(exc).__name__}: {exc}",
+            evidence={"relation_error": True},
+        )
 
 
 def _ask_matches(payload: str, turn: int, ask_json: str, request_json: str) -> bool:
@@ -154,8 +166,6 @@ def _with(case: Case, seed: int, data: dict[str, object]) -> Case:
 def _steps(
     case: Case, relation: Relation, turns: dict[int, list[Row]], verdict_row: Row, closing: Row
 ) -> QuickCounts | None:
-    from harness.replay import step_safely
-
     transcript = Transcript()
     asked = 0
     while True:
