@@ -17,6 +17,7 @@ relation's parser already reads, so both formats yield the same evidence.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, Literal
 
@@ -47,7 +48,11 @@ class AnswerShape(BaseModel):
 
     @classmethod
     def terms(cls, terms: list[str] | tuple[str, ...]) -> AnswerShape:
-        return cls(kind="terms", options=tuple(terms))
+        return (
+            _terms_shape(tuple(terms))
+            if cls is AnswerShape
+            else cls(kind="terms", options=tuple(terms))
+        )
 
     @classmethod
     def yes_no(cls) -> AnswerShape:
@@ -119,3 +124,10 @@ class AnswerShape(BaseModel):
         if self.kind == "json":
             return json.dumps(value, ensure_ascii=False)
         return json.dumps({_KEY[self.kind]: value}, ensure_ascii=False)
+
+
+@functools.lru_cache(maxsize=1024)
+def _terms_shape(terms: tuple[str, ...]) -> AnswerShape:
+    # Frozen, so one instance per list can be shared: a term-list relation builds the
+    # shape of the same list for its ask and again for every parse of its reply.
+    return AnswerShape(kind="terms", options=terms)

@@ -20,7 +20,7 @@ import json
 import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
@@ -40,9 +40,8 @@ from harness.relation import Case, Outcome, Relation, Transcript, Turn, Verdict,
 _scan_string = json.decoder.scanstring  # type: ignore[attr-defined]
 
 
-@dataclass(frozen=True)
-class Row:
-    """One stored event of a case, undecoded."""
+class Row(NamedTuple):
+    """One stored event of a case, undecoded (a tuple: built for every row of the log)."""
 
     gseq: int
     seq: int
