@@ -231,3 +231,22 @@ def test_an_import_log_stays_small(tmp_path: Path) -> None:
     ratio = compact.stat().st_size / csv_bytes
     assert ratio <= 0.5, f"log {compact.stat().st_size} bytes = {ratio:.2f}x its CSV"
     assert db.stat().st_size > 2 * compact.stat().st_size, "format 1 is the larger"
+
+
+def test_a_case_s_events_are_found_by_its_case_not_by_a_campaign_scan(tmp_path: Path) -> None:
+    """A new compact log carries planner statistics, so a per-case lookup through the
+    ``events`` view (what every report's correlated subqueries do) searches the case's own
+    events instead of every event of its kind in the campaign (quadratic on a large log)."""
+    db = tmp_path / "new.db"
+    asyncio.run(_append(str(db), _events("a question long enough to be a text of its own")))
+    with sqlar.connect(db) as conn:
+        plan = " | ".join(
+            row[3]
+            for row in conn.execute(
+                "EXPLAIN QUERY PLAN SELECT (SELECT r.payload FROM events r"
+                " WHERE r.campaign = o.campaign AND r.case_id = o.case_id"
+                " AND r.kind = 'ReplyReceived') FROM events o WHERE o.gseq = 1"
+            )
+        )
+    assert "sqlite_autoindex_log_1 (case_key=?)" in plan, plan
+    assert "log_by_kind" not in plan, plan

@@ -90,6 +90,19 @@ _COST = """CASE WHEN NEW.kind = 'ReplyReceived' AND json_valid(NEW.payload)
       AND NOT coalesce(json_extract(NEW.payload, '$.cached'), 0)
       THEN json_extract(NEW.payload, '$.reply.cost_usd') END"""
 
+# Planner statistics for a new format-2 log. Without any, SQLite weighs the two-column
+# (campaign, kind) index above UNIQUE (case_key, seq) and answers "this case's reply" by
+# scanning every reply of the campaign: quadratic (a BiasLens report of a 500,000-event
+# log ran for over ten minutes). These say what holds in any log: a case has a handful of
+# events, a campaign's kind has many. `harness copy --compact` replaces them by ANALYZE.
+PLANNER_STATS = """
+ANALYZE;
+DELETE FROM sqlite_stat1;
+INSERT INTO sqlite_stat1 (tbl, idx, stat) VALUES
+    ('log', 'sqlite_autoindex_log_1', '1000000 8 1'),
+    ('log', 'log_by_kind', '1000000 500000 100000');
+"""
+
 SCHEMA_2 = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS campaigns (key INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);

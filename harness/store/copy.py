@@ -62,6 +62,8 @@ def _into_sqlite(path: Path, rows: Iterator[tuple[Any, ...]], compact: bool) -> 
                 else:
                     inserter.insert(conn, [row[1:] for row in chunk], [row[0] for row in chunk])
                 n += len(chunk)
+            if inserter is not None:
+                conn.execute("ANALYZE")  # the copy's own statistics (compact_schema.PLANNER_STATS)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")

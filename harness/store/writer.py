@@ -26,7 +26,7 @@ from harness.errors import ConcurrencyError, NotAHarnessLogError, StoreClosedErr
 from harness.events import Event, encode_event
 from harness.store import sqlar
 from harness.store.compact_rows import CompactInserter
-from harness.store.compact_schema import LOG_FORMAT_2, SCHEMA_2
+from harness.store.compact_schema import LOG_FORMAT_2, PLANNER_STATS, SCHEMA_2
 from harness.store.schema import LOG_FORMAT, LOG_FORMATS, SCHEMA, WRITER_PRAGMAS
 
 _TURN_KINDS = frozenset({"AskSent", "ReplyReceived", "AskFailed"})
@@ -100,7 +100,9 @@ class EventWriter:
                 # Format 1 stays the default: format 2 doubles the CPU of writing and reading
                 # (bench/RESULTS.md, 2026-11-26), so it is chosen for archives (harness copy
                 # --compact), not for the hot path.
-                found, schema = (LOG_FORMAT_2, SCHEMA_2) if compact else (LOG_FORMAT, SCHEMA)
+                found, schema = (
+                    (LOG_FORMAT_2, SCHEMA_2 + PLANNER_STATS) if compact else (LOG_FORMAT, SCHEMA)
+                )
                 # executescript commits first, so the transaction lives inside the script.
                 await conn.executescript(
                     f"BEGIN IMMEDIATE;\n{schema}\n"
