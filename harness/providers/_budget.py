@@ -38,6 +38,7 @@ class AdaptiveConcurrency:
         self.cooldown_s = cooldown_s
         self.in_flight = 0
         self.shrinks = 0
+        self.grows = 0
         self._successes = 0
         self._cooldown_until = 0.0
         self._waiters: deque[asyncio.Future[None]] = deque()
@@ -65,6 +66,7 @@ class AdaptiveConcurrency:
         if self._successes >= self.limit:
             self._successes = 0
             self.limit += 1
+            self.grows += 1
             self._wake()
 
     def on_throttled(self) -> None:

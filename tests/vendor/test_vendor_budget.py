@@ -39,7 +39,9 @@ async def test_adaptive_concurrency_shrinks_on_429_and_grows_back() -> None:
     assert conc.limit == 2 and conc.shrinks == 2
     for _ in range(2 + 3 + 4 + 5 + 6 + 7):
         conc.on_success()
-    assert conc.limit == 8
+    assert conc.limit == 8 and conc.grows == 6
+    conc.on_success()  # at its maximum the limit stays
+    assert conc.limit == 8 and conc.grows == 6
 
 
 async def test_adaptive_concurrency_holds_calls_beyond_the_limit() -> None:

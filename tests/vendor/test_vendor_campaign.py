@@ -136,11 +136,11 @@ async def test_thousands_of_calls_against_a_throttling_failing_vendor(
     ):
         assert kinds[kind] > 0, f"no {kind} failure was exercised: {kinds}"
     assert vendor.peak_in_flight <= 24
-    # Calls in flight shrank on 429s and grew back afterwards.
-    assert gate.concurrency.shrinks >= 1
-    lowest = min(limits_seen)
-    assert lowest < 24
-    assert max(limits_seen[limits_seen.index(lowest) :]) > lowest
+    # Calls in flight shrank on 429s and grew back afterwards. The limit only grows below
+    # its maximum, that is after a shrink; the gate counts its own steps, because a 10 ms
+    # sampler can miss the last growth when a late 429 lands near the campaign's end.
+    assert gate.concurrency.shrinks >= 1 and gate.concurrency.grows >= 1
+    assert min(limits_seen) < 24
     snap = budgets.snapshot()
     assert snap.models[0].rate_limited == kinds["rate_limited"]
     assert snap.spent_usd == pytest.approx(spent_so_far(EventReader(db), "c1"))
