@@ -11,6 +11,7 @@ from typing import Protocol
 
 from harness.errors import ModelError
 from harness.model import Reply
+from harness.per_loop import PerLoop
 
 
 class CallGate(Protocol):
@@ -35,16 +36,18 @@ class InFlightGate:
 
     def __init__(self, max_in_flight: int) -> None:
         self.max_in_flight = max_in_flight
-        self._sem = asyncio.Semaphore(max_in_flight)
+        self._sem = PerLoop(lambda: asyncio.Semaphore(max_in_flight))
 
     async def acquire(self, estimated_tokens: int) -> None:
-        await self._sem.acquire()
+        await self._sem.get().acquire()
 
     async def ready(self) -> None:
         return None
 
     def release(self, reply: Reply | None, error: ModelError | None) -> None:
-        self._sem.release()
+        sem = self._sem.current()
+        if sem is not None:
+            sem.release()
 
 
 def estimate_tokens(text_chars: int, max_tokens: int | None) -> int:

@@ -32,6 +32,8 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 
+from harness.per_loop import PerLoop
+
 BURST_FRACTION = 0.02
 # Shortest wait the arithmetic names: a wait rounded to nothing on a clock far from zero
 # would ask again at the same instant forever.
@@ -148,8 +150,8 @@ class RateBudget:
         self.burst = self.window.burst
         self._clock = clock
         self._sleep = sleep
-        self._turn = asyncio.Lock()  # one waiter asks at a time, in arrival order
-        self._changed = asyncio.Event()  # a refund may admit the waiter sooner
+        self._turn = PerLoop(asyncio.Lock)  # one waiter asks at a time, in arrival order
+        self._changed = PerLoop(asyncio.Event)  # a refund may admit the waiter sooner
         # The admission the calling task's ``adjust`` corrects (`VendorGate` acquires and
         # releases a call in one task).
         self._admission: contextvars.ContextVar[Admission | None] = contextvars.ContextVar(
@@ -162,9 +164,9 @@ class RateBudget:
 
     async def acquire(self, amount: float) -> None:
         """Wait until ``amount`` fits both the pacing and the window, then book it."""
-        async with self._turn:
+        async with self._turn.get():
             while True:
-                self._changed.clear()
+                self._changed.get().clear()
                 got = self.window.take(amount, self._clock())
                 if isinstance(got, Admission):
                     self._admission.set(got)
@@ -173,7 +175,7 @@ class RateBudget:
 
     async def _wait(self, seconds: float) -> None:
         """``seconds``, or less if a call gives back part of its estimate meanwhile."""
-        refund = asyncio.ensure_future(self._changed.wait())
+        refund = asyncio.ensure_future(self._changed.get().wait())
         timer = asyncio.ensure_future(self._sleep(seconds))
         try:
             await asyncio.wait({refund, timer}, return_when=asyncio.FIRST_COMPLETED)
@@ -191,8 +193,9 @@ class RateBudget:
         if delta == 0:
             return
         self.window.correct(admission, delta, self._clock())
-        if delta < 0:
-            self._changed.set()
+        changed = self._changed.current()
+        if delta < 0 and changed is not None:
+            changed.set()
 
 
 def max_in_window(stamps: list[tuple[float, float]], window: float) -> float:
