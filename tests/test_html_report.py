@@ -124,6 +124,34 @@ def test_the_case_cap_keeps_violations_first(sim_log: Path) -> None:
     assert "Conversations embedded: 50 of" in page
 
 
+def test_a_capped_pack_carries_each_embedded_case_its_own_verdicts_and_turns(
+    sim_log: Path,
+) -> None:
+    # The index merges three case-ordered streams (cases, verdicts, turns) and skips the
+    # cases it does not embed: each embedded conversation must still be its own case's.
+    with EventReader(sim_log) as log:
+        pack = unpack(render_html(log, max_cases=37))
+        conn = log.connection
+        for row in pack["cases"]:
+            case_id, conversation = row[0], row[5]
+            if conversation < 0:
+                continue
+            stored = pack["conversations"][conversation]
+            verdicts = conn.execute(
+                "SELECT source, outcome, reason FROM verdicts WHERE case_id = ?"
+                " ORDER BY decided_at",
+                (case_id,),
+            ).fetchall()
+            assert [tuple(v[:3]) for v in stored["verdicts"]] == verdicts, case_id
+            prompts = conn.execute(
+                "SELECT prompt FROM turns WHERE case_id = ? ORDER BY turn, attempt", (case_id,)
+            ).fetchall()
+            assert [t[3] for t in stored["turns"]] == [p for (p,) in prompts], case_id
+            own = [v for v in stored["verdicts"] if v[0] == "relation"]
+            assert pack["outcomes"][row[3]] == (own[-1][1] if own else "OPEN")
+    assert sum(1 for row in pack["cases"] if row[5] >= 0) == 37
+
+
 def test_the_heatmap_ink_keeps_contrast() -> None:
     def luminance(hex_colour: str) -> float:
         channels = [int(hex_colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]

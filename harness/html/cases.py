@@ -12,9 +12,10 @@ keeps every case, so every count still links to its cases).
 from __future__ import annotations
 
 import base64
+import heapq
 import json
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,43 +76,88 @@ class CaseIndex:
         }
 
 
-def _turns(ctx: ReportContext) -> Iterator[tuple[str, list[list[Any]]]]:
-    """Each case's turns from the ``turns`` view: the last attempt of each turn."""
-    cur = ctx.log.connection.execute(
-        "SELECT case_id, turn, attempt, thread, role, prompt, reply, error_kind FROM turns"
-        " WHERE campaign = ? ORDER BY case_id, turn, attempt",
-        (ctx.campaign,),
-    )
+def _grouped(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[str, list[tuple[Any, ...]]]]:
+    """Rows ordered by case id (their first column), as one (case id, rows) pair a case."""
     case: str | None = None
+    group: list[tuple[Any, ...]] = []
+    for row in rows:
+        if row[0] != case:
+            if case is not None:
+                yield case, group
+            case, group = row[0], []
+        group.append(row)
+    if case is not None:
+        yield case, group
+
+
+class _ByCase:
+    """The groups of a case-ordered stream, taken in step with another case-ordered stream:
+    ``of(case_id)`` skips the cases the other stream does not have and returns the rows of
+    ``case_id`` (none when it has none). Both streams come ordered by the store, which
+    orders case ids by their bytes (SQLite's BINARY, PostgreSQL's ``COLLATE "C"``): the
+    order of Python's ``str`` comparison too."""
+
+    def __init__(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        self._groups = _grouped(rows)
+        self._head: tuple[str, list[tuple[Any, ...]]] | None = next(self._groups, None)
+
+    def of(self, case_id: str) -> list[tuple[Any, ...]]:
+        while self._head is not None and self._head[0] < case_id:
+            self._head = next(self._groups, None)
+        if self._head is None or self._head[0] != case_id:
+            return []
+        rows = self._head[1]
+        self._head = next(self._groups, None)
+        return rows
+
+
+def _turn_rows(ctx: ReportContext) -> Iterator[tuple[Any, ...]]:
+    return iter(
+        ctx.log.connection.execute(
+            "SELECT case_id, turn, attempt, thread, role, prompt, reply, error_kind FROM turns"
+            " WHERE campaign = ? ORDER BY case_id, turn, attempt",
+            (ctx.campaign,),
+        )
+    )
+
+
+def _last_attempts(rows: list[tuple[Any, ...]]) -> list[list[Any]]:
+    """A case's turns: the last attempt of each (a retried turn's last attempt counts)."""
     turns: list[list[Any]] = []
     last: int | None = None
-    for case_id, turn, _attempt, thread, role, prompt, reply, error in cur:
-        if case_id != case:
-            if case is not None:
-                yield case, turns
-            case, turns, last = case_id, [], None
+    for _case, turn, _attempt, thread, role, prompt, reply, error in rows:
         item = [turn, thread, role, prompt, reply, error]
         if last == turn:
-            turns[-1] = item  # a retried turn: its last attempt is the one that counts
+            turns[-1] = item
         else:
             turns.append(item)
         last = turn
-    if case is not None:
-        yield case, turns
+    return turns
 
 
-def _verdicts(ctx: ReportContext) -> dict[str, list[list[Any]]]:
-    out: dict[str, list[list[Any]]] = {}
-    cur = ctx.log.connection.execute(
-        "SELECT case_id, source, outcome, reason, evidence FROM verdicts WHERE campaign = ?"
-        " ORDER BY case_id, decided_at",
-        (ctx.campaign,),
-    )
-    for case_id, source, outcome, reason, evidence in cur:
-        out.setdefault(case_id, []).append(
-            [source, outcome, reason, json.loads(evidence or "null")]
+def _verdict_rows(ctx: ReportContext, columns: str, where: str = "") -> Iterator[tuple[Any, ...]]:
+    return iter(
+        ctx.log.connection.execute(
+            f"SELECT case_id, {columns} FROM verdicts WHERE campaign = ?{where}"
+            " ORDER BY case_id, decided_at",
+            (ctx.campaign,),
         )
-    return out
+    )
+
+
+def _opened(ctx: ReportContext, columns: str) -> Iterator[tuple[Any, ...]]:
+    return iter(
+        ctx.log.connection.execute(
+            f"SELECT case_id{columns} FROM events"
+            " WHERE campaign = ? AND kind = 'CaseOpened' ORDER BY case_id",
+            (ctx.campaign,),
+        )
+    )
+
+
+def _outcome(relation_outcomes: list[tuple[Any, ...]]) -> str:
+    """A case's outcome: its relation's latest verdict, OPEN while it has none."""
+    return str(relation_outcomes[-1][-1]) if relation_outcomes else "OPEN"
 
 
 def _priority(outcome: str) -> int:
@@ -120,53 +166,57 @@ def _priority(outcome: str) -> int:
     return {"VIOLATED": 0, "INVALID": 1, "OPEN": 2}.get(outcome, 3)
 
 
+def _embedded(ctx: ReportContext, cap: int) -> set[str]:
+    """The ``cap`` cases whose conversations the page carries, by (priority, case id): one
+    streamed pass that keeps ``cap`` entries, not one per case."""
+    outcomes = _ByCase(_verdict_rows(ctx, "outcome", " AND source = 'relation'"))
+    ranked = ((_priority(_outcome(outcomes.of(c))), c) for (c,) in _opened(ctx, ""))
+    return {case_id for _, case_id in heapq.nsmallest(cap, ranked)}
+
+
 def case_index(ctx: ReportContext, max_conversations: int | None = None) -> CaseIndex:
+    """Every case's row and the conversations of up to ``max_conversations`` of them, read
+    in one pass over the cases in id order beside their verdicts and turns (streams merged
+    by case id): what is held is the page's own payload, not the log's rows."""
     index = CaseIndex(cap=max_conversations)
-    verdicts = _verdicts(ctx)
-    data = ctx.case_data
-    cur = ctx.log.connection.execute(
-        "SELECT case_id, json_extract(payload, '$.case.relation'),"
-        " json_extract(payload, '$.case.model') FROM events"
-        " WHERE campaign = ? AND kind = 'CaseOpened' ORDER BY case_id",
-        (ctx.campaign,),
+    embedded = None if max_conversations is None else _embedded(ctx, max_conversations)
+    verdicts = _ByCase(_verdict_rows(ctx, "source, outcome, reason, evidence"))
+    turns = _ByCase(_turn_rows(ctx))
+    opened = _opened(
+        ctx,
+        ", json_extract(payload, '$.case.relation'), json_extract(payload, '$.case.model'),"
+        " json_extract(payload, '$.case.data')",
     )
-    cases = cur.fetchall()
-    outcome_of: dict[str, str] = {}
-    for case_id, _, _ in cases:
-        own = [v for v in verdicts.get(case_id, []) if v[0] == "relation"]
-        outcome_of[case_id] = str(own[-1][1]) if own else "OPEN"
-    ranked = sorted(cases, key=lambda c: (_priority(outcome_of[c[0]]), c[0]))
-    limit = len(ranked) if max_conversations is None else max_conversations
-    embedded = {c[0] for c in ranked[:limit]}
-    turns = dict(t for t in _turns(ctx) if t[0] in embedded)
-    for case_id, relation, model in cases:
+    for case_id, relation, model, data_json in opened:
+        data = json.loads(data_json or "{}")
+        own = [
+            [source, outcome, reason, json.loads(evidence or "null")]
+            for _, source, outcome, reason, evidence in verdicts.of(case_id)
+        ]
+        relation_verdicts = [v for v in own if v[0] == "relation"]
+        outcome = str(relation_verdicts[-1][1]) if relation_verdicts else "OPEN"
         found: set[str] = set()
-        labels(data.get(case_id, {}), found)
-        for v in verdicts.get(case_id, []):
-            if v[0] == "relation":
-                labels(v[3], found)
+        labels(data, found)
+        for v in relation_verdicts:
+            labels(v[3], found)
         tags = sorted(index.code("tags", t) for t in sorted(found))
         conversation = -1
-        if case_id in embedded:
+        if embedded is None or case_id in embedded:
             conversation = len(index.conversations)
             index.conversations.append(
-                {
-                    "data": data.get(case_id, {}),
-                    "turns": turns.get(case_id, []),
-                    "verdicts": verdicts.get(case_id, []),
-                }
+                {"data": data, "turns": _last_attempts(turns.of(case_id)), "verdicts": own}
             )
         index.rows.append(
             [
                 case_id,
                 index.code("models", str(model)),
                 index.code("relations", str(relation)),
-                OUTCOMES.index(outcome_of[case_id]) if outcome_of[case_id] in OUTCOMES else 3,
+                OUTCOMES.index(outcome) if outcome in OUTCOMES else 3,
                 tags,
                 conversation,
             ]
         )
-    index.total = len(cases)
+        index.total += 1
     return index
 
 
