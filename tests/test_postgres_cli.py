@@ -29,9 +29,11 @@ def invoke(*args: str) -> Result:
     return result
 
 
-def outputs(db: str) -> dict[str, str]:
-    """Everything the read commands print about the log at ``db``."""
+def outputs(db: str, html: Path) -> dict[str, str]:
+    """Everything the read commands print about the log at ``db``, and its HTML page."""
     out = {fmt: invoke("report", db, "--format", fmt).stdout for fmt in ("text", "json", "csv")}
+    invoke("report", db, "--html", str(html), "--html-max-cases", "5", "--force")
+    out["html"] = html.read_text(encoding="utf-8")
     out["show"] = invoke("show", db, "1").stdout
     out["export"] = invoke("export", db).stdout
     # Its title names the log (a path or a URL): the rows are compared.
@@ -49,12 +51,13 @@ def sqlite_log(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
 def test_copy_to_postgresql_and_back_gives_identical_reports(
     sqlite_log: Path, pg_url: str, tmp_path: Path
 ) -> None:
-    before = outputs(str(sqlite_log))
+    html = tmp_path / "page.html"
+    before = outputs(str(sqlite_log), html)
     invoke("copy", str(sqlite_log), pg_url)
-    on_postgres = outputs(pg_url)
+    on_postgres = outputs(pg_url, html)
     back = tmp_path / "back.db"
     invoke("copy", pg_url, str(back))
-    after = outputs(str(back))
+    after = outputs(str(back), html)
     for name, text in before.items():
         assert on_postgres[name] == text, f"{name} differs on PostgreSQL"
         assert after[name] == text, f"{name} differs after the round trip"
@@ -116,7 +119,7 @@ def test_run_resume_and_read_on_postgresql_never_show_the_password(
     seen.append(failed.output)
     # The log itself: no event holds the password.
     monkeypatch.delenv("PGPASSWORD", raising=False)
-    dump = invoke("export", pg_url).stdout + "".join(outputs(pg_url).values())
+    dump = invoke("export", pg_url).stdout + "".join(outputs(pg_url, tmp_path / "p.html").values())
     assert PASSWORD not in dump
     for text in seen:
         assert PASSWORD not in text

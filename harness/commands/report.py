@@ -91,6 +91,7 @@ def command(
             campaign=status.campaign,
             force=force,
             max_cases=html_max_cases,
+            tables=tables[1:],  # the page has a header of its own
             **options,
         )
         click.echo(f"HTML report: {written}", err=True)

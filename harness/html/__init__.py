@@ -8,7 +8,8 @@ from typing import Any
 
 from harness.html.page import render_html
 from harness.output_files import check_output, write_output
-from harness.store.reader import EventReader
+from harness.store.open import open_reader
+from harness.tables import Table
 
 # Conversations embedded by default: enough for every case of most campaigns; a larger
 # campaign keeps its violations first (docs/report.md has the sizes measured).
@@ -22,13 +23,16 @@ def write_html_report(
     campaign: str | None = None,
     force: bool = False,
     max_cases: int | None = DEFAULT_MAX_CASES,
+    tables: list[Table] | None = None,
     **options: Any,
 ) -> Path:
-    """Render ``campaign`` of the log ``db`` to ``out`` (never over an existing file unless
-    ``force``, never over the log); returns the path written."""
+    """Render ``campaign`` of the log ``db`` (a SQLite path or a PostgreSQL URL) to ``out``
+    (never over an existing file unless ``force``, never over the log); returns the path
+    written. ``tables``: the report's tables when the caller has built them already (a
+    report of a million answers is not computed twice)."""
     target = check_output(out, inputs=[db], force=force, option="--html")
-    with EventReader(db) as log:
-        text = render_html(log, campaign, max_cases=max_cases, **options)
+    with open_reader(db) as log:
+        text = render_html(log, campaign, max_cases=max_cases, tables=tables, **options)
     write_output(target, text, inputs=[db], force=force, option="--html")
     return target
 

@@ -141,12 +141,14 @@ def header_html(log: EventReader, campaign: str) -> tuple[str, str]:
     table = header_table(status)
     rows = list(table.rows)
     cost, priced, tokens_in, tokens_out = log.connection.execute(
-        "SELECT SUM(json_extract(payload, '$.reply.cost_usd')),"
+        # json_extract is TEXT on PostgreSQL: the casts make the sums one SQL for both.
+        "SELECT SUM(CAST(json_extract(payload, '$.reply.cost_usd') AS DOUBLE PRECISION)),"
         " COUNT(json_extract(payload, '$.reply.cost_usd')),"
-        " SUM(json_extract(payload, '$.reply.usage.input_tokens')),"
-        " SUM(json_extract(payload, '$.reply.usage.output_tokens'))"
+        " SUM(CAST(json_extract(payload, '$.reply.usage.input_tokens') AS BIGINT)),"
+        " SUM(CAST(json_extract(payload, '$.reply.usage.output_tokens') AS BIGINT))"
         " FROM events WHERE campaign = ? AND kind = 'ReplyReceived'"
-        " AND COALESCE(json_extract(payload, '$.cached'), 0) = 0",
+        # JSON false is 0 in SQLite and 'false' in PostgreSQL: compared as text, both stores.
+        " AND COALESCE(CAST(json_extract(payload, '$.cached') AS TEXT), '0') IN ('0', 'false')",
         (campaign,),
     ).fetchone()
     config = status.started.config if status.started else {}
@@ -215,11 +217,14 @@ def render_html(
     campaign: str | None = None,
     *,
     max_cases: int | None = None,
+    tables: list[Table] | None = None,
     **options: Any,
 ) -> str:
-    """The whole page for ``campaign`` of ``log`` (its latest by default)."""
+    """The whole page for ``campaign`` of ``log`` (its latest by default); ``tables``: the
+    report's tables if already built with these ``options``."""
     campaign = log.campaign_id(campaign)
-    tables = build_report(log, campaign, **options)
+    if tables is None:
+        tables = build_report(log, campaign, **options)
     index = case_index(ReportContext(log, campaign), max_cases)
     header, name = header_html(log, campaign)
     sections = [section_html(t, index) for t in tables]
