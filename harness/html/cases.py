@@ -39,19 +39,49 @@ def labels(value: Any, out: set[str]) -> None:
             labels(v, out)
 
 
+class _GzipJson:
+    """JSON text gzip-compressed as it is written (gzip framing, for the page's
+    DecompressionStream): what is held is the compressed bytes, never the text."""
+
+    def __init__(self) -> None:
+        self._stream = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+        self._chunks: list[bytes] = []
+        self._pending: list[str] = []
+        self._pending_chars = 0
+
+    def write(self, text: str) -> None:
+        # Many small writes (a case row is ~60 characters) are gathered first: one
+        # compress call per row costs more than the rows' JSON.
+        self._pending.append(text)
+        self._pending_chars += len(text)
+        if self._pending_chars >= 1 << 16:
+            self._drain()
+
+    def _drain(self) -> None:
+        self._chunks.append(self._stream.compress("".join(self._pending).encode("utf-8")))
+        self._pending, self._pending_chars = [], 0
+
+    def finish(self) -> bytes:
+        self._drain()
+        self._chunks.append(self._stream.flush())
+        return b"".join(self._chunks)
+
+
 @dataclass
 class CaseIndex:
     """Every case of the campaign, compactly: strings once in ``models``, ``relations``
-    and ``tags``, each case a list of indexes into them."""
+    and ``tags``, each case a list of indexes into them. The case rows go straight into
+    the compressed pack (`add_case`): a campaign of a million cases holds their gzip, not
+    a million lists; the conversations (capped) are held until `packed`."""
 
     models: list[str] = field(default_factory=list)
     relations: list[str] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)
-    rows: list[list[Any]] = field(default_factory=list)
     conversations: list[dict[str, Any]] = field(default_factory=list)
     total: int = 0
     cap: int | None = None
     _ids: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
+    _pack: _GzipJson = field(default_factory=_GzipJson, repr=False)
 
     def code(self, kind: str, value: str) -> int:
         table = self._ids.setdefault(kind, {})
@@ -63,17 +93,28 @@ class CaseIndex:
     def known(self, kind: str, value: str) -> bool:
         return value in self._ids.get(kind, {})
 
-    def payload(self) -> dict[str, Any]:
-        return {
+    def add_case(self, row: list[Any]) -> None:
+        """One case's row: [case id, model, relation, outcome, tags, conversation]."""
+        self._pack.write(('{"cases":[' if self.total == 0 else ",") + _dumps(row))
+        self.total += 1
+
+    def finish(self) -> bytes:
+        """The whole pack, gzip-compressed: the rows written so far, then the rest (the
+        page reads it by key, so the cases may come first)."""
+        self._pack.write('{"cases":[' if self.total == 0 else "")
+        self._pack.write('],"conversations":[')
+        for i, conversation in enumerate(self.conversations):
+            self._pack.write(("," if i else "") + _dumps(conversation))
+        rest = {
             "models": self.models,
             "relations": self.relations,
             "outcomes": list(OUTCOMES),
             "tags": self.tags,
-            "cases": self.rows,
-            "conversations": self.conversations,
             "total": self.total,
             "cap": self.cap,
         }
+        self._pack.write("]," + _dumps(rest)[1:])
+        return self._pack.finish()
 
 
 def _grouped(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[str, list[tuple[Any, ...]]]]:
@@ -206,7 +247,7 @@ def case_index(ctx: ReportContext, max_conversations: int | None = None) -> Case
             index.conversations.append(
                 {"data": data, "turns": _last_attempts(turns.of(case_id)), "verdicts": own}
             )
-        index.rows.append(
+        index.add_case(
             [
                 case_id,
                 index.code("models", str(model)),
@@ -216,7 +257,6 @@ def case_index(ctx: ReportContext, max_conversations: int | None = None) -> Case
                 conversation,
             ]
         )
-        index.total += 1
     return index
 
 
@@ -225,20 +265,6 @@ def _dumps(value: Any) -> str:
 
 
 def packed(index: CaseIndex) -> str:
-    """The index as base64 of gzip of JSON: what the page's script decodes. Compressed a
-    conversation at a time, so the JSON is never held whole (at 100,000 cases it would
-    take hundreds of megabytes)."""
-    gzip_stream = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)  # gzip framing
-    chunks: list[bytes] = []
-
-    def write(text: str) -> None:
-        chunks.append(gzip_stream.compress(text.encode("utf-8")))
-
-    payload = index.payload()
-    conversations = payload.pop("conversations")
-    write(_dumps(payload)[:-1] + ',"conversations":[')
-    for i, conversation in enumerate(conversations):
-        write(("," if i else "") + _dumps(conversation))
-    write("]}")
-    chunks.append(gzip_stream.flush())
-    return base64.b64encode(b"".join(chunks)).decode("ascii")
+    """The index as base64 of gzip of JSON: what the page's script decodes (once: the
+    pack is finished by it)."""
+    return base64.b64encode(index.finish()).decode("ascii")
