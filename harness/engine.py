@@ -47,6 +47,7 @@ from harness.relation import (
     Verdict,
     derive_seed,
 )
+from harness.resume_step import InterruptedStep, interrupted_step
 from harness.retry import RetryPolicy
 from harness.store.protocol import EventSink
 from harness.store.writer import PendingEvent
@@ -329,10 +330,18 @@ class Engine:
             log = CaseLog(self.store, self.campaign_id, state)
         self.progress.case_started(case)
         transcript = log.state.transcript()
+        interrupted = interrupted_step(functools.partial(self._step, relation, case), log.state)
+        if interrupted is not None:
+            # A step cut short by a crash or a stop is finished as the relation asked it.
+            turns = await asyncio.gather(
+                *(self._finish(log, interrupted, i, ask) for i, ask in enumerate(interrupted.asks))
+            )
+            if any(t is None for t in turns):
+                return None
+            transcript = interrupted.before.extend([t for t in turns if t is not None])
         # Turns under way at a crash (or awaiting a retry) are finished first, with the
         # exact request they were first sent with.
-        reopened = log.state.open_turns()
-        if reopened:
+        elif reopened := log.state.open_turns():
             self.summary.resent_in_flight += sum(1 for t in reopened if t.in_flight)
             turns = await asyncio.gather(*(self._resend(log, t) for t in reopened))
             if any(t is None for t in turns):
@@ -434,6 +443,18 @@ class Engine:
             first_attempt=last.attempt + 1,
             counted_attempts=turn.counted_attempts,
         )
+
+    async def _finish(self, log: CaseLog, step: InterruptedStep, i: int, ask: Ask) -> Turn | None:
+        """Turn ``i`` of an interrupted step: kept if answered, re-sent as logged if open
+        (in flight at a crash, or awaiting a retry), asked if the log never got its AskSent."""
+        index = step.first + i
+        logged = log.state.turns.get(index)
+        if logged is None:
+            return await self._ask(log, ask, index, messages_for(ask, step.before))
+        if logged.finished:
+            return logged.as_turn()
+        self.summary.resent_in_flight += int(logged.in_flight)
+        return await self._resend(log, logged)
 
     async def _ask(self, log: CaseLog, ask: Ask, turn: int, messages: list[Message]) -> Turn | None:
         model = self._model_for(log.state.case, ask)
