@@ -339,8 +339,8 @@ class Engine:
             if any(t is None for t in turns):
                 return None
             transcript = interrupted.before.extend([t for t in turns if t is not None])
-        # Turns under way at a crash (or awaiting a retry) are finished first, with the
-        # exact request they were first sent with.
+        # Otherwise (the log does not follow the relation's steps), turns under way at a
+        # crash (or awaiting a retry) are finished first, with the exact request logged.
         elif reopened := log.state.open_turns():
             self.summary.resent_in_flight += sum(1 for t in reopened if t.in_flight)
             turns = await asyncio.gather(*(self._resend(log, t) for t in reopened))
