@@ -150,7 +150,9 @@ class CallLoop:
         try:
             await gate.ready()  # the AskSent commit took a moment: a pause may have begun
             started = time.monotonic()
-            reply = await asyncio.wait_for(model.complete(messages, params), timeout=self.timeout_s)
+            # asyncio.timeout, not wait_for: no task per call (3 % of a zero-latency run).
+            async with asyncio.timeout(self.timeout_s):
+                reply = await model.complete(messages, params)
         except ModelError as exc:
             error = exc
         except TimeoutError as exc:

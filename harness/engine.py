@@ -2,7 +2,8 @@
 
 Per model, a fixed pool of case workers pulls cases lazily from the plan, so memory grows
 with the calls in flight and never with the size of the campaign. A case's next step is
-computed only after every event of the previous step is committed (invariant 1).
+computed only after every event of the previous step is committed (invariant 1); how few
+commits a case waits for, and why that is safe, is `harness.case_log`'s business.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Protocol
 from harness.cache import cache_key
 from harness.calls import CallLoop
 from harness.campaign import CampaignConfig
+from harness.case_log import CaseLog
 from harness.errors import (
     BudgetExceededError,
     CampaignAbortedError,
@@ -29,7 +31,7 @@ from harness.errors import (
     RelationError,
     redact,
 )
-from harness.events import CampaignFinished, CaseClosed, CaseOpened, Event, VerdictReached
+from harness.events import CampaignFinished, CaseClosed, VerdictReached
 from harness.fold import CaseState, TurnState, messages_for
 from harness.gates import CallGate, InFlightGate
 from harness.model import GenerationParams, Message, Model, ModelSpec, Reply
@@ -45,9 +47,13 @@ from harness.relation import (
     Verdict,
     derive_seed,
 )
+from harness.resume_step import InterruptedStep, interrupted_step
 from harness.retry import RetryPolicy
 from harness.store.protocol import EventSink
 from harness.store.writer import PendingEvent
+
+Closing = asyncio.Task[list[int]]
+"""The commit of a case's closing events (`CaseLog.close_soon`)."""
 
 
 class ProgressSink(Protocol):
@@ -169,6 +175,7 @@ class Engine:
         self._stop_reason = ""
         self._abort: BaseException | None = None
         self.reachability = ReachabilityWatch()
+        self._closing: set[Closing] = set()  # closing commits not yet resolved
 
     # --- control ---------------------------------------------------------------------
 
@@ -198,15 +205,6 @@ class Engine:
     def stopping(self) -> bool:
         return self._stop.is_set()
 
-    async def _append(self, case_state: CaseState, *events: Event) -> None:
-        pending = []
-        for ev in events:
-            pending.append(
-                PendingEvent(self.campaign_id, case_state.case.case_id, case_state.next_seq, ev)
-            )
-            case_state.next_seq += 1
-        await self.store.append(pending)
-
     # --- running ---------------------------------------------------------------------
 
     async def run(self) -> RunSummary:
@@ -229,6 +227,8 @@ class Engine:
             for task in workers:
                 task.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
+            # Closes a cancelled worker left unawaited: committed before CampaignFinished.
+            await asyncio.gather(*self._closing, return_exceptions=True)
         self.summary.elapsed_s = time.monotonic() - started
         if self._abort is not None:
             self.summary.status = "aborted"
@@ -259,23 +259,35 @@ class Engine:
         return self.summary
 
     async def _worker(self, cases: Iterator[tuple[Case, Relation]]) -> None:
-        # The iterator is shared by the model's workers; next() never awaits, so it is safe.
-        while not self._stop.is_set():
-            try:
-                case, relation = next(cases)
-            except StopIteration:
-                return
-            if self.lease is not None:
-                await self._run_leased(case, relation)
-                continue
-            try:
-                await self._run_case(case, relation)
-            except BudgetExceededError as exc:
-                self.summary.ceiling_usd = self.config.limits.spend_ceiling_usd
-                self.request_stop(f"spending ceiling reached: {exc}")
-            except CampaignAbortedError as exc:
-                self._abort = exc
-                self.request_stop(str(exc))
+        # The previous case's closing commit is awaited after the next case ran: by then it
+        # is long committed (the store commits in queue order), and a failed commit still
+        # fails this worker, as it did when every close was awaited at once.
+        previous: Closing | None = None
+        try:
+            # The iterator is shared by the model's workers; next() never awaits: it is safe.
+            while not self._stop.is_set():
+                try:
+                    case, relation = next(cases)
+                except StopIteration:
+                    return
+                if self.lease is not None:
+                    await self._run_leased(case, relation)
+                    continue
+                try:
+                    closing = await self._run_case(case, relation)
+                    if previous is not None:
+                        done, previous = previous, None
+                        await done
+                    previous = closing
+                except BudgetExceededError as exc:
+                    self.summary.ceiling_usd = self.config.limits.spend_ceiling_usd
+                    self.request_stop(f"spending ceiling reached: {exc}")
+                except CampaignAbortedError as exc:
+                    self._abort = exc
+                    self.request_stop(str(exc))
+        finally:
+            if previous is not None:
+                await asyncio.shield(previous)
 
     async def _run_leased(self, case: Case, relation: Relation) -> None:
         assert self.lease is not None
@@ -286,7 +298,9 @@ class Engine:
             self._resume[case.case_id] = state
         closed = False
         try:
-            await self._run_case(case, relation)
+            closing = await self._run_case(case, relation)
+            if closing is not None:
+                await closing  # released as closed only once CaseClosed is committed
             closed = not self._stop.is_set()
         except ConcurrencyError:
             return  # lost the lease: another worker holds the case and appended first
@@ -301,23 +315,37 @@ class Engine:
             with contextlib.suppress(HarnessError):
                 await self.lease.release(case.case_id, closed=closed)
 
-    async def _run_case(self, case: Case, relation: Relation) -> None:
+    async def _run_case(self, case: Case, relation: Relation) -> Closing | None:
+        """Run one case until its verdict is queued, or until a stop.
+
+        Returns the commit of the case's closing events, not awaited (`CaseLog.close_soon`),
+        or None when the case did not close here.
+        """
         state = self._resume.pop(case.case_id, None)
         if state is None:
-            state = CaseState(case=case)
-            await self._append(state, CaseOpened(case=case))
+            log = CaseLog.opened(self.store, self.campaign_id, CaseState(case=case))
         elif state.closed:
-            return
+            return None
+        else:
+            log = CaseLog(self.store, self.campaign_id, state)
         self.progress.case_started(case)
-        transcript = state.transcript()
-        # Turns under way at a crash (or awaiting a retry) are finished first, with the
-        # exact request they were first sent with.
-        reopened = state.open_turns()
-        if reopened:
-            self.summary.resent_in_flight += sum(1 for t in reopened if t.in_flight)
-            turns = await asyncio.gather(*(self._resend(state, t) for t in reopened))
+        transcript = log.state.transcript()
+        interrupted = interrupted_step(functools.partial(self._step, relation, case), log.state)
+        if interrupted is not None:
+            # A step cut short by a crash or a stop is finished as the relation asked it.
+            turns = await asyncio.gather(
+                *(self._finish(log, interrupted, i, ask) for i, ask in enumerate(interrupted.asks))
+            )
             if any(t is None for t in turns):
-                return
+                return None
+            transcript = interrupted.before.extend([t for t in turns if t is not None])
+        # Otherwise (the log does not follow the relation's steps), turns under way at a
+        # crash (or awaiting a retry) are finished first, with the exact request logged.
+        elif reopened := log.state.open_turns():
+            self.summary.resent_in_flight += sum(1 for t in reopened if t.in_flight)
+            turns = await asyncio.gather(*(self._resend(log, t) for t in reopened))
+            if any(t is None for t in turns):
+                return None
             # The fold in ``state`` predates the re-sends: add their turns to it, else the
             # relation would ask the finished turns again.
             done = {t.index: t for t in transcript.turns}
@@ -325,40 +353,56 @@ class Engine:
             transcript = Transcript(turns=tuple(done[i] for i in sorted(done)))
         while True:
             if self._stop.is_set():
-                return
-            try:
-                result = relation.step(case, transcript)
-            except HarnessError:
-                raise
-            except Exception as exc:  # a relation bug must not kill the campaign
-                result = Verdict(
-                    outcome=Outcome.INVALID,
-                    reason=f"relation raised {type(exc).__name__}: {exc}",
-                    evidence={"relation_error": True},
-                )
+                return None
+            result = self._step(relation, case, transcript)
             if isinstance(result, Verdict):
-                await self._append(
-                    state,
-                    VerdictReached(verdict=result),
-                    CaseClosed(outcome=result.outcome.value),
+                closing = log.close_soon(
+                    VerdictReached(verdict=result), CaseClosed(outcome=result.outcome.value)
                 )
-                state.closed = True
-                self.summary.cases_closed += 1
-                self.summary.outcomes[result.outcome.value] += 1
-                self.progress.case_closed(case, result)
-                return
+                log.state.closed = True
+                self._closing.add(closing)
+                closing.add_done_callback(functools.partial(self._closed, case, result))
+                return closing
             if not result:
                 raise RelationError(f"{case.relation} returned no asks and no verdict")
             first = len(transcript.turns)
-            new_turns = await asyncio.gather(
-                *(
-                    self._ask(state, ask, first + i, messages_for(ask, transcript))
-                    for i, ask in enumerate(result)
+            if len(result) == 1:  # the common case, without a task per ask
+                ask = result[0]
+                new_turns = [await self._ask(log, ask, first, messages_for(ask, transcript))]
+            else:
+                # Concurrent asks append their AskSent in separate batches: CaseOpened must
+                # be committed before any of them, or one could be written without it.
+                await log.append()
+                new_turns = await asyncio.gather(
+                    *(
+                        self._ask(log, ask, first + i, messages_for(ask, transcript))
+                        for i, ask in enumerate(result)
+                    )
                 )
-            )
             if any(t is None for t in new_turns):
-                return  # stopped mid-step; resume finishes it
+                return None  # stopped mid-step; resume finishes it
             transcript = transcript.extend([t for t in new_turns if t is not None])
+
+    def _step(self, relation: Relation, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
+        try:
+            return relation.step(case, transcript)
+        except HarnessError:
+            raise
+        except Exception as exc:  # a relation bug must not kill the campaign
+            return Verdict(
+                outcome=Outcome.INVALID,
+                reason=f"relation raised {type(exc).__name__}: {exc}",
+                evidence={"relation_error": True},
+            )
+
+    def _closed(self, case: Case, verdict: Verdict, closing: Closing) -> None:
+        """Counts a case once its closing events are committed."""
+        self._closing.discard(closing)
+        if closing.cancelled() or closing.exception() is not None:
+            return  # the worker that awaits it reports the failure
+        self.summary.cases_closed += 1
+        self.summary.outcomes[verdict.outcome.value] += 1
+        self.progress.case_closed(case, verdict)
 
     def _model_for(self, case: Case, ask: Ask) -> Model:
         if ask.role == "judge":
@@ -388,10 +432,10 @@ class Engine:
         """True when the sampling seed of ``model``'s calls is the engine's per-turn one."""
         return self.specs[model.name].params.seed is None and self.config.defaults.seed is None
 
-    async def _resend(self, state: CaseState, turn: TurnState) -> Turn | None:
+    async def _resend(self, log: CaseLog, turn: TurnState) -> Turn | None:
         last = turn.sent[-1]
         return await self._call(
-            state,
+            log,
             turn.ask,
             turn.turn,
             last.messages,
@@ -400,16 +444,26 @@ class Engine:
             counted_attempts=turn.counted_attempts,
         )
 
-    async def _ask(
-        self, state: CaseState, ask: Ask, turn: int, messages: list[Message]
-    ) -> Turn | None:
-        model = self._model_for(state.case, ask)
-        params = self._params_for(model, state.case, ask, turn)
-        return await self._call(state, ask, turn, messages, params, first_attempt=1)
+    async def _finish(self, log: CaseLog, step: InterruptedStep, i: int, ask: Ask) -> Turn | None:
+        """Turn ``i`` of an interrupted step: kept if answered, re-sent as logged if open
+        (in flight at a crash, or awaiting a retry), asked if the log never got its AskSent."""
+        index = step.first + i
+        logged = log.state.turns.get(index)
+        if logged is None:
+            return await self._ask(log, ask, index, messages_for(ask, step.before))
+        if logged.finished:
+            return logged.as_turn()
+        self.summary.resent_in_flight += int(logged.in_flight)
+        return await self._resend(log, logged)
+
+    async def _ask(self, log: CaseLog, ask: Ask, turn: int, messages: list[Message]) -> Turn | None:
+        model = self._model_for(log.state.case, ask)
+        params = self._params_for(model, log.state.case, ask, turn)
+        return await self._call(log, ask, turn, messages, params, first_attempt=1)
 
     async def _call(
         self,
-        state: CaseState,
+        log: CaseLog,
         ask: Ask,
         turn: int,
         messages: list[Message],
@@ -418,7 +472,7 @@ class Engine:
         first_attempt: int,
         counted_attempts: int = 0,
     ) -> Turn | None:
-        case = state.case
+        case = log.state.case
         model = self._model_for(case, ask)
         current_call.set(CallContext(case.case_id, turn, case.repeat))
         lookup = None
@@ -430,7 +484,7 @@ class Engine:
                 return cache.lookup(key, case.repeat)
 
         outcome = await self.calls.send(
-            functools.partial(self._append, state),
+            log.append,
             model,
             self.gates[model.name],
             ask,
@@ -443,7 +497,7 @@ class Engine:
         )
         if outcome is None:
             return None  # stopped; resume finishes the turn
-        await self._append(state, outcome.event)
+        await log.append(outcome.event)
         if outcome.reply is not None:
             self.summary.cached += int(outcome.cached)
             return Turn(index=turn, ask=ask, reply=outcome.reply.text)

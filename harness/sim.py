@@ -109,7 +109,10 @@ class SimModel:
         self.handlers = sorted(sim_handlers(), key=lambda h: (h.priority, h.name))
 
     async def complete(self, messages: Sequence[Message], params: GenerationParams) -> Reply:
-        blob = json.dumps([m.model_dump() for m in messages], sort_keys=True)
+        # The same text as dumping each Message (its two fields), without pydantic's dump.
+        blob = json.dumps(
+            [{"role": m.role, "content": m.content} for m in messages], sort_keys=True
+        )
         rng = random.Random(derive_seed(self.name, params.seed, params.temperature, blob))
         opts = self.options
         if opts.latency_s or opts.latency_jitter_s:

@@ -1,0 +1,67 @@
+"""The append side of one running case: its events numbered in order and written to the log.
+
+What for: the engine writes a case's events in as few commits as invariant 1 allows, because
+every commit a case waits for costs a latency-bound campaign throughput directly.
+
+- A new case's CaseOpened is held back (`CaseLog.opening`) and written in one atomic batch
+  with the case's first step (its first AskSent, or its verdict). Nothing is sent to a model
+  before that batch is committed, so the call still waits for everything it depends on; a
+  crash before the commit leaves no trace of the case, and resume starts it afresh.
+- The closing batch (VerdictReached and CaseClosed) is queued at once but not awaited
+  (`CaseLog.close_soon`): the verdict is a pure function of events already committed (every
+  reply the verdict step saw), so if a crash loses it, resume recomputes it without a call.
+  Whoever needs it durable (the worker before its next case's result, a lease before its
+  release, the run before CampaignFinished) awaits the returned task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from harness.events import CaseOpened, Event
+from harness.fold import CaseState
+from harness.store.protocol import EventSink
+from harness.store.writer import PendingEvent
+
+
+class CaseLog:
+    """Numbers and appends the events of one case (``state.next_seq`` moves with them)."""
+
+    def __init__(self, store: EventSink, campaign_id: str, state: CaseState) -> None:
+        self.store = store
+        self.campaign_id = campaign_id
+        self.state = state
+        self.opening: CaseOpened | None = None  # not written yet: goes with the first batch
+
+    @classmethod
+    def opened(cls, store: EventSink, campaign_id: str, state: CaseState) -> CaseLog:
+        """A new case: its CaseOpened waits to be written with the case's first step."""
+        log = cls(store, campaign_id, state)
+        log.opening = CaseOpened(case=state.case)
+        return log
+
+    def _numbered(self, events: tuple[Event, ...]) -> list[PendingEvent]:
+        if self.opening is not None:
+            events = (self.opening, *events)
+            self.opening = None
+        case_id, state = self.state.case.case_id, self.state
+        pending = []
+        for ev in events:
+            pending.append(PendingEvent(self.campaign_id, case_id, state.next_seq, ev))
+            state.next_seq += 1
+        return pending
+
+    async def append(self, *events: Event) -> None:
+        """Append ``events`` (after the held-back CaseOpened, if any); return once committed."""
+        pending = self._numbered(events)
+        if pending:
+            await self.store.append(pending)
+
+    def close_soon(self, *events: Event) -> asyncio.Task[list[int]]:
+        """Queue the case's closing ``events``; the task resolves once they are committed.
+
+        The batch is numbered now, so nothing appended to this case later can take its
+        positions. No other case depends on it, so its place in the store's queue among
+        other cases' batches does not matter.
+        """
+        return asyncio.ensure_future(self.store.append(self._numbered(events)))
