@@ -203,9 +203,9 @@ def load_resume_point(db: str | Path, campaign: str | None = None) -> ResumePoin
             )
         config = parse_campaign(started.config, source=f"{db} (recorded campaign)")
         summary = log.summary(campaign)
-        closed = set(summary.closed)
+        closed = summary.closed
         open_cases: dict[str, CaseState] = {}
-        for case_id in sorted(summary.case_ids - closed):
+        for case_id in sorted(summary.unclosed):
             events = log.case_events(campaign, case_id)
             try:
                 state = fold_case(events)

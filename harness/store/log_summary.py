@@ -49,24 +49,38 @@ REFRESH_EVERY = 2_000  # events appended between two moves of the summaries
 
 @dataclass
 class Summary:
-    """What a campaign's events up to ``through_gseq`` say: its case ids, the closed ones,
-    its paid spend. ``found``: read from a recorded summary (else computed from every row)."""
+    """What a campaign's events up to ``through_gseq`` say: its closed cases, the cases with
+    events but no CaseClosed, its paid spend. ``found``: read from a recorded summary (else
+    computed from every row)."""
 
     through_gseq: int
     usd: float = 0.0
-    case_ids: set[str] = field(default_factory=set)
     closed: set[str] = field(default_factory=set)
+    unclosed: set[str] = field(default_factory=set)
     found: bool = False
+
+    @property
+    def case_ids(self) -> set[str]:
+        return self.closed | self.unclosed
+
+    def add_cases(self, rows: Iterable[tuple[str, Any]]) -> None:
+        """Adds (case_id, closed) rows."""
+        rows = list(rows)
+        self.closed.update(case_id for case_id, closed in rows if closed)
+        self.unclosed.update(case_id for case_id, closed in rows if not closed)
+        self.unclosed -= self.closed
 
     def add_rows(self, rows: Iterable[tuple[str, str, Any, Any]]) -> None:
         """Adds (case_id, kind, cost_usd, cached) rows of the campaign's events."""
         for case_id, kind, cost, cached in rows:
             if not case_id:
                 continue
-            self.case_ids.add(case_id)
             if kind == "CaseClosed":
                 self.closed.add(case_id)
-            elif kind == "ReplyReceived" and cost and not cached:
+                self.unclosed.discard(case_id)
+            elif case_id not in self.closed:
+                self.unclosed.add(case_id)
+            if kind == "ReplyReceived" and cost and not cached:
                 self.usd += float(cost)
 
 
@@ -111,22 +125,18 @@ def read(conn: Any, campaign: str, *, recorded: bool = True) -> Summary:
     mark = _mark(conn, campaign) if recorded else None
     if mark is None:
         summary = Summary(top)
-        for case_id, closed in conn.execute(_ALL_CASES, (campaign,)):
-            summary.case_ids.add(case_id)
-            if closed:
-                summary.closed.add(case_id)
+        summary.add_cases(conn.execute(_ALL_CASES, (campaign,)).fetchall())
         for cost, cached in conn.execute(_ALL_SPEND, (campaign, top)):
             if cost and not cached:
                 summary.usd += float(cost)
         return summary
     through, usd = mark
     summary = Summary(max(top, through), usd, found=True)
-    for case_id, closed in conn.execute(
-        "SELECT case_id, closed FROM summary_cases WHERE campaign = ?", (campaign,)
-    ):
-        summary.case_ids.add(case_id)
-        if closed:
-            summary.closed.add(case_id)
+    summary.add_cases(
+        conn.execute(
+            "SELECT case_id, closed FROM summary_cases WHERE campaign = ?", (campaign,)
+        ).fetchall()
+    )
     summary.add_rows(conn.execute(_RANGE, (campaign, through, top)))
     return summary
 
@@ -135,7 +145,8 @@ def _store(conn: sqlite3.Connection, campaign: str, summary: Summary) -> None:
     conn.executemany(
         "INSERT INTO summary_cases (campaign, case_id, closed) VALUES (?, ?, ?)"
         " ON CONFLICT (campaign, case_id) DO UPDATE SET closed = max(closed, excluded.closed)",
-        ((campaign, cid, int(cid in summary.closed)) for cid in summary.case_ids),
+        [(campaign, cid, 1) for cid in summary.closed]
+        + [(campaign, cid, 0) for cid in summary.unclosed],
     )
     conn.execute(
         "INSERT INTO summary_marks (campaign, through_gseq, usd) VALUES (?, ?, ?)"

@@ -212,9 +212,8 @@ class EventReader:
         summary and the events after it (`harness.store.log_summary`), or from every row."""
         if self.log_format == 2:
             closed = set(self.case_ids(campaign, kind="CaseClosed"))
-            return log_summary.Summary(
-                0, self.recorded_spend(campaign), set(self.case_ids(campaign)), closed, True
-            )
+            unclosed = set(self.case_ids(campaign)) - closed
+            return log_summary.Summary(0, self.recorded_spend(campaign), closed, unclosed, True)
         # A PostgreSQL log (format 1's layout) has no summary tables.
         native = isinstance(self._conn, sqlite3.Connection)
         try:
