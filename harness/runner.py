@@ -263,9 +263,6 @@ async def resume_campaign(
     session = Session.build(config, overrides, spent_usd=point.spent_usd)
     session.attach(progress)
     async with await open_writer(db, create=False) as store:
-        if point.summary and not point.summary.found and isinstance(store, EventWriter):
-            # A log written before summaries: the full scans are paid once.
-            await store.record_summary(point.campaign, point.summary)
         in_flight = sum(1 for s in point.open_cases.values() for t in s.open_turns() if t.in_flight)
         resumed = CampaignResumed(
             code_version=code_version(),
@@ -296,4 +293,9 @@ async def resume_campaign(
             summary = await engine.run()
         finally:
             await session.aclose()
+            if point.summary and not point.summary.found and isinstance(store, EventWriter):
+                # A log written before summaries paid for the full scans: record what they
+                # found (true of the events up to its gseq) once the run is over, not before
+                # its first call; the next resume reads it and the events after it.
+                await store.record_summary(point.campaign, point.summary)
     return summary

@@ -122,3 +122,20 @@ async def test_events_after_the_summary_are_read_from_the_tail(
     want = full(db, "camp")
     assert after.found and (after.usd, after.closed) != (before.usd, before.closed)
     assert_same(after, want)
+
+
+async def test_a_resume_of_a_log_without_summaries_records_one(tmp_path: Path) -> None:
+    from harness.runner import load_resume_point, resume_campaign, run_campaign
+
+    db = tmp_path / "log.db"
+    await run_campaign(parse_campaign(CONFIG, source="test"), db)
+    with sqlite3.connect(db) as conn:  # as a log written before summaries existed
+        conn.execute("DROP TABLE summary_marks")
+        conn.execute("DROP TABLE summary_cases")
+    conn.close()
+    point = load_resume_point(db)
+    assert point.summary is not None and not point.summary.found
+    await resume_campaign(db, point=point)
+    again = load_resume_point(db)
+    assert again.summary is not None and again.summary.found
+    assert again.closed == point.closed and again.spent_usd == pytest.approx(point.spent_usd)
