@@ -1,7 +1,7 @@
 """Resume benchmark: time to the first call of a resumed campaign on a log of a million
 events, and ``replay --verify`` speed on the same log.
 
-    python bench/bench_resume.py                      # builds /tmp/bench-resume-1M.db once
+    python bench/bench_resume.py                      # builds /tmp/bench-resume-1000000-v2.db once
     python bench/bench_resume.py --events 200000      # a smaller log
 
 The log holds one ``metaquerier.mr1`` campaign on ``sim:bench``: closed cases of seven events
@@ -65,6 +65,7 @@ def build(db: Path, events: int, base_cases: int | None = None) -> None:
     from harness.plan import Plan
     from harness.relation import Transcript, Turn, Verdict
     from harness.runner import campaign_started
+    from harness.store import log_summary
     from harness.store.schema import LOG_FORMAT, SCHEMA
 
     closed = events // EVENTS_PER_CASE
@@ -154,6 +155,13 @@ def build(db: Path, events: int, base_cases: int | None = None) -> None:
         if n == base - 1:
             replicate(conn, campaign, base, closed)
     conn.executemany(insert, rows)
+    # The summary as `EventWriter` leaves it: started with CampaignStarted, moved every
+    # REFRESH_EVERY events, so at worst that many events behind the end of the log.
+    for statement in log_summary.SCHEMA_STATEMENTS:
+        conn.execute(statement)
+    log_summary.start(conn, campaign)
+    (top,) = conn.execute("SELECT max(gseq) FROM events").fetchone()
+    log_summary.advance(conn, top=max(1, top - log_summary.REFRESH_EVERY + 1))
     conn.execute("COMMIT")
     conn.execute("ANALYZE")
     conn.close()
@@ -239,7 +247,8 @@ def main() -> None:
     if args.child:
         resume_child(args.child)
         return
-    db = args.db or Path(tempfile.gettempdir()) / f"bench-resume-{args.events}.db"
+    # "-v2": logs with the summary the writer keeps (older bench logs had none).
+    db = args.db or Path(tempfile.gettempdir()) / f"bench-resume-{args.events}-v2.db"
     print(f"# resume benchmark, {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC")
     print(f"# python {platform.python_version()}, {os.cpu_count()} cpus; {uptime()}")
     if not db.exists():

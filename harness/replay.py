@@ -42,8 +42,10 @@ from harness.model import (
     request_key,
 )
 from harness.relation import Relation, Transcript, Verdict, derive_seed
+from harness.replay_parallel import split_point, verify_in_two
 from harness.replay_quick import quick_verify, raw_cases, step_safely
 from harness.store.open import open_reader, open_writer
+from harness.store.protocol import EventLog
 from harness.store.reader import EventReader, StoredEvent
 from harness.store.writer import PendingEvent
 
@@ -202,33 +204,56 @@ def relations_of(config: CampaignConfig) -> dict[str, Relation]:
 
 
 def verify_log(db: str | Path, campaign: str | None = None) -> VerifyResult:
-    """Re-derive every case of ``campaign`` (default: the latest) from the log alone."""
+    """Re-derive every case of ``campaign`` (default: the latest) from the log alone (a large
+    SQLite log on two processes: `harness.replay_parallel`)."""
     started_at = time.monotonic()
     with open_reader(db) as log:
         campaign = log.campaign_id(campaign)
         _, config = recorded_config(log, campaign)
-        relations = relations_of(config)
-        result = VerifyResult(campaign)
-        for case_id, rows in raw_cases(log.connection, campaign, str(db)):
-            result.cases += 1
-            quick = quick_verify(rows, relations, config.seed)
-            if quick is not None:
-                result.asks += quick.asks
-                result.verdicts += quick.verdicts
-                continue
-            events = [
-                StoredEvent(r.gseq, campaign, case_id, r.seq, r.ts, decode_event(*r.encoded))
-                for r in rows
-            ]
-            state = fold_or_raise(case_id, events)
-            relation = relations.get(state.case.relation)
-            if relation is None:
-                result.differences.append(
-                    Mismatch(case_id, "case data", None, state.case.relation, "(not in the plan)")
-                )
-                continue
-            result.differences.extend(verify_case(state, relation, config.seed, result))
+        boundary = split_point(db, log.connection, campaign) or ""
+    relations = relations_of(config)
+    found = campaign
+
+    def verify_range(first: str | None, end: str | None) -> VerifyResult:
+        with open_reader(db) as log:
+            return _verify_cases(log, str(db), found, config, relations, first, end)
+
+    split = boundary != ""
+    result = verify_in_two(verify_range, boundary) if split else verify_range(None, None)
     result.elapsed_s = time.monotonic() - started_at
+    return result
+
+
+def _verify_cases(
+    log: EventLog,
+    shown: str,
+    campaign: str,
+    config: CampaignConfig,
+    relations: dict[str, Relation],
+    first: str | None,
+    end: str | None,
+) -> VerifyResult:
+    """Verifies the cases whose ids are in [first, end) (None: unbounded)."""
+    result = VerifyResult(campaign)
+    for case_id, rows in raw_cases(log.connection, campaign, shown, first, end):
+        result.cases += 1
+        quick = quick_verify(rows, relations, config.seed)
+        if quick is not None:
+            result.asks += quick.asks
+            result.verdicts += quick.verdicts
+            continue
+        events = [
+            StoredEvent(r.gseq, campaign, case_id, r.seq, r.ts, decode_event(*r.encoded))
+            for r in rows
+        ]
+        state = fold_or_raise(case_id, events)
+        relation = relations.get(state.case.relation)
+        if relation is None:
+            result.differences.append(
+                Mismatch(case_id, "case data", None, state.case.relation, "(not in the plan)")
+            )
+            continue
+        result.differences.extend(verify_case(state, relation, config.seed, result))
     return result
 
 

@@ -58,17 +58,25 @@ class Row(NamedTuple):
         return self.kind, self.version, self.payload
 
 
-def raw_cases(connection: Any, campaign: str, shown: str) -> Iterator[tuple[str, list[Row]]]:
+def raw_cases(
+    connection: Any, campaign: str, shown: str, first: str | None = None, end: str | None = None
+) -> Iterator[tuple[str, list[Row]]]:
     """Each case's rows in per-case order, undecoded, one case at a time (``connection``:
-    an `EventLog`'s, SQLite's or PostgreSQL's; ``shown``: the log named in errors)."""
+    an `EventLog`'s, SQLite's or PostgreSQL's; ``shown``: the log named in errors), for the
+    case ids in [first, end) (None: unbounded)."""
+    where, args = "campaign = ? AND case_id != ''", [campaign]
+    if first is not None:
+        where, args = where + " AND case_id >= ?", [*args, first]
+    if end is not None:
+        where, args = where + " AND case_id < ?", [*args, end]
     sql = (
         "SELECT case_id, gseq, seq, kind, schema_version, turn, attempt, ts, payload"
-        " FROM events WHERE campaign = ? AND case_id != '' ORDER BY case_id, seq"
+        f" FROM events WHERE {where} ORDER BY case_id, seq"
     )
     current: str | None = None
     bucket: list[Row] = []
     try:
-        for case_id, *values in connection.execute(sql, (campaign,)):
+        for case_id, *values in connection.execute(sql, tuple(args)):
             if case_id != current:
                 if current is not None:
                     yield current, bucket

@@ -22,8 +22,9 @@ from harness.gates import CallGate, InFlightGate
 from harness.model import Model, build_model
 from harness.plan import Plan
 from harness.providers import Budgets, build_budgets, campaign_endpoints
+from harness.store.log_summary import Summary
 from harness.store.open import log_exists, open_reader, open_writer
-from harness.store.writer import PendingEvent
+from harness.store.writer import EventWriter, PendingEvent
 
 _ROOT = Path(__file__).resolve().parent.parent
 
@@ -175,6 +176,9 @@ class ResumePoint:
     open_cases: dict[str, CaseState]
     closed: set[str]
     spent_usd: float = 0.0  # what the campaign's calls cost so far (see `spent_so_far`)
+    # What the log said of the campaign's cases and spend; one computed from every row (a
+    # log written before summaries) is recorded by the resume (`harness.store.log_summary`).
+    summary: Summary | None = None
 
 
 def load_resume_point(db: str | Path, campaign: str | None = None) -> ResumePoint:
@@ -198,11 +202,10 @@ def load_resume_point(db: str | Path, campaign: str | None = None) -> ResumePoin
                 fix="give one of those ids, or leave --campaign out for the latest",
             )
         config = parse_campaign(started.config, source=f"{db} (recorded campaign)")
-        closed = set(log.case_ids(campaign, kind="CaseClosed"))
+        summary = log.summary(campaign)
+        closed = summary.closed
         open_cases: dict[str, CaseState] = {}
-        for case_id in log.case_ids(campaign):
-            if case_id in closed:
-                continue
+        for case_id in sorted(summary.unclosed):
             events = log.case_events(campaign, case_id)
             try:
                 state = fold_case(events)
@@ -215,8 +218,7 @@ def load_resume_point(db: str | Path, campaign: str | None = None) -> ResumePoin
                 closed.add(case_id)
             else:
                 open_cases[case_id] = state
-        spent = log.recorded_spend(campaign)
-    return ResumePoint(campaign, config, open_cases, closed, spent)
+    return ResumePoint(campaign, config, open_cases, closed, summary.usd, summary)
 
 
 def updated_config(config: CampaignConfig, updates: Mapping[str, object] | None) -> CampaignConfig:
@@ -291,4 +293,9 @@ async def resume_campaign(
             summary = await engine.run()
         finally:
             await session.aclose()
+            if point.summary and not point.summary.found and isinstance(store, EventWriter):
+                # A log written before summaries paid for the full scans: record what they
+                # found (true of the events up to its gseq) once the run is over, not before
+                # its first call; the next resume reads it and the events after it.
+                await store.record_summary(point.campaign, point.summary)
     return summary

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from harness.errors import NotAHarnessLogError, StoreError
 from harness.events import CampaignStarted, Event, decode_event
-from harness.store import sqlar
+from harness.store import log_summary, sqlar
 from harness.store.compact_payloads import COLUMNS, SOURCE, PayloadBuilder
 from harness.store.schema import READER_PRAGMAS, apply_pragmas, check_log_format
 
@@ -191,25 +191,41 @@ class EventReader:
 
     def recorded_spend(self, campaign: str) -> float:
         """USD of the campaign's ReplyReceived events that were paid for (cached answers cost
-        nothing), summed in (case, seq) order without decoding the events."""
-        sql = (
-            "SELECT json_extract(payload, '$.reply.cost_usd'), json_extract(payload, '$.cached')"
-            " FROM events WHERE campaign = ? AND kind = 'ReplyReceived' AND case_id != ''"
-            " ORDER BY case_id, seq"
+        nothing), without decoding the events."""
+        if self.log_format == 1:
+            return self.summary(campaign).usd
+        sql = (  # the cost column, read from its partial index
+            "SELECT e.cost_usd FROM log e JOIN campaigns p ON p.key = e.campaign"
+            " WHERE p.name = ? AND e.cost_usd IS NOT NULL ORDER BY e.cost_usd"
         )
-        if self.log_format == 2:  # the cost column, read from its partial index
-            sql = (
-                "SELECT e.cost_usd, 0 FROM log e JOIN campaigns p ON p.key = e.campaign"
-                " WHERE p.name = ? AND e.cost_usd IS NOT NULL ORDER BY e.cost_usd"
-            )
         total = 0.0
         try:
-            for cost, cached in self._conn.execute(sql, (campaign,)):
-                if cost and not cached:
+            for (cost,) in self._conn.execute(sql, (campaign,)):
+                if cost:
                     total += float(cost)
         except sqlite3.Error as exc:
             raise StoreError(f"reading {self.path} failed: {exc}") from exc
         return total
+
+    def summary(self, campaign: str) -> log_summary.Summary:
+        """The campaign's case ids, closed cases and paid spend, from the log's recorded
+        summary and the events after it (`harness.store.log_summary`), or from every row."""
+        if self.log_format == 2:
+            closed = set(self.case_ids(campaign, kind="CaseClosed"))
+            unclosed = set(self.case_ids(campaign)) - closed
+            return log_summary.Summary(0, self.recorded_spend(campaign), closed, unclosed, True)
+        # A PostgreSQL log (format 1's layout) has no summary tables.
+        native = isinstance(self._conn, sqlite3.Connection)
+        try:
+            if not native:
+                return log_summary.read(self._conn, campaign, recorded=False)
+            self._conn.execute("BEGIN")  # one snapshot for the summary and its tail
+            try:
+                return log_summary.read(self._conn, campaign)
+            finally:
+                self._conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise StoreError(f"reading {self.path} failed: {exc}") from exc
 
     def case_events(self, campaign: str, case_id: str) -> list[StoredEvent]:
         sql = (

@@ -24,7 +24,7 @@ import aiosqlite
 
 from harness.errors import ConcurrencyError, NotAHarnessLogError, StoreClosedError, StoreError
 from harness.events import Event, encode_event
-from harness.store import sqlar
+from harness.store import log_summary, sqlar
 from harness.store.compact_rows import CompactInserter
 from harness.store.compact_schema import LOG_FORMAT_2, PLANNER_STATS, SCHEMA_2
 from harness.store.schema import LOG_FORMAT, LOG_FORMATS, SCHEMA, WRITER_PRAGMAS
@@ -65,6 +65,7 @@ class EventWriter:
         # since nothing rewrites a log.
         self._compact: CompactInserter | None = None
         self._table = "events"
+        self._unsummarised = 0  # events appended since the log's summaries last moved
 
     @classmethod
     async def open(
@@ -115,6 +116,9 @@ class EventWriter:
                     raise NotAHarnessLogError(f"{path} is not a harness event log")
                 found = marker[0]
             table = "log" if found == LOG_FORMAT_2 else "events"
+            if table == "events":  # format 1 gets summaries (format 2 has a cost column)
+                for statement in log_summary.SCHEMA_STATEMENTS:
+                    await conn.execute(statement)
             # Batches grow with gseq: the last row holds the highest (max(batch) scanned the
             # whole table, a second on a million events before a resume's first call).
             async with conn.execute(f"SELECT batch FROM {table} ORDER BY gseq DESC LIMIT 1") as cur:
@@ -233,6 +237,8 @@ class EventWriter:
                 self._forget()
                 conn.execute("BEGIN IMMEDIATE")
                 results = [self._insert_one(conn, b) for b in group]
+            if self._compact is None:
+                self._move_summaries(conn, flat)
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             with contextlib.suppress(sqlite3.Error):
@@ -242,6 +248,40 @@ class EventWriter:
             error.__cause__ = exc
             results = [error] * len(group)
         return results
+
+    def _move_summaries(self, conn: sqlite3.Connection, rows: list[tuple[object, ...]]) -> None:
+        # Derived data, moved in the transaction of the events it covers (see
+        # `harness.store.log_summary`); every REFRESH_EVERY events, so a commit pays for it
+        # rarely and a resume reads at most about that many events past the summary.
+        started = [str(row[0]) for row in rows if row[3] == "CampaignStarted"]
+        for campaign in started:
+            log_summary.start(conn, campaign)
+        self._unsummarised += len(rows)
+        if started or self._unsummarised >= log_summary.REFRESH_EVERY:
+            log_summary.advance(conn)
+            self._unsummarised = 0
+
+    async def record_summary(self, campaign: str, summary: log_summary.Summary) -> None:
+        """Records the summary a reader computed from every row (`log_summary.read`) for a
+        campaign that has none: a log written before summaries pays for the full scans once.
+        Format 2 logs have no summaries."""
+        if self._compact is not None:
+            return
+
+        def write() -> None:
+            conn: sqlite3.Connection = self._conn._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                log_summary.record(conn, campaign, summary)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+        try:
+            await self._conn._execute(write)
+        except sqlite3.Error as exc:
+            raise StoreError(f"recording a summary in {self.path} failed: {exc}") from exc
 
     def _forget(self) -> None:
         if self._compact is not None:

@@ -1,0 +1,103 @@
+"""replay --verify on two processes (harness/replay_parallel.py) gives the serial result,
+difference for difference, whichever half a difference is in, and raises what the serial
+loop raises when a case cannot be read."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+import harness.replay_parallel as parallel
+from harness.campaign import parse_campaign
+from harness.replay import VerifyResult, verify_log
+from harness.runner import run_campaign
+from harness.store.reader import EventReader
+
+
+@pytest.fixture(scope="module")
+def log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    config = parse_campaign(
+        {
+            "name": "parallel",
+            "seed": 4,
+            "models": [{"name": "sim:planted", "max_in_flight": 8}],
+            "relations": [
+                {"name": "metaquerier.mr1", "cases": 20},
+                {"name": "metaquerier.mr2", "cases": 20},
+            ],
+        }
+    )
+    db = tmp_path_factory.mktemp("parallel") / "parallel.db"
+    asyncio.run(run_campaign(config, db))
+    return db
+
+
+def _key(r: VerifyResult) -> tuple[object, ...]:
+    return (r.campaign, r.cases, r.asks, r.verdicts, r.open_cases, r.differences)
+
+
+def _both(db: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[VerifyResult, VerifyResult]:
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_CASES", 10**9)
+    serial = verify_log(db)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_CASES", 1)
+    return serial, verify_log(db)
+
+
+def _halves(db: Path) -> tuple[str, str, str]:
+    """(the split point, the first case id, the last case id)."""
+    with EventReader(db) as reader:
+        campaign = reader.latest_campaign()
+        boundary = parallel.split_point(db, reader.connection, campaign)
+        ids = sorted(reader.case_ids(campaign))
+    assert boundary is not None and ids[0] < boundary <= ids[-1]
+    return boundary, ids[0], ids[-1]
+
+
+def test_two_processes_give_the_serial_result(log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_CASES", 1)
+    _halves(log)
+    serial, split = _both(log, monkeypatch)
+    assert split.differences == [] and split.cases == 40
+    assert _key(split) == _key(serial)
+
+
+def test_differences_in_both_halves_are_all_listed_in_order(
+    log: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_CASES", 1)
+    db = tmp_path / "tampered.db"
+    db.write_bytes(log.read_bytes())
+    _, first, last = _halves(db)
+    with sqlite3.connect(db) as conn:
+        for case_id in (first, last):
+            conn.execute(
+                'UPDATE events SET payload = replace(payload, \'"reason":"\','
+                " '\"reason\":\"tampered ') WHERE case_id = ? AND kind = 'VerdictReached'",
+                (case_id,),
+            )
+    conn.close()
+    serial, split = _both(db, monkeypatch)
+    assert [m.case_id for m in split.differences] == [first, last]
+    assert _key(split) == _key(serial)
+
+
+def test_an_unreadable_case_in_the_childs_half_raises_as_the_serial_loop_does(
+    log: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_CASES", 1)
+    db = tmp_path / "broken.db"
+    db.write_bytes(log.read_bytes())
+    _, _, last = _halves(db)
+    with sqlite3.connect(db) as conn:
+        conn.execute("DELETE FROM events WHERE case_id = ? AND kind = 'CaseOpened'", (last,))
+    conn.close()
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_CASES", 10**9)
+    with pytest.raises(Exception) as serial:
+        verify_log(db)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_CASES", 1)
+    with pytest.raises(type(serial.value)) as split:
+        verify_log(db)
+    assert str(split.value) == str(serial.value)
