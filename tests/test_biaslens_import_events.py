@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -125,3 +126,30 @@ def test_a_why_answer_without_labels_leaves_the_verdict_to_the_jury() -> None:
     assert isinstance(relation, BiasLensAnswer)
     data = {"attribute": "age", "type": "Why", "question": "Why?"}
     assert relation.answer_verdict(data, "Because.") is None
+
+
+async def test_encoded_rows_append_atomically_and_read_back_as_the_events(tmp_path: Path) -> None:
+    """`EventWriter.append_encoded`: the rows read back as the events they encode, with the
+    turn and attempt columns `append` would set; a taken position fails the whole batch."""
+    from harness.errors import ConcurrencyError
+    from harness.store.reader import EventReader
+    from harness.store.writer import EventWriter
+
+    relation = build_relation(RELATION, OPTIONS)
+    assert isinstance(relation, BiasLensAnswer)
+    data = {"attribute": "age", "type": "Yes/No", "question": "Q?", "role": "r", "run": 1}
+    case = Case(case_id="k", relation=RELATION, model="m", index=0, repeat=0, seed=1, data=data)
+    verdict = relation.answer_verdict(data, "Yes")
+    assert verdict is not None
+    rows = ImportEncoder(relation, GenerationParams()).rows("c", case, "Yes", verdict)
+    db = tmp_path / "log.db"
+    async with await EventWriter.open(db) as store:
+        await store.append_encoded(rows)
+        clash = [(*rows[0][:2], 6, *rows[0][3:]), rows[1]]  # seq 6 is free, seq 2 is not
+        with pytest.raises(ConcurrencyError):
+            await store.append_encoded(clash)
+    with EventReader(db) as log:
+        stored = list(log.events())
+        columns = log.connection.execute("SELECT turn, attempt FROM events ORDER BY gseq")
+        assert [tuple(r) for r in columns] == [(r[5], r[6]) for r in rows]
+    assert [s.event for s in stored] == _reference(case, "Yes", relation)
