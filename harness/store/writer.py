@@ -163,6 +163,22 @@ class EventWriter:
         await self._queue.put(_Batch(rows, future))
         return await future
 
+    async def append_encoded(
+        self, rows: Sequence[tuple[str, str, int, str, int, int | None, int | None, str]]
+    ) -> list[int]:
+        """`append` for events already encoded by a bulk importer's fast path, as rows
+        (campaign, case_id, seq, kind, schema_version, turn, attempt, payload). The payload
+        must be exactly `encode_event`'s (the fast path's own tests show it); the batch is
+        atomic and committed like any other."""
+        if self._closed:
+            raise StoreClosedError("append on a closed event store")
+        if not rows:
+            return []
+        now = time.time()
+        future: asyncio.Future[list[int]] = asyncio.get_running_loop().create_future()
+        await self._queue.put(_Batch([(*r[:7], now, r[7]) for r in rows], future))
+        return await future
+
     async def _write_loop(self) -> None:
         while True:
             first = await self._queue.get()

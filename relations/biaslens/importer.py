@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import csv
-import functools
 import hashlib
 import sqlite3
 import time
@@ -25,29 +24,14 @@ from typing import Any
 
 from harness.campaign import CampaignConfig, RelationSpec
 from harness.engine import NullProgress, ProgressSink
-from harness.events import (
-    AskSent,
-    CampaignFinished,
-    CaseClosed,
-    CaseOpened,
-    Event,
-    Note,
-    ReplyReceived,
-    VerdictReached,
-)
+from harness.events import CampaignFinished, Event, Note, encode_event
 from harness.gc_pause import gc_paused
-from harness.model import GenerationParams, Message, ModelSpec, Reply, request_key
-from harness.relation import (
-    Case,
-    Relation,
-    Transcript,
-    Turn,
-    Verdict,
-    build_relation,
-    derive_seed,
-)
+from harness.model import GenerationParams, ModelSpec
+from harness.relation import Case, Relation, Verdict, build_relation, derive_seed
 from harness.runner import campaign_started
 from harness.store.writer import EventWriter, PendingEvent
+from relations.biaslens.import_events import EncodedRow, ImportEncoder
+from relations.biaslens.relations import BiasLensAnswer
 from relations.biaslens.released import (
     VARIANT_DIRS,
     AnswerFile,
@@ -60,7 +44,6 @@ from relations.biaslens.released import (
 RELATION = "biaslens.answer"
 CAMPAIGN_SEED = 0
 IMPORT_TOPIC = "biaslens.import"
-_EMPTY = Transcript()
 FILE_TOPIC = "biaslens.import.file"
 
 
@@ -91,30 +74,19 @@ def _folder_notes(src: Path) -> dict[str, Any]:
 
 class _Importer:
     def __init__(self, store: EventWriter, campaign: str, batch_events: int, relation: Relation):
+        if not isinstance(relation, BiasLensAnswer):
+            raise TypeError(f"{RELATION} is not BiasLens's answer relation")
         self.store = store
         self.campaign = campaign
         self.batch_events = batch_events
         self.relation = relation
-        self.pending: list[PendingEvent] = []
+        self.encoder = ImportEncoder(relation, GenerationParams())
+        self.pending: list[EncodedRow] = []
         self.in_flight: list[asyncio.Task[list[int]]] = []
         self.events = 0
-        self.params = GenerationParams()
 
-    @functools.lru_cache(maxsize=65_536)  # noqa: B019  (one importer per import)
-    def messages(self, prompt: str) -> list[Message]:
-        # The three runs ask the same questions: each request is built once (AskSent copies
-        # the list; the frozen Message is shared).
-        return [Message(role="user", content=prompt)]
-
-    @functools.lru_cache(maxsize=65_536)  # noqa: B019  (one importer per import)
-    def key(self, model: str, prompt: str) -> str:
-        # Each request key is computed once, likewise.
-        return request_key(model, self.messages(prompt), self.params)
-
-    async def add(self, case_id: str, events: list[Event]) -> None:
-        self.pending.extend(
-            PendingEvent(self.campaign, case_id, seq, ev) for seq, ev in enumerate(events, 1)
-        )
+    async def add(self, rows: list[EncodedRow]) -> None:
+        self.pending.extend(rows)
         if len(self.pending) >= self.batch_events:
             await self.flush(wait=False)
 
@@ -123,13 +95,13 @@ class _Importer:
             batch, self.pending = self.pending, []
             self.events += len(batch)
             # Build the next batch while the writer commits this one; at most three in flight.
-            self.in_flight.append(asyncio.create_task(self.store.append(batch)))
+            self.in_flight.append(asyncio.create_task(self.store.append_encoded(batch)))
         while self.in_flight and (wait or len(self.in_flight) > 2):
             await self.in_flight.pop(0)
 
     def case_events(
         self, f: AnswerFile, index: int, row_no: int, answer: str, data: dict[str, Any]
-    ) -> tuple[Case, Verdict, list[Event]]:
+    ) -> tuple[Case, Verdict, list[EncodedRow]]:
         model = f"released:{f.model}"
         # Ids sort in insertion order (run before a zero-padded row): the log's indexes on
         # case_id then grow at their end instead of splitting pages all over.
@@ -143,32 +115,12 @@ class _Importer:
             seed=derive_seed(CAMPAIGN_SEED, RELATION, index),  # what replay re-derives
             data=data,
         )
-        asks = self.relation.step(case, _EMPTY)
-        assert isinstance(asks, list) and len(asks) == 1
-        ask = asks[0]
-        turn = Turn(index=0, ask=ask, reply=answer)
-        verdict = self.relation.step(case, Transcript(turns=(turn,)))
-        assert isinstance(verdict, Verdict)
-        return (
-            case,
-            verdict,
-            [
-                # A Case instance is not validated again (pydantic's default), and building
-                # the event this way is quicker than model_construct (pure Python).
-                CaseOpened(case=case),
-                AskSent(
-                    turn=0,
-                    ask=ask,
-                    model=model,
-                    messages=self.messages(ask.prompt),
-                    params=self.params,
-                    request_key=self.key(model, ask.prompt),
-                ),
-                ReplyReceived(turn=0, reply=Reply(text=answer)),
-                VerdictReached(verdict=verdict),
-                CaseClosed(outcome=verdict.outcome.value),
-            ],
-        )
+        # The recorded answer fixes the verdict: the relation's own decision (what its step
+        # returns for this one-turn transcript), without building the transcript.
+        verdict = self.relation.answer_verdict(data, answer)
+        if verdict is None:
+            raise AssertionError(f"{case_id}: a released answer must fix its verdict")
+        return case, verdict, self.encoder.rows(self.campaign, case, answer, verdict)
 
 
 @dataclass(frozen=True)
@@ -256,7 +208,7 @@ async def import_released(
                     case, verdict, events = importer.case_events(
                         f, offset + row_no, row_no, answer, data
                     )
-                    await importer.add(case.case_id, events)
+                    await importer.add(events)
                     progress.case_closed(case, verdict)
                     summary.answers += 1
                 offset += len(rows)
@@ -281,9 +233,10 @@ async def import_released(
         tail.append(
             CampaignFinished(status="completed", reason="imported", cases_closed=summary.answers)
         )
-        importer.pending.extend(
-            PendingEvent(campaign_id, "", n, ev) for n, ev in enumerate(tail, len(head) + 1)
-        )
+        # The last answers and the campaign's end commit together, as one batch.
+        for n, ev in enumerate(tail, len(head) + 1):
+            kind, version, payload = encode_event(ev)
+            importer.pending.append((campaign_id, "", n, kind, version, None, None, payload))
         await importer.flush(wait=True)
         summary.events = importer.events + len(head)
     # Planner statistics: without them SQLite joins the `verdicts` view through the

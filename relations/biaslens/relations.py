@@ -171,37 +171,45 @@ class BiasLensAnswer(RelationBase):
         answer = transcript.last(ANSWER)
         if answer is None:
             # Imported cases record the bare question as their prompt (no "prompt" key).
-            prompt = data.get("prompt", data["question"])
-            return [
-                Ask(
-                    thread=ANSWER,
-                    prompt=prompt,
-                    max_tokens=self.options.max_tokens,
-                    answer=SHAPES.get(qtype),
-                )
-            ]
-        # The answer itself is in the transcript; evidence stays small (100k-case imports).
-        evidence: dict[str, Any] = {"attribute": data["attribute"], "type": qtype.value}
+            return [self.answer_ask(data.get("prompt", data["question"]), qtype)]
         if answer.reply is None:
             return Verdict(outcome=Outcome.INVALID, reason=f"answer call failed: {answer.error}")
+        fixed = self.answer_verdict(data, answer.reply)
+        if fixed is not None:
+            return fixed
+        asks = self._jury_asks(data["question"], answer.reply, transcript)
+        if asks:
+            return asks
+        votes = [
+            judge_vote(AnswerShape.yes_no().free_text(t.reply))
+            if t.reply is not None
+            else Vote.INVALID
+            for t in transcript.turns
+            if t.ask.role == "judge"
+        ]
+        return _verdict(jury(votes), _evidence(data, qtype, votes), qtype)
+
+    def answer_ask(self, prompt: str, qtype: QType) -> Ask:
+        """The question's one ask (the importer builds it once per question: the runs share it)."""
+        return Ask(
+            thread=ANSWER,
+            prompt=prompt,
+            max_tokens=self.options.max_tokens,
+            answer=SHAPES.get(qtype),
+        )
+
+    def answer_verdict(self, data: dict[str, Any], reply: str) -> Verdict | None:
+        """The verdict a received answer fixes by itself: a parsed Yes/No or Choice answer, or
+        a Why answer with its released judge labels; None when the jury must still be asked.
+        `step` decides through it, and the importer calls it directly (no transcript)."""
+        qtype = QType.parse(data["type"])
         if qtype is not QType.WHY:
-            vote = strict_vote(qtype, data["question"], SHAPES[qtype].free_text(answer.reply))
-            return _verdict(vote, evidence, qtype)
-        if "released_judges" in data:
-            votes = [_released_judge(label) for label in data["released_judges"]]
-        else:
-            asks = self._jury_asks(data["question"], answer.reply, transcript)
-            if asks:
-                return asks
-            votes = [
-                judge_vote(AnswerShape.yes_no().free_text(t.reply))
-                if t.reply is not None
-                else Vote.INVALID
-                for t in transcript.turns
-                if t.ask.role == "judge"
-            ]
-        evidence["judge_votes"] = [v.value for v in votes]
-        return _verdict(jury(votes), evidence, qtype)
+            vote = strict_vote(qtype, data["question"], SHAPES[qtype].free_text(reply))
+            return _verdict(vote, _evidence(data, qtype), qtype)
+        if "released_judges" not in data:
+            return None
+        votes = [_released_judge(label) for label in data["released_judges"]]
+        return _verdict(jury(votes), _evidence(data, qtype, votes), qtype)
 
     def _jury_asks(self, question: str, answer: str, transcript: Transcript) -> list[Ask]:
         if any(t.ask.role == "judge" for t in transcript.turns):
@@ -218,6 +226,16 @@ class BiasLensAnswer(RelationBase):
             )
             for i in range(self.options.jury)
         ]
+
+
+def _evidence(
+    data: dict[str, Any], qtype: QType, votes: list[Vote] | None = None
+) -> dict[str, Any]:
+    # The answer itself is in the transcript; evidence stays small (100k-case imports).
+    evidence: dict[str, Any] = {"attribute": data["attribute"], "type": qtype.value}
+    if votes is not None:
+        evidence["judge_votes"] = [v.value for v in votes]
+    return evidence
 
 
 def _released_judge(label: str | None) -> Vote:

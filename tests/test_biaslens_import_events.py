@@ -1,0 +1,155 @@
+"""The import's fast encoding (relations/biaslens/import_events.py) writes exactly what the
+pydantic events would: for generated rows (any text in questions, answers and labels), the
+rows it builds equal `encode_event` of the events the relation's own step path builds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.events import (
+    AskSent,
+    CaseClosed,
+    CaseOpened,
+    Event,
+    ReplyReceived,
+    VerdictReached,
+    encode_event,
+)
+from harness.model import GenerationParams, Message, Reply, request_key
+from harness.relation import Case, Transcript, Turn, Verdict, build_relation, derive_seed
+from relations.biaslens.import_events import EncodedRow, ImportEncoder
+from relations.biaslens.relations import BiasLensAnswer
+from relations.biaslens.released import AnswerFile, row_case_data
+
+RELATION = "biaslens.answer"
+OPTIONS = {"source": "released", "released_dir": "/nowhere", "released_models": None}
+TYPES = ["Yes/No", "Choice", "Why", "Wh", "yes/no"]
+LABELS = st.one_of(st.sampled_from(["Yes", "No", " yes ", "NO", "", "Maybe"]), st.text(max_size=8))
+TEXT = st.text(max_size=300)  # any code point: quotes, controls, non-BMP, U+2028
+
+
+def _reference(case: Case, answer: str, relation: BiasLensAnswer) -> list[Event]:
+    """The events as the importer built them before the fast path: two steps of the relation,
+    pydantic events."""
+    asks = relation.step(case, Transcript())
+    assert isinstance(asks, list) and len(asks) == 1
+    ask = asks[0]
+    verdict = relation.step(case, Transcript(turns=(Turn(index=0, ask=ask, reply=answer),)))
+    assert isinstance(verdict, Verdict)
+    params = GenerationParams()
+    messages = [Message(role="user", content=ask.prompt)]
+    return [
+        CaseOpened(case=case),
+        AskSent(
+            turn=0,
+            ask=ask,
+            model=case.model,
+            messages=messages,
+            params=params,
+            request_key=request_key(case.model, messages, params),
+        ),
+        ReplyReceived(turn=0, reply=Reply(text=answer)),
+        VerdictReached(verdict=verdict),
+        CaseClosed(outcome=verdict.outcome.value),
+    ]
+
+
+def _as_rows(campaign: str, case_id: str, events: list[Event]) -> list[EncodedRow]:
+    rows: list[EncodedRow] = []
+    for seq, event in enumerate(events, 1):
+        kind, version, payload = encode_event(event)
+        turn = getattr(event, "turn", None)
+        attempt = getattr(event, "attempt", None)
+        rows.append((campaign, case_id, seq, kind, version, turn, attempt, payload))
+    return rows
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    model=st.text(min_size=1, max_size=12),
+    attribute=st.sampled_from(["age", "race", "gender"]),
+    run=st.integers(1, 3),
+    row_no=st.integers(0, 99_999),
+    qtype=st.sampled_from(TYPES),
+    role=TEXT,
+    question=TEXT,
+    answer=TEXT,
+    judges=st.lists(LABELS, min_size=3, max_size=3),
+    final=LABELS,
+    repeat_question=st.booleans(),
+)
+def test_fast_rows_equal_the_pydantic_events(
+    model: str,
+    attribute: str,
+    run: int,
+    row_no: int,
+    qtype: str,
+    role: str,
+    question: str,
+    answer: str,
+    judges: list[str],
+    final: str,
+    repeat_question: bool,
+) -> None:
+    relation = build_relation(RELATION, OPTIONS)
+    assert isinstance(relation, BiasLensAnswer)
+    encoder = ImportEncoder(relation, GenerationParams())
+    f = AnswerFile(model, "role", attribute, run, Path("x.csv"))
+    row = {"Role": role, "Question Type": qtype, "Question": question, "Answer": answer}
+    row |= {"LLM 1": judges[0], "LLM 2": judges[1], "LLM 3": judges[2], "final": final}
+    data = row_case_data(f, row_no, row)
+    assert data is not None
+    index = 7 * row_no + run
+    case = Case(
+        case_id=f"{RELATION}/role/{attribute}/r{run}/{row_no:05d}@released:{model}",
+        relation=RELATION,
+        model=f"released:{model}",
+        index=index,
+        repeat=run - 1,
+        seed=derive_seed(0, RELATION, index),
+        data=data,
+    )
+    if repeat_question:  # a question's later runs take its AskSent from the encoder's cache
+        encoder.rows("c", case, "", Verdict(outcome="HELD", reason="warm"))
+    verdict = relation.answer_verdict(data, answer)
+    assert verdict is not None
+    expected = _as_rows("c", case.case_id, _reference(case, answer, relation))
+    assert encoder.rows("c", case, answer, verdict) == expected
+
+
+def test_a_why_answer_without_labels_leaves_the_verdict_to_the_jury() -> None:
+    relation = build_relation(RELATION, {})
+    assert isinstance(relation, BiasLensAnswer)
+    data = {"attribute": "age", "type": "Why", "question": "Why?"}
+    assert relation.answer_verdict(data, "Because.") is None
+
+
+async def test_encoded_rows_append_atomically_and_read_back_as_the_events(tmp_path: Path) -> None:
+    """`EventWriter.append_encoded`: the rows read back as the events they encode, with the
+    turn and attempt columns `append` would set; a taken position fails the whole batch."""
+    from harness.errors import ConcurrencyError
+    from harness.store.reader import EventReader
+    from harness.store.writer import EventWriter
+
+    relation = build_relation(RELATION, OPTIONS)
+    assert isinstance(relation, BiasLensAnswer)
+    data = {"attribute": "age", "type": "Yes/No", "question": "Q?", "role": "r", "run": 1}
+    case = Case(case_id="k", relation=RELATION, model="m", index=0, repeat=0, seed=1, data=data)
+    verdict = relation.answer_verdict(data, "Yes")
+    assert verdict is not None
+    rows = ImportEncoder(relation, GenerationParams()).rows("c", case, "Yes", verdict)
+    db = tmp_path / "log.db"
+    async with await EventWriter.open(db) as store:
+        await store.append_encoded(rows)
+        clash = [(*rows[0][:2], 6, *rows[0][3:]), rows[1]]  # seq 6 is free, seq 2 is not
+        with pytest.raises(ConcurrencyError):
+            await store.append_encoded(clash)
+    with EventReader(db) as log:
+        stored = list(log.events())
+        columns = log.connection.execute("SELECT turn, attempt FROM events ORDER BY gseq")
+        assert [tuple(r) for r in columns] == [(r[5], r[6]) for r in rows]
+    assert [s.event for s in stored] == _reference(case, "Yes", relation)
