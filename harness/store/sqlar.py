@@ -36,6 +36,10 @@ def uncompress(data: Any, size: Any) -> Any:
     if not isinstance(data, bytes) or len(data) == size:
         return data
     try:
+        # A buffer one byte larger than the text: zlib then never resizes its output (a
+        # fifth of the time of inflating a few hundred bytes).
+        if isinstance(size, int) and size >= 0:
+            return zlib.decompress(data, zlib.MAX_WBITS, size + 1)
         return zlib.decompress(data)
     except zlib.error:
         return None  # the shell's function returns NULL for data it cannot inflate
