@@ -175,11 +175,16 @@ class CompactInserter:
         args: tuple[object, ...]
         if table == "cases":
             where, args = "campaign = ? AND name = ?", (campaign, name)
-            conn.execute("INSERT OR IGNORE INTO cases (campaign, name) VALUES (?, ?)", args)
+            insert = "INSERT OR IGNORE INTO cases (campaign, name) VALUES (?, ?)"
         else:
             where, args = "name = ?", (name,)
-            conn.execute(f"INSERT OR IGNORE INTO {table} (name) VALUES (?)", args)
-        row = conn.execute(f"SELECT key FROM {table} WHERE {where}", args).fetchone()
+            insert = f"INSERT OR IGNORE INTO {table} (name) VALUES (?)"
+        # A new name (every case of an import) is one statement; a known one (another
+        # writer's, or one the bounded cache let go) returns nothing and is looked up.
+        rows = conn.execute(f"{insert} RETURNING key", args).fetchall()  # stepped to the end
+        row = rows[0] if rows else None
+        if row is None:
+            row = conn.execute(f"SELECT key FROM {table} WHERE {where}", args).fetchone()
         return self._cached(self._names, key, int(row[0]))  # type: ignore[arg-type]
 
     def _text(self, conn: sqlite3.Connection, text: str, *, packed: bool = True) -> int:

@@ -46,20 +46,36 @@ _INFLATED = (
 
 
 def _text(key: str) -> str:
-    """The JSON string literal of text ``key`` (SQL), '' when the key is NULL."""
-    return f"coalesce((SELECT '\"' || {_INFLATED} || '\"' FROM texts x WHERE x.key = {key}), '')"
+    """The JSON string literal of text ``key`` (SQL)."""
+    return f"(SELECT '\"' || {_INFLATED} || '\"' FROM texts x WHERE x.key = {key})"
+
+
+def _filled(expr: str, slots: list[tuple[str, str, str]]) -> str:
+    """``expr`` with each (column, marker, value) of ``slots`` replaced up to the first NULL
+    column: the writer fills slots in order, so a NULL column means no marker from there on,
+    and a row skips the replace calls (about a microsecond each) of its empty slots. The
+    branches repeat ``expr`` in the SQL text; only one of them runs."""
+    branches, filled = [], expr
+    for column, marker, value in slots:
+        branches.append(f"WHEN {column} IS NULL THEN {filled}")
+        filled = f"replace({filled}, {marker}, {value})"
+    return f"CASE {' '.join(branches)} ELSE {filled} END"
+
+
+def _marker_sql(tag: str) -> str:
+    return f"char(1) || '{tag}' || char(1)"
 
 
 def payload_sql(log: str, case: str) -> str:
     """The SQL expression rebuilding the payload of row ``log`` (a ``log`` alias) whose case
-    row is ``case`` (a ``cases`` alias)."""
+    row is ``case`` (a ``cases`` alias). Markers are replaced in the shape first (inline
+    tokens), then texts: no token, case id or text holds a raw control character, so the
+    order does not change the result."""
     expr = f"(SELECT {_INFLATED} FROM texts x WHERE x.key = {log}.shape)"
-    expr = f"replace({expr}, char(1) || 'c' || char(1), '\"' || {case}.name || '\"')"
-    for slot in range(SLOTS):
-        expr = f"replace({expr}, char(1) || '{slot}' || char(1), {_text(f'{log}.t{slot}')})"
-    for slot in range(INLINE):
-        expr = f"replace({expr}, char(1) || 'i{slot}' || char(1), coalesce({log}.i{slot}, ''))"
-    return expr
+    expr = f"replace({expr}, {_marker_sql('c')}, '\"' || {case}.name || '\"')"
+    inline = [(f"{log}.i{n}", _marker_sql(f"i{n}"), f"{log}.i{n}") for n in range(INLINE)]
+    texts = [(f"{log}.t{n}", _marker_sql(str(n)), _text(f"{log}.t{n}")) for n in range(SLOTS)]
+    return _filled(_filled(expr, inline), texts)
 
 
 def payload_join(log: str, case: str, alias: str) -> str:
