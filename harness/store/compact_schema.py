@@ -84,7 +84,9 @@ def payload_join(log: str, case: str, alias: str) -> str:
     subqueries into the query, copying the expression), so a view reading five fields of a
     payload would rebuild it five times. A table-valued function's argument is evaluated
     once per row: ``json_each(json_array(P))`` has one row whose value is P, text for text
-    (a NULL P, a LEFT JOIN's missing row, gives one NULL row: the join never drops a row)."""
+    (a NULL P, a LEFT JOIN's missing row, gives one NULL row: the join never drops a row).
+    Used by ``turns`` and ``verdicts``, whose columns are payload fields; not by ``events``,
+    where it would build every payload even for ``count(*)`` or ``DISTINCT case_id``."""
     return f"JOIN json_each(json_array({payload_sql(log, case)})) {alias}"
 
 
@@ -175,12 +177,11 @@ CREATE INDEX IF NOT EXISTS log_spend ON log (campaign, cost_usd) WHERE cost_usd 
 CREATE VIEW IF NOT EXISTS events AS
 SELECT e.gseq, p.name AS campaign, c.name AS case_id, e.seq, k.name AS kind,
        e.schema_version, e.turn, e.attempt, e.batch, e.ts,
-       j.value AS payload
+       {payload_sql("e", "c")} AS payload
 FROM log e
 JOIN campaigns p ON p.key = e.campaign
 JOIN cases c ON c.key = e.case_key AND c.campaign = e.campaign
-JOIN kinds k ON k.key = e.kind
-{payload_join("e", "c", "j")};
+JOIN kinds k ON k.key = e.kind;
 
 CREATE TRIGGER IF NOT EXISTS events_insert INSTEAD OF INSERT ON events BEGIN
 {_INTERN}
