@@ -66,19 +66,18 @@ class PayloadBuilder:
             self._shapes[shape_key] = shape
         if "\x01" not in shape:
             return shape
-        # The view's replacements, in its order (a marker of an empty slot becomes '').
+        # The view's replacements (`harness.store.compact_schema.payload_sql`): slots are
+        # filled in order, so the first empty one ends them.
         text = shape.replace(CASE_MARKER, f'"{case_id}"')
-        for slot in range(SLOTS):
-            marker = slot_marker(slot)
-            if marker in text:
-                data = pieces[3 + 2 * slot]
-                body = (
-                    "" if data is None else f'"{_as_text(uncompress(data, pieces[4 + 2 * slot]))}"'
-                )
-                text = text.replace(marker, body)
         for slot in range(INLINE):
-            marker = inline_marker(slot)
-            if marker in text:
-                token = pieces[3 + 2 * SLOTS + slot]
-                text = text.replace(marker, "" if token is None else _as_text(token))
+            token = pieces[3 + 2 * SLOTS + slot]
+            if token is None:
+                break
+            text = text.replace(inline_marker(slot), _as_text(token))
+        for slot in range(SLOTS):
+            data = pieces[3 + 2 * slot]
+            if data is None:
+                break
+            body = _as_text(uncompress(data, pieces[4 + 2 * slot]))
+            text = text.replace(slot_marker(slot), f'"{body}"')
         return text

@@ -36,27 +36,58 @@ def inline_marker(slot: int) -> str:
     return f"\x01i{slot}\x01"
 
 
+# Text ``x`` as stored: a text stored as is (SQL type TEXT) is read without a call of
+# ``sqlar_uncompress``, which on a Python connection is a Python function (about a
+# microsecond a call before any inflating; a full read makes one or two calls a row).
+_INFLATED = (
+    "CASE WHEN typeof(x.data) = 'text' THEN x.data"
+    " ELSE CAST(sqlar_uncompress(x.data, x.size) AS TEXT) END"
+)
+
+
 def _text(key: str) -> str:
-    """The JSON string literal of text ``key`` (SQL), '' when the key is NULL."""
-    return (
-        "coalesce((SELECT '\"' || CAST(sqlar_uncompress(x.data, x.size) AS TEXT) || '\"'"
-        f" FROM texts x WHERE x.key = {key}), '')"
-    )
+    """The JSON string literal of text ``key`` (SQL)."""
+    return f"(SELECT '\"' || {_INFLATED} || '\"' FROM texts x WHERE x.key = {key})"
+
+
+def _filled(expr: str, slots: list[tuple[str, str, str]]) -> str:
+    """``expr`` with each (column, marker, value) of ``slots`` replaced up to the first NULL
+    column: the writer fills slots in order, so a NULL column means no marker from there on,
+    and a row skips the replace calls (about a microsecond each) of its empty slots. The
+    branches repeat ``expr`` in the SQL text; only one of them runs."""
+    branches, filled = [], expr
+    for column, marker, value in slots:
+        branches.append(f"WHEN {column} IS NULL THEN {filled}")
+        filled = f"replace({filled}, {marker}, {value})"
+    return f"CASE {' '.join(branches)} ELSE {filled} END"
+
+
+def _marker_sql(tag: str) -> str:
+    return f"char(1) || '{tag}' || char(1)"
 
 
 def payload_sql(log: str, case: str) -> str:
     """The SQL expression rebuilding the payload of row ``log`` (a ``log`` alias) whose case
-    row is ``case`` (a ``cases`` alias)."""
-    expr = (
-        "(SELECT CAST(sqlar_uncompress(x.data, x.size) AS TEXT)"
-        f" FROM texts x WHERE x.key = {log}.shape)"
-    )
-    expr = f"replace({expr}, char(1) || 'c' || char(1), '\"' || {case}.name || '\"')"
-    for slot in range(SLOTS):
-        expr = f"replace({expr}, char(1) || '{slot}' || char(1), {_text(f'{log}.t{slot}')})"
-    for slot in range(INLINE):
-        expr = f"replace({expr}, char(1) || 'i{slot}' || char(1), coalesce({log}.i{slot}, ''))"
-    return expr
+    row is ``case`` (a ``cases`` alias). Markers are replaced in the shape first (inline
+    tokens), then texts: no token, case id or text holds a raw control character, so the
+    order does not change the result."""
+    expr = f"(SELECT {_INFLATED} FROM texts x WHERE x.key = {log}.shape)"
+    expr = f"replace({expr}, {_marker_sql('c')}, '\"' || {case}.name || '\"')"
+    inline = [(f"{log}.i{n}", _marker_sql(f"i{n}"), f"{log}.i{n}") for n in range(INLINE)]
+    texts = [(f"{log}.t{n}", _marker_sql(str(n)), _text(f"{log}.t{n}")) for n in range(SLOTS)]
+    return _filled(_filled(expr, inline), texts)
+
+
+def payload_join(log: str, case: str, alias: str) -> str:
+    """A join giving row ``log``'s payload once, as ``{alias}.value``: each mention of a
+    view's column that holds ``payload_sql`` is evaluated again (SQLite flattens views and
+    subqueries into the query, copying the expression), so a view reading five fields of a
+    payload would rebuild it five times. A table-valued function's argument is evaluated
+    once per row: ``json_each(json_array(P))`` has one row whose value is P, text for text
+    (a NULL P, a LEFT JOIN's missing row, gives one NULL row: the join never drops a row).
+    Used by ``turns`` and ``verdicts``, whose columns are payload fields; not by ``events``,
+    where it would build every payload even for ``count(*)`` or ``DISTINCT case_id``."""
+    return f"JOIN json_each(json_array({payload_sql(log, case)})) {alias}"
 
 
 def _kind(name: str) -> str:
@@ -182,18 +213,18 @@ SELECT p.name AS campaign,
        c.name AS case_id,
        s.turn,
        s.attempt,
-       json_extract({payload_sql("s", "c")}, '$.model')       AS model,
-       json_extract({payload_sql("s", "c")}, '$.ask.thread')  AS thread,
-       json_extract({payload_sql("s", "c")}, '$.ask.role')    AS role,
-       json_extract({payload_sql("s", "c")}, '$.ask.prompt')  AS prompt,
-       json_extract({payload_sql("s", "c")}, '$.request_key') AS request_key,
-       json_extract({payload_sql("r", "c")}, '$.reply.text')  AS reply,
-       json_extract({payload_sql("r", "c")}, '$.reply.usage.input_tokens')  AS input_tokens,
-       json_extract({payload_sql("r", "c")}, '$.reply.usage.output_tokens') AS output_tokens,
-       json_extract({payload_sql("r", "c")}, '$.reply.latency_s')           AS latency_s,
-       json_extract({payload_sql("r", "c")}, '$.reply.finish_reason')       AS finish_reason,
-       json_extract({payload_sql("f", "c")}, '$.error_kind')  AS error_kind,
-       json_extract({payload_sql("f", "c")}, '$.decision')    AS decision,
+       json_extract(sp.value, '$.model')       AS model,
+       json_extract(sp.value, '$.ask.thread')  AS thread,
+       json_extract(sp.value, '$.ask.role')    AS role,
+       json_extract(sp.value, '$.ask.prompt')  AS prompt,
+       json_extract(sp.value, '$.request_key') AS request_key,
+       json_extract(rp.value, '$.reply.text')  AS reply,
+       json_extract(rp.value, '$.reply.usage.input_tokens')  AS input_tokens,
+       json_extract(rp.value, '$.reply.usage.output_tokens') AS output_tokens,
+       json_extract(rp.value, '$.reply.latency_s')           AS latency_s,
+       json_extract(rp.value, '$.reply.finish_reason')       AS finish_reason,
+       json_extract(fp.value, '$.error_kind')  AS error_kind,
+       json_extract(fp.value, '$.decision')    AS decision,
        s.ts AS sent_at
 FROM log s
 JOIN campaigns p ON p.key = s.campaign
@@ -202,23 +233,28 @@ LEFT JOIN log r ON r.case_key = s.case_key AND r.turn = s.turn AND r.attempt = s
       AND r.kind = {_kind("ReplyReceived")}
 LEFT JOIN log f ON f.case_key = s.case_key AND f.turn = s.turn AND f.attempt = s.attempt
       AND f.kind = {_kind("AskFailed")}
+{payload_join("s", "c", "sp")}
+{payload_join("r", "c", "rp")}
+{payload_join("f", "c", "fp")}
 WHERE s.kind = {_kind("AskSent")};
 
 -- One row per verdict (the relation's own, and any later judge's).
 CREATE VIEW IF NOT EXISTS verdicts AS
 SELECT p.name AS campaign,
        c.name AS case_id,
-       json_extract({payload_sql("o", "c")}, '$.case.relation') AS relation,
-       json_extract({payload_sql("o", "c")}, '$.case.model')    AS model,
-       json_extract({payload_sql("o", "c")}, '$.case.repeat')   AS repeat,
-       json_extract({payload_sql("v", "c")}, '$.verdict.outcome') AS outcome,
-       json_extract({payload_sql("v", "c")}, '$.verdict.reason')  AS reason,
-       json_extract({payload_sql("v", "c")}, '$.verdict.evidence') AS evidence,
-       json_extract({payload_sql("v", "c")}, '$.source')          AS source,
+       json_extract(op.value, '$.case.relation') AS relation,
+       json_extract(op.value, '$.case.model')    AS model,
+       json_extract(op.value, '$.case.repeat')   AS repeat,
+       json_extract(vp.value, '$.verdict.outcome') AS outcome,
+       json_extract(vp.value, '$.verdict.reason')  AS reason,
+       json_extract(vp.value, '$.verdict.evidence') AS evidence,
+       json_extract(vp.value, '$.source')          AS source,
        v.ts AS decided_at
 FROM log v
 JOIN campaigns p ON p.key = v.campaign
 JOIN cases c ON c.key = v.case_key AND c.campaign = v.campaign
 JOIN log o ON o.case_key = v.case_key AND o.kind = {_kind("CaseOpened")}
+{payload_join("o", "c", "op")}
+{payload_join("v", "c", "vp")}
 WHERE v.kind = {_kind("VerdictReached")};
 """
