@@ -279,15 +279,20 @@ class Engine:
                         done, previous = previous, None
                         await done
                     previous = closing
-                except BudgetExceededError as exc:
-                    self.summary.ceiling_usd = self.config.limits.spend_ceiling_usd
-                    self.request_stop(f"spending ceiling reached: {exc}")
-                except CampaignAbortedError as exc:
-                    self._abort = exc
-                    self.request_stop(str(exc))
+                except (BudgetExceededError, CampaignAbortedError) as exc:
+                    self._stop_for(exc)
         finally:
             if previous is not None:
                 await asyncio.shield(previous)
+
+    def _stop_for(self, exc: BudgetExceededError | CampaignAbortedError) -> None:
+        """A case ended the campaign: the spending ceiling, or an abort."""
+        if isinstance(exc, BudgetExceededError):
+            self.summary.ceiling_usd = self.config.limits.spend_ceiling_usd
+            self.request_stop(f"spending ceiling reached: {exc}")
+        else:
+            self._abort = exc
+            self.request_stop(str(exc))
 
     async def _run_leased(self, case: Case, relation: Relation) -> None:
         assert self.lease is not None
@@ -304,12 +309,8 @@ class Engine:
             closed = not self._stop.is_set()
         except ConcurrencyError:
             return  # lost the lease: another worker holds the case and appended first
-        except BudgetExceededError as exc:
-            self.summary.ceiling_usd = self.config.limits.spend_ceiling_usd
-            self.request_stop(f"spending ceiling reached: {exc}")
-        except CampaignAbortedError as exc:
-            self._abort = exc
-            self.request_stop(str(exc))
+        except (BudgetExceededError, CampaignAbortedError) as exc:
+            self._stop_for(exc)
         finally:
             self._resume.pop(case.case_id, None)
             with contextlib.suppress(HarnessError):
