@@ -17,25 +17,54 @@ the coroutines `run_campaign`, `resume_campaign` and `rejudge` of `harness.runne
 
 from __future__ import annotations
 
-import asyncio
+import importlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from harness.cache import open_cache
-from harness.campaign import CampaignConfig, load_campaign, parse_campaign, resolve_campaign
-from harness.engine import ProgressSink, RunSummary
 from harness.errors import ConfigError, HarnessError
-from harness.registry import Family, families, relation_classes
-from harness.rejudge import RejudgeSummary, judge_spec
-from harness.rejudge import rejudge as _rejudge
-from harness.relation import Ask, Case, Outcome, RelationBase, Transcript, Verdict
-from harness.replay import VerifyResult, verify_log
-from harness.report import build_report, to_csv, to_json
-from harness.runner import resume_campaign, run_campaign
-from harness.store.open import is_postgres_url, open_reader
-from harness.store.reader import EventReader
-from harness.tables import Table
+
+if TYPE_CHECKING:
+    from harness.campaign import CampaignConfig
+    from harness.engine import ProgressSink, RunSummary
+    from harness.registry import Family, families, relation_classes
+    from harness.rejudge import RejudgeSummary
+    from harness.relation import Ask, Case, Outcome, RelationBase, Transcript, Verdict
+    from harness.replay import VerifyResult
+    from harness.store.reader import EventReader
+    from harness.tables import Table
+
+# Where each re-exported name lives. They are imported on first use (PEP 562), not with the
+# package: every `harness` command imports this package first, and the engine, the cache and
+# the event models it would pull in cost a report or `--help` over half a second of start-up.
+_LAZY = {
+    "CampaignConfig": "harness.campaign",
+    "ProgressSink": "harness.engine",
+    "RunSummary": "harness.engine",
+    "Family": "harness.registry",
+    "families": "harness.registry",
+    "relation_classes": "harness.registry",
+    "RejudgeSummary": "harness.rejudge",
+    "Ask": "harness.relation",
+    "Case": "harness.relation",
+    "Outcome": "harness.relation",
+    "RelationBase": "harness.relation",
+    "Transcript": "harness.relation",
+    "Verdict": "harness.relation",
+    "VerifyResult": "harness.replay",
+    "EventReader": "harness.store.reader",
+    "Table": "harness.tables",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'harness' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # looked up once
+    return value
+
 
 __all__ = [
     "Ask",
@@ -68,6 +97,8 @@ __all__ = [
 def campaign_config(campaign: str | Path | Mapping[str, Any] | CampaignConfig) -> CampaignConfig:
     """A validated campaign: a TOML file, an embedded name (``demo``, ``sim``), the TOML's
     contents as a dict, or a `CampaignConfig` as is."""
+    from harness.campaign import CampaignConfig, load_campaign, parse_campaign, resolve_campaign
+
     if isinstance(campaign, CampaignConfig):
         return campaign
     if isinstance(campaign, Mapping):
@@ -86,6 +117,11 @@ def run(
 ) -> RunSummary:
     """Run a campaign to the end, logging every turn in ``db``; answers recorded in the
     ``reuse`` logs are not paid again."""
+    import asyncio
+
+    from harness.cache import open_cache
+    from harness.runner import run_campaign
+
     config = campaign_config(campaign)
     cache = open_cache(tuple(str(p) for p in reuse))
     return asyncio.run(run_campaign(config, db, progress=progress, cache=cache))
@@ -101,6 +137,12 @@ def resume(
 ) -> RunSummary:
     """Continue an interrupted campaign of ``db`` (default: the latest); recorded replies
     are never paid again."""
+    import asyncio
+
+    from harness.cache import open_cache
+    from harness.runner import resume_campaign
+    from harness.store.open import is_postgres_url
+
     updates = {} if spend_ceiling_usd is None else {"limits.spend_ceiling_usd": spend_ceiling_usd}
     cache = open_cache(tuple(str(p) for p in reuse))
     if is_postgres_url(str(db)):  # leases each case, as a worker: workers may run beside it
@@ -121,6 +163,8 @@ def resume(
 def verify(db: str | Path, *, campaign: str | None = None) -> VerifyResult:
     """Replay a campaign offline and list every ask or verdict today's code computes
     differently (``.differences`` is empty when nothing changed)."""
+    from harness.replay import verify_log
+
     return verify_log(db, campaign)
 
 
@@ -135,6 +179,11 @@ def rejudge_campaign(
 ) -> RejudgeSummary:
     """Ask the model ``judge`` (e.g. ``"sim:judge"``) about every closed case; its verdicts
     are appended beside the relation's own."""
+    import asyncio
+
+    from harness.rejudge import judge_spec
+    from harness.rejudge import rejudge as _rejudge
+
     spec = judge_spec(judge, dict(options or {}), answer_format=answer_format)
     return asyncio.run(_rejudge(db, spec, campaign=campaign, limit=limit))
 
@@ -143,6 +192,8 @@ def report_tables(db: str | Path, *, campaign: str | None = None, **options: Any
     """Every report table of a campaign (default: the latest in ``db``), after the header
     table ``campaign`` (name, id, times, status, cases closed of planned, models, seed)."""
     from harness.campaign_status import report_header
+    from harness.report import build_report
+    from harness.store.open import open_reader
 
     with open_reader(db) as log:
         return [*report_header(log, campaign), *build_report(log, campaign, **options)]
@@ -152,6 +203,8 @@ def report_text(
     db: str | Path, *, format: str = "json", campaign: str | None = None, **options: Any
 ) -> str:
     """The report as ``json`` or ``csv`` text, exactly as ``harness report --format``."""
+    from harness.report import to_csv, to_json
+
     render = {"json": to_json, "csv": to_csv}.get(format)
     if render is None:
         raise ConfigError(

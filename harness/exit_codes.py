@@ -7,8 +7,10 @@ produced nothing without reading the output; so every command ends through this 
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import TYPE_CHECKING
 
-from harness.engine import RunSummary
+if TYPE_CHECKING:  # annotations only: the CLI imports this table, and not the engine
+    from harness.engine import RunSummary
 
 
 class ExitCode(IntEnum):
