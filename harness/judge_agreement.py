@@ -50,6 +50,8 @@ def valid_pairs(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
 
 
 def _sources(ctx: ReportContext) -> list[str]:
+    if not ctx.rejudged:
+        return []  # no judge: the sources are not read from every verdict
     rows = ctx.log.connection.execute(
         "SELECT DISTINCT source FROM verdicts WHERE campaign = ? AND source != 'relation' "
         "ORDER BY source",

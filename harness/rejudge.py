@@ -48,6 +48,7 @@ from harness.rubric import JudgeRubric
 from harness.store.open import open_reader, open_writer
 from harness.store.protocol import EventSink
 from harness.store.writer import PendingEvent
+from harness.tables import REJUDGE_TOPIC
 
 
 def rubric_for(relation: str) -> JudgeRubric | None:
@@ -308,7 +309,7 @@ async def rejudge(
             from harness.runner import install_stop_handlers
 
             install_stop_handlers(lambda reason: runner.stop.set())
-        note = Note(topic="rejudge", data={"judge": judge.name, "params": params.model_dump()})
+        note = Note(topic=REJUDGE_TOPIC, data={"judge": judge.name, "params": params.model_dump()})
         await store.append([PendingEvent(campaign, "", await store.next_seq(campaign, ""), note)])
         jobs = _jobs(db, campaign, summary.source, summary, limit)
         try:

@@ -16,6 +16,10 @@ from typing import Any
 from harness.store.reader import EventReader
 from harness.verdict_counts import VerdictCounts, case_key, count_verdicts
 
+# The topic of the Note `harness.rejudge` appends before the first verdict of a judge: the
+# report looks it up to learn whether the log holds any judge verdict at all.
+REJUDGE_TOPIC = "rejudge"
+
 
 @dataclass(frozen=True)
 class Forest:
@@ -171,6 +175,19 @@ class ReportContext:
         if isinstance(verdicts, VerdictStream):
             return VerdictStream(self, wanted)
         return [v for v in verdicts if wanted(v.relation)]
+
+    @cached_property
+    def rejudged(self) -> bool:
+        """Whether a judge re-judged any case of the campaign. Verdicts of a source other than
+        "relation" come only from `harness.rejudge`, which appends its Note first; the Note
+        is found through the (campaign, kind) index among a handful of Notes, where the
+        sources themselves are read from every verdict of the log."""
+        found = self.log.connection.execute(
+            "SELECT 1 FROM events WHERE campaign = ? AND kind = 'Note'"
+            " AND json_extract(payload, '$.topic') = ? LIMIT 1",
+            (self.campaign, REJUDGE_TOPIC),
+        ).fetchone()
+        return found is not None
 
     @cached_property
     def verdict_counts(self) -> VerdictCounts:

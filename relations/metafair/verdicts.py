@@ -48,6 +48,8 @@ def _label_of(v: VerdictRow) -> tuple[str, str]:
 
 
 def rejudge_sources(ctx: ReportContext) -> list[str]:
+    if not ctx.rejudged:
+        return []  # no judge: the sources are not read from every verdict
     rows = ctx.log.connection.execute(
         "SELECT DISTINCT source FROM verdicts WHERE campaign = ? AND source LIKE 'judge:%' "
         "ORDER BY source",
