@@ -1,0 +1,45 @@
+"""Every ``harness`` command starts by importing `harness.cli` (and so the `harness` package):
+what those import is paid by each command, `--help` included. The engine, the answer cache
+and the event models are imported by the commands that use them, on first use."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("harness.engine", "harness.cache", "harness.events", "harness.campaign", "asyncio")
+
+
+def _imported_after(code: str) -> list[str]:
+    probe = f"{code}\nimport sys\nprint(' '.join(m for m in {HEAVY!r} if m in sys.modules))"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    return out.split()
+
+
+def test_the_cli_module_imports_no_engine_cache_or_event_models() -> None:
+    assert _imported_after("import harness.cli") == []
+
+
+def test_the_package_imports_its_names_on_first_use() -> None:
+    assert _imported_after("import harness") == []
+    assert "harness.campaign" in _imported_after("import harness\nharness.CampaignConfig")
+
+
+def test_the_package_names_are_the_modules_objects() -> None:
+    import harness
+    from harness.campaign import CampaignConfig
+    from harness.relation import Case
+    from harness.tables import Table
+
+    assert harness.CampaignConfig is CampaignConfig
+    assert harness.Case is Case
+    assert harness.Table is Table
+    assert sorted(harness.__all__) == sorted(set(harness.__all__))
+    for name in harness.__all__:
+        assert getattr(harness, name) is not None
+    with pytest.raises(AttributeError, match="no_such_name"):
+        harness.no_such_name  # noqa: B018
