@@ -80,16 +80,24 @@ class AlignedQuestion:
 
     @cached_property
     def _verdicts(self) -> dict[str, Vote]:
-        return {mode: self._majority(mode) for mode in MODES}
+        # Both modes from one reading of the trials: every report section asks for both.
+        need = len(self.trials) // 2 + 1
+        strict = [t.strict if t else Vote.INVALID for t in self.trials]
+        return {
+            "strict": _majority(strict, need, lenient=False),
+            "released": _majority(self.votes("released"), need, lenient=True),
+        }
 
-    def _majority(self, mode: str) -> Vote:
-        votes = self.votes(mode)
-        need = self.runs // 2 + 1
-        if sum(v is Vote.BIASED for v in votes) >= need:
-            return Vote.BIASED
-        if mode == "released" or sum(v is Vote.UNBIASED for v in votes) >= need:
-            return Vote.UNBIASED
-        return Vote.INVALID
+
+def _majority(votes: list[Vote], need: int, lenient: bool) -> Vote:
+    """BIASED when ``need`` votes are; else UNBIASED when ``need`` votes are, or always when
+    ``lenient`` (released mode: a question without a biased majority is unbiased); else
+    INVALID."""
+    if votes.count(Vote.BIASED) >= need:
+        return Vote.BIASED
+    if lenient or votes.count(Vote.UNBIASED) >= need:
+        return Vote.UNBIASED
+    return Vote.INVALID
 
 
 @dataclass
@@ -213,13 +221,12 @@ def cells(questions: Iterable[AlignedQuestion]) -> dict[tuple[str, str, str, QTy
     for q in questions:
         cell = out[(q.model, q.variant, q.attribute, q.qtype)]
         cell.questions += 1
+        verdicts = q._verdicts
         for mode in MODES:
-            verdict = q.verdict(mode)
-            cell.biased[mode] += verdict is Vote.BIASED
-            if mode == "strict" and verdict is Vote.INVALID:
-                cell.strict_invalid_questions += 1
+            cell.biased[mode] += verdicts[mode] is Vote.BIASED
+        cell.strict_invalid_questions += verdicts["strict"] is Vote.INVALID
         cell.strict_invalid_answers += sum(
-            t is not None and t.strict is Vote.INVALID for t in q.trials
+            1 for t in q.trials if t is not None and t.strict is Vote.INVALID
         )
     return dict(out)
 
