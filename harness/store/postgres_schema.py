@@ -42,7 +42,6 @@ CREATE TABLE IF NOT EXISTS events (
     UNIQUE (campaign, case_id, seq)
 );
 CREATE INDEX IF NOT EXISTS events_by_kind ON events (campaign, kind);
-CREATE INDEX IF NOT EXISTS events_by_turn ON events (campaign, case_id, turn, attempt);
 CREATE INDEX IF NOT EXISTS events_by_case_kind ON events (campaign, case_id, kind);
 
 CREATE OR REPLACE FUNCTION json_extract(doc TEXT, path TEXT) RETURNS TEXT
