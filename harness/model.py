@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
+from json.encoder import encode_basestring
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -128,13 +129,25 @@ def build_model(spec: ModelSpec) -> Model:
 
 
 def request_key(model: str, messages: Sequence[Message], params: GenerationParams) -> str:
-    """Content address of a request: same model, params and full history -> same key."""
-    payload = {
-        "model": model,
-        # The dict model_dump gives (a Message has these two fields), built directly: the
-        # key is computed on every call and pydantic's dump was a third of its cost.
-        "messages": [{"role": m.role, "content": m.content} for m in messages],
-        "params": params.model_dump(exclude_none=True),
-    }
-    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    """Content address of a request: same model, params and full history -> same key.
+
+    The hashed text is ``json.dumps({"model", "messages", "params"}, sort_keys=True,
+    ensure_ascii=False, separators=(",", ":"))`` with each message dumped as its two fields
+    (`request_key_text`); it is spelled out here because the key is computed on every call
+    and building the dicts cost more than encoding the strings.
+    """
+    blob = request_key_text(model, messages, params)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:32]
+
+
+def request_key_text(model: str, messages: Sequence[Message], params: GenerationParams) -> str:
+    """The text `request_key` hashes (sorted keys: "messages" < "model" < "params")."""
+    esc = encode_basestring  # what json.dumps(ensure_ascii=False) does to a str
+    body = ",".join([f'{{"content":{esc(m.content)},"role":{esc(m.role)}}}' for m in messages])
+    dumped = json.dumps(
+        params.model_dump(exclude_none=True),
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+    return f'{{"messages":[{body}],"model":{esc(model)},"params":{dumped}}}'

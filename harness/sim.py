@@ -14,11 +14,11 @@ and benchmarks what each relation should detect.
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from json.encoder import encode_basestring_ascii
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -109,11 +109,9 @@ class SimModel:
         self.handlers = sorted(sim_handlers(), key=lambda h: (h.priority, h.name))
 
     async def complete(self, messages: Sequence[Message], params: GenerationParams) -> Reply:
-        # The same text as dumping each Message (its two fields), without pydantic's dump.
-        blob = json.dumps(
-            [{"role": m.role, "content": m.content} for m in messages], sort_keys=True
+        rng = random.Random(
+            derive_seed(self.name, params.seed, params.temperature, _blob(messages))
         )
-        rng = random.Random(derive_seed(self.name, params.seed, params.temperature, blob))
         opts = self.options
         if opts.latency_s or opts.latency_jitter_s:
             await asyncio.sleep(opts.latency_s + rng.uniform(0, opts.latency_jitter_s))
@@ -145,6 +143,17 @@ class SimModel:
 
     async def aclose(self) -> None:
         return None
+
+
+def _blob(messages: Sequence[Message]) -> str:
+    """The messages as ``json.dumps([{"role", "content"}...], sort_keys=True)`` writes them
+    (what seeds the answer), spelled out: it runs on every call."""
+    esc = encode_basestring_ascii
+    return (
+        "["
+        + ", ".join([f'{{"content": {esc(m.content)}, "role": {esc(m.role)}}}' for m in messages])
+        + "]"
+    )
 
 
 _LIST = re.compile(r"\[([^\[\]]*)\]")

@@ -160,7 +160,7 @@ class EventWriter:
             attempt = getattr(p.event, "attempt", None) if kind in _TURN_KINDS else None
             rows.append((p.campaign, p.case_id, p.seq, kind, version, turn, attempt, now, payload))
         future: asyncio.Future[list[int]] = asyncio.get_running_loop().create_future()
-        await self._queue.put(_Batch(rows, future))
+        self._queue.put_nowait(_Batch(rows, future))  # unbounded: put() would not wait either
         return await future
 
     async def append_encoded(

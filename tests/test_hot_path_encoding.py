@@ -1,0 +1,74 @@
+"""The engine's hot path spells some encodings out by hand for speed (request keys, the sim's
+answer seed, events built from validated parts). Each must give exactly the bytes of the
+plain formula it replaced: a request key or a sim answer that changed would change every
+log, cache hit and replay."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.answer_shape import AnswerShape
+from harness.model import GenerationParams, Message, request_key, request_key_text
+from harness.relation import derive_seed
+from harness.sim import SimModel, _blob
+
+# Any text, surrogates included (json.dumps passes them through; both must agree).
+texts = st.text(alphabet=st.characters(), max_size=40) | st.sampled_from(
+    ["", '"', "\\", "\n\t\x00\x1f\x7f", "é ü 中文 🙂", "\ud800", "</script>", "\u2028"]
+)
+messages = st.lists(
+    st.builds(Message, role=st.sampled_from(["system", "user", "assistant"]), content=texts),
+    max_size=5,
+)
+params = st.builds(
+    GenerationParams,
+    temperature=st.none() | st.floats(0, 2),
+    max_tokens=st.none() | st.integers(1, 4096),
+    seed=st.none() | st.integers(0, 2**31),
+    top_p=st.none() | st.floats(0, 1),
+    answer_shape=st.none()
+    | st.builds(lambda o: AnswerShape(kind="terms", options=tuple(o)), st.lists(texts, max_size=3)),
+)
+
+
+def reference_text(model: str, msgs: list[Message], p: GenerationParams) -> str:
+    """What request_key hashed as it was first written: json.dumps of the whole request."""
+    payload = {
+        "model": model,
+        "messages": [m.model_dump() for m in msgs],
+        "params": p.model_dump(exclude_none=True),
+    }
+    return json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(model=texts, msgs=messages, p=params)
+def test_request_key_is_the_json_dumps_key(model: str, msgs: list[Message], p: GenerationParams):
+    expected = reference_text(model, msgs, p)
+    assert request_key_text(model, msgs, p) == expected
+    try:
+        blob = expected.encode("utf-8")
+    except UnicodeEncodeError:
+        return  # a lone surrogate: no key either way (request_key raises as before)
+    assert request_key(model, msgs, p) == hashlib.sha256(blob).hexdigest()[:32]
+
+
+@settings(max_examples=300, deadline=None)
+@given(msgs=messages)
+def test_sim_blob_is_the_json_dumps_text(msgs: list[Message]):
+    expected = json.dumps([{"role": m.role, "content": m.content} for m in msgs], sort_keys=True)
+    assert _blob(msgs) == expected
+
+
+async def test_sim_answer_seed_unchanged():
+    """The sim seeds its answer from the blob: same seed, same answer as the formula."""
+    model = SimModel("sim:x")
+    msgs = [Message(role="user", content="Name the terms: [nurse, pilot] é")]
+    p = GenerationParams(seed=7, temperature=0.0)
+    blob = json.dumps([m.model_dump() for m in msgs], sort_keys=True)
+    assert derive_seed("sim:x", 7, 0.0, _blob(msgs)) == derive_seed("sim:x", 7, 0.0, blob)
+    assert (await model.complete(msgs, p)).text == (await model.complete(msgs, p)).text
