@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from harness.errors import StoreError
 from harness.events import (
@@ -94,9 +94,14 @@ class QuickCounts:
     verdicts: int = 1
 
 
+_MESSAGES = TypeAdapter(list[Message])  # built once: one serialiser call per request
+
+
 def messages_json(messages: Sequence[Message]) -> str:
-    """A request as its AskSent payload holds it (and as `verify_case` compares it)."""
-    return "[" + ",".join(m.model_dump_json() for m in messages) + "]"
+    """A request as its AskSent payload holds it (and as `verify_case` compares it: the
+    list's serialiser writes each message as its own ``model_dump_json`` does, comma-joined
+    in brackets; `tests/test_replay_quick.py` checks the two agree)."""
+    return _MESSAGES.dump_json(list(messages)).decode()
 
 
 def step_safely(relation: Relation, case: Case, transcript: Transcript) -> object:
