@@ -11,8 +11,9 @@ import pytest
 
 import harness.replay as replay
 from harness.campaign import parse_campaign
-from harness.replay import VerifyResult, verify_log
+from harness.errors import EventDecodeError
 from harness.model import Message
+from harness.replay import VerifyResult, verify_log
 from harness.replay_quick import QuickCounts, messages_json, quick_verify
 from harness.runner import run_campaign
 
@@ -135,3 +136,19 @@ def test_a_tampered_request_alone_leaves_the_quick_path_and_is_listed(
 )
 def test_messages_json_is_the_per_message_dumps_joined(messages: list[Message]) -> None:
     assert messages_json(messages) == "[" + ",".join(m.model_dump_json() for m in messages) + "]"
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ('"request_key":"', '"request_key":7,"extra":"'),  # a key AskSent does not have
+        ('"seed":', '"seed":"not a number","x":'),  # params that do not validate
+    ],
+)
+def test_a_tampered_ask_tail_is_not_passed_by_the_quick_path(
+    log: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, old: str, new: str
+) -> None:
+    # The exact path rejects such a row as undecodable; the quick path must not pass it.
+    db = _tampered(log, tmp_path, "AskSent", old, new)
+    with pytest.raises(EventDecodeError):
+        _verify(db, monkeypatch, quick=True)
