@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from harness.errors import StoreError
 from harness.events import (
@@ -94,9 +94,14 @@ class QuickCounts:
     verdicts: int = 1
 
 
+_MESSAGES = TypeAdapter(list[Message])  # built once: one serialiser call per request
+
+
 def messages_json(messages: Sequence[Message]) -> str:
-    """A request as its AskSent payload holds it (and as `verify_case` compares it)."""
-    return "[" + ",".join(m.model_dump_json() for m in messages) + "]"
+    """A request as its AskSent payload holds it (and as `verify_case` compares it: the
+    list's serialiser writes each message as its own ``model_dump_json`` does, comma-joined
+    in brackets; `tests/test_replay_quick.py` checks the two agree)."""
+    return _MESSAGES.dump_json(list(messages)).decode()
 
 
 def step_safely(relation: Relation, case: Case, transcript: Transcript) -> object:
@@ -123,13 +128,21 @@ def _ask_matches(payload: str, turn: int, ask_json: str, request_json: str) -> b
     if not payload.startswith(messages, end):
         return False
     # The rest is not compared (verify never did), but it must decode as the exact path
-    # decodes it: a row it would reject is not passed here.
+    # decodes it: a row it would reject is not passed here. One pydantic call on the rest,
+    # with AskSent's own field types and its forbidding of other keys.
     try:
-        rest = json.loads("{" + payload[end + len(messages) :])
-        GenerationParams.model_validate(rest["params"])
-    except (ValueError, KeyError, TypeError, ValidationError):
+        _AskTail.model_validate_json("{" + payload[end + len(messages) :])
+    except ValidationError:
         return False
-    return set(rest) == {"params", "request_key"} and isinstance(rest["request_key"], str)
+    return True
+
+
+class _AskTail(BaseModel):
+    """The fields of an AskSent payload after its messages, typed as `AskSent` types them."""
+
+    model_config = ConfigDict(extra="forbid")
+    params: GenerationParams
+    request_key: str
 
 
 def quick_verify(

@@ -11,8 +11,10 @@ import pytest
 
 import harness.replay as replay
 from harness.campaign import parse_campaign
+from harness.errors import EventDecodeError
+from harness.model import Message
 from harness.replay import VerifyResult, verify_log
-from harness.replay_quick import QuickCounts, quick_verify
+from harness.replay_quick import QuickCounts, messages_json, quick_verify
 from harness.runner import run_campaign
 
 
@@ -99,3 +101,54 @@ def test_a_difference_leaves_the_quick_path_and_is_listed(
     assert taken == 49
     assert [m.what for m in fast.differences] == [what]
     assert _key(fast) == _key(exact)
+
+
+def test_a_tampered_request_alone_leaves_the_quick_path_and_is_listed(
+    log: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Only the logged messages change (the ask is left as it was): the quick path's
+    # one-call serialisation of the request must still see the difference.
+    db = _tampered(
+        log,
+        tmp_path,
+        "AskSent",
+        '"messages":[{"role":"user","content":"In',
+        '"messages":[{"role":"user","content":"On',
+    )
+    fast, taken = _verify(db, monkeypatch, quick=True)
+    exact, _ = _verify(db, monkeypatch, quick=False)
+    assert taken == 49
+    assert [m.what for m in fast.differences] == ["request"]
+    assert _key(fast) == _key(exact)
+
+
+@pytest.mark.parametrize(
+    "messages",
+    [
+        [],
+        [Message(role="user", content="plain")],
+        [
+            Message(role="system", content='quotes " and \\ and \n and é and \u2028 and \x00'),
+            Message(role="user", content="two"),
+            Message(role="assistant", content=""),
+        ],
+    ],
+)
+def test_messages_json_is_the_per_message_dumps_joined(messages: list[Message]) -> None:
+    assert messages_json(messages) == "[" + ",".join(m.model_dump_json() for m in messages) + "]"
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ('"request_key":"', '"request_key":7,"extra":"'),  # a key AskSent does not have
+        ('"seed":', '"seed":"not a number","x":'),  # params that do not validate
+    ],
+)
+def test_a_tampered_ask_tail_is_not_passed_by_the_quick_path(
+    log: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, old: str, new: str
+) -> None:
+    # The exact path rejects such a row as undecodable; the quick path must not pass it.
+    db = _tampered(log, tmp_path, "AskSent", old, new)
+    with pytest.raises(EventDecodeError):
+        _verify(db, monkeypatch, quick=True)

@@ -171,6 +171,8 @@ def _is_restatement(items: list[str], asked: Sequence[Sequence[str]]) -> bool:
     for question in asked:
         if len(question) < 2:
             continue  # naming the only term of a one-term list is an answer
+        if len(items) < len(set(question)):
+            continue  # each item resolves to one term at most: too few to name them all
         resolver = _resolver(tuple(question))
         named = {resolver.resolve(i) for i in items} - {None}
         if named == {(t, True) for t in question}:
