@@ -56,6 +56,15 @@ def _halves(db: Path) -> tuple[str, str, str]:
     return boundary, ids[0], ids[-1]
 
 
+def _edited_copy(log: Path, db: Path, sql: str, case_ids: list[str]) -> Path:
+    """A copy of ``log`` at ``db`` with ``sql`` run once per case id (its one parameter)."""
+    db.write_bytes(log.read_bytes())
+    with sqlite3.connect(db) as conn:
+        conn.executemany(sql, [(case_id,) for case_id in case_ids])
+    conn.close()
+    return db
+
+
 def test_two_processes_give_the_serial_result(log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(parallel, "PARALLEL_MIN_CASES", 1)
     _halves(log)
@@ -68,17 +77,14 @@ def test_differences_in_both_halves_are_all_listed_in_order(
     log: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(parallel, "PARALLEL_MIN_CASES", 1)
-    db = tmp_path / "tampered.db"
-    db.write_bytes(log.read_bytes())
-    _, first, last = _halves(db)
-    with sqlite3.connect(db) as conn:
-        for case_id in (first, last):
-            conn.execute(
-                'UPDATE events SET payload = replace(payload, \'"reason":"\','
-                " '\"reason\":\"tampered ') WHERE case_id = ? AND kind = 'VerdictReached'",
-                (case_id,),
-            )
-    conn.close()
+    _, first, last = _halves(log)
+    db = _edited_copy(
+        log,
+        tmp_path / "tampered.db",
+        'UPDATE events SET payload = replace(payload, \'"reason":"\','
+        " '\"reason\":\"tampered ') WHERE case_id = ? AND kind = 'VerdictReached'",
+        [first, last],
+    )
     serial, split = _both(db, monkeypatch)
     assert [m.case_id for m in split.differences] == [first, last]
     assert _key(split) == _key(serial)
@@ -88,12 +94,13 @@ def test_an_unreadable_case_in_the_childs_half_raises_as_the_serial_loop_does(
     log: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(parallel, "PARALLEL_MIN_CASES", 1)
-    db = tmp_path / "broken.db"
-    db.write_bytes(log.read_bytes())
-    _, _, last = _halves(db)
-    with sqlite3.connect(db) as conn:
-        conn.execute("DELETE FROM events WHERE case_id = ? AND kind = 'CaseOpened'", (last,))
-    conn.close()
+    _, _, last = _halves(log)
+    db = _edited_copy(
+        log,
+        tmp_path / "broken.db",
+        "DELETE FROM events WHERE case_id = ? AND kind = 'CaseOpened'",
+        [last],
+    )
     monkeypatch.setattr(parallel, "PARALLEL_MIN_CASES", 10**9)
     with pytest.raises(Exception) as serial:
         verify_log(db)
