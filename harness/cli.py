@@ -10,7 +10,7 @@ import click
 
 from harness.errors import CampaignAbortedError, HarnessError
 from harness.exit_codes import ExitCode
-from harness.registry import commands
+from harness.registry import command, command_names
 from harness.terminal_text import printable
 
 
@@ -19,10 +19,10 @@ class _MainGroup(click.Group):
     `harness.exit_codes` (3 for an aborted campaign, 2 for any other error, 130 on Ctrl-C)."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return [c.name for c in commands() if c.name]
+        return command_names()
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        return next((c for c in commands() if c.name == cmd_name), None)
+        return command(cmd_name)
 
     def invoke(self, ctx: click.Context) -> object:
         try:

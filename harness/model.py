@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness.answer_shape import AnswerFormat, AnswerShape
 from harness.errors import ConfigError
-from harness.registry import model_backends
+from harness.registry import model_backend, model_schemes
 
 Role = Literal["system", "user", "assistant"]
 
@@ -107,23 +107,22 @@ ModelFactory = Callable[[ModelSpec], Model]
 
 
 def known_schemes() -> list[str]:
-    return sorted(model_backends())
+    return model_schemes()
 
 
 def build_model(spec: ModelSpec) -> Model:
-    backends = model_backends()
     if ":" not in spec.target:
         raise ConfigError(
             f"model name {spec.target!r} has no backend prefix",
             field="models.name",
-            fix=f"write it as 'scheme:identifier' with scheme one of {sorted(backends)}",
+            fix=f"write it as 'scheme:identifier' with scheme one of {known_schemes()}",
         )
-    factory = backends.get(spec.scheme)
+    factory = model_backend(spec.scheme)
     if factory is None:
         raise ConfigError(
             f"unknown model backend {spec.scheme!r} in {spec.name!r}",
             field="models.name",
-            fix=f"use one of {sorted(backends)}",
+            fix=f"use one of {known_schemes()}",
         )
     return factory(spec)
 

@@ -13,6 +13,11 @@ One rule for duplicates, for every kind of entry: a name may be registered once;
 registration of the same name, even of the same object, raises `RegistryError` naming both
 places. Registration order never decides behaviour: listings are sorted by name (and
 report sections and sim handlers by their declared order, then name).
+
+A family may name its parts by reference (`harness.family_refs.Lazy` and `Deferred`): the
+registry then imports each part on first use, so a command pays only for the families and
+parts it touches. Names declared by reference obey the same duplicate rule at once; the parts
+of a `Deferred` obey it when their kind is first listed.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from harness.errors import RegistryError
+from harness.family_refs import Deferred, Lazy
 
 if TYPE_CHECKING:
     import click
@@ -57,19 +63,21 @@ class Family:
 
     ``judge_rubric`` applies to every relation of the family; ``sim_options`` is a pydantic
     model whose fields become options of ``sim:`` models (the family's planted truth),
-    handed to its sim handlers through `SimRequest.planted`.
+    handed to its sim handlers through `SimRequest.planted`. Any part may be given by
+    reference (`Lazy` for a named part, `Deferred` for parts used all together), so that
+    describing the family imports nothing of it.
     """
 
     name: str
     summary: str
-    relations: Sequence[type[RelationBase]] = ()
-    report_sections: Sequence[ReportSection] = ()
-    sim_handlers: Sequence[SimHandler] = ()
-    sim_options: type[BaseModel] | None = None
-    judge_rubric: JudgeRubric | None = None
-    model_backends: Mapping[str, ModelFactory] = field(default_factory=dict)
-    commands: Sequence[click.Command] = ()
-    importers: Sequence[click.Command] = ()
+    relations: Sequence[type[RelationBase] | Lazy] = ()
+    report_sections: Sequence[ReportSection] | Deferred = ()
+    sim_handlers: Sequence[SimHandler] | Deferred = ()
+    sim_options: type[BaseModel] | Deferred | None = None
+    judge_rubric: JudgeRubric | Lazy | None = None
+    model_backends: Mapping[str, ModelFactory | Lazy] = field(default_factory=dict)
+    commands: Sequence[click.Command | Lazy] = ()
+    importers: Sequence[click.Command | Lazy] = ()
     docs: Path | None = None
 
 
@@ -77,8 +85,9 @@ class Family:
 class Entry:
     kind: Kind
     name: str
-    value: Any
+    value: Any  # a `Lazy` until first used
     origin: str  # where it came from, for the duplicate error
+    family: str = ""
 
 
 class Registry:
@@ -86,8 +95,10 @@ class Registry:
 
     def __init__(self) -> None:
         self._entries: dict[tuple[Kind, str], Entry] = {}
+        # Parts given as `Deferred`, per kind, until that kind is first listed.
+        self._deferred: dict[Kind, list[tuple[Deferred, str]]] = {}
 
-    def add(self, kind: Kind, name: str, value: Any, origin: str) -> None:
+    def add(self, kind: Kind, name: str, value: Any, origin: str, family: str = "") -> None:
         key = (kind, name)
         if not name:
             raise RegistryError(f"a {kind} from {origin} has no name")
@@ -96,31 +107,62 @@ class Registry:
             raise RegistryError(
                 f"{kind} {name!r} is registered twice: by {previous.origin} and by {origin}"
             )
-        self._entries[key] = Entry(kind, name, value, origin)
+        self._entries[key] = Entry(kind, name, value, origin, family)
+
+    def names(self, kind: Kind) -> list[str]:
+        """The names registered for ``kind``, sorted, without importing any part by name."""
+        self._expand(kind)
+        return sorted(name for (k, name) in self._entries if k == kind)
 
     def entries(self, kind: Kind) -> list[Entry]:
-        return sorted((e for (k, _), e in self._entries.items() if k == kind), key=_by_name)
+        """Every entry of ``kind``, sorted by name, each part imported if it was not yet."""
+        self._expand(kind)
+        found = sorted((e for (k, _), e in self._entries.items() if k == kind), key=_by_name)
+        return [self._loaded(entry) for entry in found]
 
     def get(self, kind: Kind, name: str) -> Any | None:
+        self._expand(kind)
         entry = self._entries.get((kind, name))
-        return entry.value if entry is not None else None
+        return self._loaded(entry).value if entry is not None else None
+
+    def _loaded(self, entry: Entry) -> Entry:
+        """``entry`` with its part imported and checked (once; the entry is replaced)."""
+        if not isinstance(entry.value, Lazy):
+            return entry
+        where = f"{entry.kind} {entry.name!r} of {entry.origin}"
+        value = entry.value.load(where)
+        _check_loaded(entry, value, where)
+        loaded = Entry(entry.kind, entry.name, value, entry.origin, entry.family)
+        self._entries[(entry.kind, entry.name)] = loaded
+        return loaded
+
+    def _expand(self, kind: Kind) -> None:
+        for deferred, where in self._deferred.pop(kind, []):
+            parts = deferred.load(f"the {kind}s of {where}")
+            if kind == "sim option":
+                for model in parts:
+                    for option in model.model_fields:
+                        self.add(kind, option, model, where)
+                continue
+            for part in (p for sequence in parts for p in sequence):
+                self.add(kind, part.name, part, where)
 
     def add_family(self, family: Family, origin: str) -> None:
         """Register a family and each of its contributions under its origin."""
         where = f"family {family.name!r} ({origin})"
         self.add("family", family.name, family, where)
         for relation in family.relations:
-            if relation.family != family.name:
+            if not isinstance(relation, Lazy) and relation.family != family.name:
                 raise RegistryError(
                     f"relation {relation.name!r} says it belongs to family "
                     f"{relation.family!r}, but {where} lists it"
                 )
-            self.add("relation", relation.name, relation, where)
-        for section in family.report_sections:
-            self.add("report section", section.name, section, where)
-        for handler in family.sim_handlers:
-            self.add("sim handler", handler.name, handler, where)
-        if family.sim_options is not None:
+            self.add("relation", relation.name, relation, where, family.name)
+        self._add_parts("report section", family.report_sections, where)
+        self._add_parts("sim handler", family.sim_handlers, where)
+        if isinstance(family.sim_options, Deferred):
+            self._deferred.setdefault("sim option", []).append((family.sim_options, where))
+        elif family.sim_options is not None:
             for option in family.sim_options.model_fields:
                 self.add("sim option", option, family.sim_options, where)
         if family.judge_rubric is not None:
@@ -132,12 +174,38 @@ class Registry:
         for importer in family.importers:
             self.add("importer", _command_name(importer), importer, where)
 
+    def _add_parts(self, kind: Kind, parts: Sequence[Any] | Deferred, where: str) -> None:
+        if isinstance(parts, Deferred):
+            self._deferred.setdefault(kind, []).append((parts, where))
+            return
+        for part in parts:
+            self.add(kind, part.name, part, where)
+
+
+def _check_loaded(entry: Entry, value: Any, where: str) -> None:
+    """A part imported by reference must be what its declaration said it is."""
+    if entry.kind == "relation":
+        name, family = getattr(value, "name", None), getattr(value, "family", None)
+        if name != entry.name or family != entry.family:
+            raise RegistryError(
+                f"{where}: {entry.value.target} is relation {name!r} of family {family!r}, "
+                f"not relation {entry.name!r} of family {entry.family!r}"
+            )
+    elif entry.kind in ("command", "importer"):
+        name = getattr(value, "name", None)
+        if name != entry.name:
+            raise RegistryError(
+                f"{where}: {entry.value.target} is a command named {name!r}, not {entry.name!r}"
+            )
+    elif entry.kind == "model backend" and not callable(value):
+        raise RegistryError(f"{where}: {entry.value.target} is not callable")
+
 
 def _by_name(entry: Entry) -> str:
     return entry.name
 
 
-def _command_name(command: click.Command) -> str:
+def _command_name(command: click.Command | Lazy) -> str:
     return command.name or ""
 
 
@@ -214,7 +282,17 @@ def families() -> list[Family]:
 
 
 def relation_classes() -> dict[str, type[RelationBase]]:
+    """Every relation class, each imported (listings); `relation_class` imports one."""
     return {e.name: e.value for e in registry().entries("relation")}
+
+
+def relation_names() -> list[str]:
+    return registry().names("relation")
+
+
+def relation_class(name: str) -> type[RelationBase] | None:
+    cls: type[RelationBase] | None = registry().get("relation", name)
+    return cls
 
 
 def family_of(relation: str) -> Family | None:
@@ -246,9 +324,36 @@ def model_backends() -> dict[str, ModelFactory]:
     return {e.name: e.value for e in registry().entries("model backend")}
 
 
+def model_schemes() -> list[str]:
+    return registry().names("model backend")
+
+
+def model_backend(scheme: str) -> ModelFactory | None:
+    factory: ModelFactory | None = registry().get("model backend", scheme)
+    return factory
+
+
 def commands() -> list[click.Command]:
     return [e.value for e in registry().entries("command")]
 
 
+def command_names() -> list[str]:
+    return registry().names("command")
+
+
+def command(name: str) -> click.Command | None:
+    found: click.Command | None = registry().get("command", name)
+    return found
+
+
 def importers() -> list[click.Command]:
     return [e.value for e in registry().entries("importer")]
+
+
+def importer_names() -> list[str]:
+    return registry().names("importer")
+
+
+def importer(name: str) -> click.Command | None:
+    found: click.Command | None = registry().get("importer", name)
+    return found

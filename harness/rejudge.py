@@ -35,7 +35,7 @@ from harness.model import (
     Reply,
     build_model,
 )
-from harness.registry import family_of
+from harness.registry import family_of, judge_rubric
 from harness.relation import Ask, Outcome, Transcript, Verdict
 from harness.replay import (
     REJUDGE_THREAD_PREFIX,
@@ -54,7 +54,7 @@ from harness.tables import REJUDGE_TOPIC
 def rubric_for(relation: str) -> JudgeRubric | None:
     """The judge rubric of the family that registered ``relation`` (None: not judgeable)."""
     family = family_of(relation)
-    return family.judge_rubric if family is not None else None
+    return judge_rubric(family.name) if family is not None else None
 
 
 # --- running a re-judge ------------------------------------------------------------------

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from harness.answer_shape import AnswerShape
 from harness.config_errors import config_error
 from harness.errors import ConfigError
-from harness.registry import relation_classes
+from harness.registry import relation_class, relation_names
 
 
 class Outcome(StrEnum):
@@ -150,13 +150,12 @@ class RelationBase:
 
 def build_relation(name: str, options: dict[str, Any], *, field: str = "relations") -> Relation:
     """The registered relation ``name`` with validated options, or a ConfigError."""
-    classes = relation_classes()
-    cls = classes.get(name)
+    cls = relation_class(name)
     if cls is None:
         raise ConfigError(
             f"unknown relation {name!r}",
             field=f"{field}.name",
-            fix=f"run 'harness relations' to list them; known: {', '.join(classes)}",
+            fix=f"run 'harness relations' to list them; known: {', '.join(relation_names())}",
         )
     try:
         opts = cls.Options.model_validate(options)

@@ -1,8 +1,8 @@
 """The layout's rules, checked on the source: the core never imports a family, and no
 module imports another that (directly or through others) imports it back.
 
-Every import counts, including those deferred into functions and `importlib.import_module`
-calls with a constant name; imports under ``if TYPE_CHECKING:`` are annotations only (they
+Every import counts, including those deferred into functions, `importlib.import_module`
+calls with a constant name and a family's parts named by reference (`Lazy`, `Deferred`); imports under ``if TYPE_CHECKING:`` are annotations only (they
 never run) and are left out.
 """
 
@@ -62,6 +62,14 @@ def _imported_names(module: str, path: Path) -> list[str]:
             and isinstance(node.args[0], ast.Constant)
         ):
             names.append(str(node.args[0].value))
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("Lazy", "Deferred"):
+            # A family's parts by reference (harness.family_refs): "module:attribute" strings
+            # the registry imports on first use, so each is an import of that module.
+            names.extend(
+                str(arg.value).partition(":")[0]
+                for arg in node.args
+                if isinstance(arg, ast.Constant) and ":" in str(arg.value)
+            )
         for child in ast.iter_child_nodes(node):
             visit(child)
 
@@ -130,6 +138,13 @@ def test_deferred_imports_count_and_type_checking_imports_do_not(tmp_path: Path)
     names = _imported_names("harness.mod", source)
     assert "harness.store.writer" in names and "harness.replay" in names
     assert "harness.sim" not in names
+    source.write_text(
+        'F = Family(relations=(Lazy("x.y", "relations.x.rel:Y"),),'
+        ' report_sections=Deferred("relations.x.report:SECTIONS", "relations.z.r:S"))\n',
+        encoding="utf-8",
+    )
+    names = _imported_names("relations.x", source)
+    assert {"relations.x.rel", "relations.x.report", "relations.z.r"} <= set(names)
 
 
 def test_docs_architecture_names_every_module() -> None:

@@ -186,12 +186,15 @@ def test_a_name_registered_twice_is_an_error_naming_both_places(
         with (
             extra_family(TOY),
             pytest.raises(RegistryError, match="sim option 'toy_forget'"),
-            extra_family(family, origin="tests.dup"),
+            extra_family(family, origin="tests.dup") as found,
         ):
-            pass
+            found.entries("sim option")
         return
-    with pytest.raises(RegistryError) as info, extra_family(family, origin="tests.dup"):
-        pass
+    with pytest.raises(RegistryError) as info, extra_family(family, origin="tests.dup") as found:
+        # Built-in families give some parts by reference (harness.family_refs.Deferred):
+        # their names meet the duplicate rule when their kind is first listed.
+        for kind_listed in ("report section", "sim handler", "sim option"):
+            found.entries(kind_listed)
     message = str(info.value)
     assert kind in message and "registered twice" in message
     assert "tests.dup" in message  # the second place...

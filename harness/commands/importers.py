@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import click
 
-from harness.registry import importers
+from harness.registry import importer, importer_names
 
 
 class _ImportGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return [c.name for c in importers() if c.name]
+        return importer_names()
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        return next((c for c in importers() if c.name == cmd_name), None)
+        return importer(cmd_name)
 
 
 @click.group("import", cls=_ImportGroup)

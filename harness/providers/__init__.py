@@ -1,7 +1,7 @@
 """Vendor models through the official SDKs, with rate, token and cost budgets.
 
-Importing this package registers the backends ``openai``, ``anthropic``, ``google`` and
-``openai-compat`` (see `harness.model.build_model`). Budgets: `build_budgets` /
+The backends ``openai``, ``anthropic``, ``google`` and ``openai-compat`` are registered by
+`harness.builtins` (see `harness.model.build_model`). Budgets: `build_budgets` /
 `build_gate` make `VendorGate` objects (the engine's `CallGate`); `estimate_cost` shows
 what a campaign may cost before the first call. See docs/vendors.md.
 """
@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from harness.model import Model, ModelFactory, ModelSpec
 from harness.providers._budget import (
     AdaptiveConcurrency,
     CostMeter,
@@ -42,14 +41,9 @@ from harness.providers._options import (
 from harness.providers._pricing import Price, list_price, price_for
 from harness.providers._rate_budget import RateBudget, max_in_window
 
-# The SDKs take seconds to import; they are loaded when a vendor model is first built (or an
-# adapter name below is first used), so offline commands start fast.
-_BACKENDS = {
-    "openai": ("_openai", "build_openai"),
-    "openai-compat": ("_openai", "build_openai_compat"),
-    "anthropic": ("_anthropic", "build_anthropic"),
-    "google": ("_google", "build_gemini"),
-}
+# The SDKs take seconds to import; they are loaded when a vendor model is first built (the
+# registry imports a backend's module on first use: `harness.builtins`), or an adapter name
+# below is first used, so offline commands start fast.
 _LAZY = {
     "AnthropicModel": ("_anthropic", "AnthropicModel"),
     "GeminiModel": ("_google", "GeminiModel"),
@@ -58,20 +52,6 @@ _LAZY = {
     "retry_after_from_body": ("_errors", "retry_after_from_body"),
     "retry_after_from_headers": ("_errors", "retry_after_from_headers"),
 }
-
-
-def _lazy_backend(module: str, factory: str) -> Any:
-    def build(spec: ModelSpec) -> Model:
-        built: Model = getattr(importlib.import_module(f"{__name__}.{module}"), factory)(spec)
-        return built
-
-    return build
-
-
-VENDOR_BACKENDS: dict[str, ModelFactory] = {
-    scheme: _lazy_backend(module, factory) for scheme, (module, factory) in _BACKENDS.items()
-}
-"""The vendor schemes' factories, registered by `harness.builtins`."""
 
 
 def __getattr__(name: str) -> Any:
@@ -87,7 +67,6 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "ADAPTER_MODULES",
-    "VENDOR_BACKENDS",
     "VENDOR_SCHEMES",
     "AdaptiveConcurrency",
     "AnthropicModel",

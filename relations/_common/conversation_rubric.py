@@ -95,3 +95,7 @@ def _unparseable(why: str, reply: str) -> Verdict:
         reason=f"judge reply unparseable: {why}",
         evidence={"reply": reply[:300]},
     )
+
+
+RUBRIC = ConversationBiasRubric()
+"""The shared instance a family registers as its judge rubric."""

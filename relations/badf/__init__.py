@@ -3,23 +3,27 @@ extraction, unification, significance per location category, exclusivity filter)
 
 from pathlib import Path
 
+from harness.family_refs import Deferred, Lazy
 from harness.registry import Family
-from relations.badf.cli import group, import_badf
-from relations.badf.relations import BadfExclusivity, BadfStory
-from relations.badf.released import BadfReleased, build_released
-from relations.badf.report import REPORT_SECTIONS
-from relations.badf.sim import SIM_HANDLERS, BadfTruth
 
+# Parts by reference: describing the family imports none of them (harness.family_refs).
 FAMILY = Family(
     name="badf",
     summary="bias associations discovered in generated stories: extraction, unification, "
     "distinctiveness and chi-squared per location category, exclusivity filter",
-    relations=(BadfStory, BadfExclusivity, BadfReleased),
-    report_sections=REPORT_SECTIONS,
-    model_backends={"badf-released": build_released},  # imported findings: not callable
-    importers=(import_badf,),
-    sim_handlers=SIM_HANDLERS,
-    sim_options=BadfTruth,
-    commands=(group,),
+    relations=(
+        Lazy("badf.story", "relations.badf.relations:BadfStory"),
+        Lazy("badf.exclusivity", "relations.badf.relations:BadfExclusivity"),
+        Lazy("badf.released", "relations.badf.released:BadfReleased"),
+    ),
+    report_sections=Deferred("relations.badf.report:REPORT_SECTIONS"),
+    # imported findings: not callable
+    model_backends={
+        "badf-released": Lazy("badf-released", "relations.badf.released:build_released")
+    },
+    importers=(Lazy("badf", "relations.badf.cli:import_badf"),),
+    sim_handlers=Deferred("relations.badf.sim:SIM_HANDLERS"),
+    sim_options=Deferred("relations.badf.sim:BadfTruth"),
+    commands=(Lazy("badf", "relations.badf.cli:group"),),
     docs=Path(__file__).with_name("docs.md"),
 )

@@ -3,22 +3,25 @@ generation campaigns that write roles and questions, the authors' released answe
 
 from pathlib import Path
 
+from harness.family_refs import Deferred, Lazy
 from harness.registry import Family
-from relations.biaslens.cli import group, import_biaslens
-from relations.biaslens.generate import GenerateQuestions, GenerateRoles
-from relations.biaslens.relations import BiasLensAnswer
-from relations.biaslens.released_backend import build_released
-from relations.biaslens.report import REPORT_SECTIONS
-from relations.biaslens.sim import SIM_HANDLERS
 
+# Parts by reference: describing the family imports none of them (harness.family_refs).
 FAMILY = Family(
     name="biaslens",
     summary="role-play questions with and without a role; role and question generation",
-    relations=(BiasLensAnswer, GenerateRoles, GenerateQuestions),
-    report_sections=REPORT_SECTIONS,
-    sim_handlers=SIM_HANDLERS,
-    model_backends={"released": build_released},  # imported answers: not callable
-    commands=(group,),
-    importers=(import_biaslens,),
+    relations=(
+        Lazy("biaslens.answer", "relations.biaslens.relations:BiasLensAnswer"),
+        Lazy("biaslens.roles", "relations.biaslens.generate:GenerateRoles"),
+        Lazy("biaslens.questions", "relations.biaslens.generate:GenerateQuestions"),
+    ),
+    report_sections=Deferred("relations.biaslens.report:REPORT_SECTIONS"),
+    sim_handlers=Deferred("relations.biaslens.sim:SIM_HANDLERS"),
+    # imported answers: not callable
+    model_backends={
+        "released": Lazy("released", "relations.biaslens.released_backend:build_released")
+    },
+    commands=(Lazy("biaslens", "relations.biaslens.cli:group"),),
+    importers=(Lazy("biaslens", "relations.biaslens.cli:import_biaslens"),),
     docs=Path(__file__).with_name("docs.md"),
 )

@@ -3,18 +3,16 @@ against ethical requirements; libraries in LangBiTe's published format can be im
 
 from pathlib import Path
 
+from harness.family_refs import Deferred, Lazy
 from harness.registry import Family
-from relations.langbite.cli import group
-from relations.langbite.relations import LangBiTe
-from relations.langbite.report import REPORT_SECTIONS
-from relations.langbite.sim import SIM_HANDLERS
 
+# Parts by reference: describing the family imports none of them (harness.family_refs).
 FAMILY = Family(
     name="langbite",
     summary="community-instantiated templates checked against ethical requirements",
-    relations=(LangBiTe,),
-    report_sections=REPORT_SECTIONS,
-    sim_handlers=SIM_HANDLERS,
-    commands=(group,),
+    relations=(Lazy("langbite", "relations.langbite.relations:LangBiTe"),),
+    report_sections=Deferred("relations.langbite.report:REPORT_SECTIONS"),
+    sim_handlers=Deferred("relations.langbite.sim:SIM_HANDLERS"),
+    commands=(Lazy("langbite", "relations.langbite.cli:group"),),
     docs=Path(__file__).with_name("docs.md"),
 )

@@ -4,31 +4,46 @@ generation by a model)."""
 
 from pathlib import Path
 
+from harness.family_refs import Deferred, Lazy
 from harness.registry import Family
-from relations.metafair.cli import group
-from relations.metafair.closed import CLOSED_RELATIONS
-from relations.metafair.closed_report import REPORT_SECTIONS as CLOSED_REPORT_SECTIONS
-from relations.metafair.closed_sim import SIM_HANDLERS as CLOSED_SIM_HANDLERS
-from relations.metafair.generate import GenerateTests
-from relations.metafair.generation_report import REPORT_SECTIONS as GENERATION_REPORT_SECTIONS
-from relations.metafair.generation_sim import SIM_HANDLERS as GENERATION_SIM_HANDLERS
-from relations.metafair.importer import build_recorded, import_metafair
-from relations.metafair.open_relations import MR1, MR2, MR3, MR4, MR5, MR6, MR7, MR8, MR9, MR10
-from relations.metafair.rejudge_rubric import MetaFairRubric
-from relations.metafair.report import REPORT_SECTIONS
-from relations.metafair.sim import SIM_HANDLERS, MetaFairTruth
 
+# Parts by reference: describing the family imports none of them (harness.family_refs).
 FAMILY = Family(
     name="metafair",
     summary="requests with and without a demographic attribute: MR1-MR10 judged, "
     "MR11-MR14 closed answers, and LLM-written tests (metafair.generate)",
-    relations=(MR1, MR2, MR3, MR4, MR5, MR6, MR7, MR8, MR9, MR10, *CLOSED_RELATIONS, GenerateTests),
-    report_sections=(*REPORT_SECTIONS, *CLOSED_REPORT_SECTIONS, *GENERATION_REPORT_SECTIONS),
-    sim_handlers=(*SIM_HANDLERS, *CLOSED_SIM_HANDLERS, *GENERATION_SIM_HANDLERS),
-    commands=(group,),
-    sim_options=MetaFairTruth,
-    judge_rubric=MetaFairRubric(),
-    model_backends={"recorded": build_recorded},  # imported answers: not callable
-    importers=(import_metafair,),
+    relations=(
+        Lazy("metafair.mr1", "relations.metafair.open_relations:MR1"),
+        Lazy("metafair.mr2", "relations.metafair.open_relations:MR2"),
+        Lazy("metafair.mr3", "relations.metafair.open_relations:MR3"),
+        Lazy("metafair.mr4", "relations.metafair.open_relations:MR4"),
+        Lazy("metafair.mr5", "relations.metafair.open_relations:MR5"),
+        Lazy("metafair.mr6", "relations.metafair.open_relations:MR6"),
+        Lazy("metafair.mr7", "relations.metafair.open_relations:MR7"),
+        Lazy("metafair.mr8", "relations.metafair.open_relations:MR8"),
+        Lazy("metafair.mr9", "relations.metafair.open_relations:MR9"),
+        Lazy("metafair.mr10", "relations.metafair.open_relations:MR10"),
+        Lazy("metafair.mr11", "relations.metafair.closed:ScoreRelation"),
+        Lazy("metafair.mr12", "relations.metafair.closed:YesNoRelation"),
+        Lazy("metafair.mr13", "relations.metafair.closed:ChoiceRelation"),
+        Lazy("metafair.mr14", "relations.metafair.closed:RankingRelation"),
+        Lazy("metafair.generate", "relations.metafair.generate:GenerateTests"),
+    ),
+    report_sections=Deferred(
+        "relations.metafair.report:REPORT_SECTIONS",
+        "relations.metafair.closed_report:REPORT_SECTIONS",
+        "relations.metafair.generation_report:REPORT_SECTIONS",
+    ),
+    sim_handlers=Deferred(
+        "relations.metafair.sim:SIM_HANDLERS",
+        "relations.metafair.closed_sim:SIM_HANDLERS",
+        "relations.metafair.generation_sim:SIM_HANDLERS",
+    ),
+    commands=(Lazy("metafair", "relations.metafair.cli:group"),),
+    sim_options=Deferred("relations.metafair.sim:MetaFairTruth"),
+    judge_rubric=Lazy("metafair", "relations.metafair.rejudge_rubric:RUBRIC"),
+    # imported answers: not callable
+    model_backends={"recorded": Lazy("recorded", "relations.metafair.importer:build_recorded")},
+    importers=(Lazy("metafair", "relations.metafair.importer:import_metafair"),),
     docs=Path(__file__).with_name("docs.md"),
 )

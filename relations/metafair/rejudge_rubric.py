@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.registry import relation_classes
+from harness.registry import relation_class
 from harness.relation import Case, Outcome, Transcript, Verdict
 from harness.rubric import JudgeTask
 from relations._common.conversation_rubric import ConversationBiasRubric
@@ -26,7 +26,7 @@ class MetaFairRubric:
     def task(self, case: Case, transcript: Transcript) -> JudgeTask | None:
         if is_template_case(case.data):
             return _LEGACY.task(case, transcript)
-        cls = relation_classes().get(case.relation)
+        cls = relation_class(case.relation)
         judge_prompt = getattr(cls, "judge_prompt", None)
         subject = Transcript(turns=tuple(t for t in transcript.turns if t.ask.role == "subject"))
         if cls is None or judge_prompt is None or not subject.turns:
@@ -64,3 +64,7 @@ class MetaFairRubric:
             reason=f"judge {r.verdict}: {r.explanation[:200]}",
             evidence=evidence,
         )
+
+
+RUBRIC = MetaFairRubric()
+"""The instance the family registers (`relations.metafair.FAMILY`)."""

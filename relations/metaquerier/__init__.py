@@ -3,19 +3,20 @@ insertion); a model that names a term only when pushed reveals an association.""
 
 from pathlib import Path
 
+from harness.family_refs import Deferred, Lazy
 from harness.registry import Family
-from relations._common.conversation_rubric import ConversationBiasRubric
-from relations.metaquerier.relations import TermDeletion, TermInsertion
-from relations.metaquerier.report import REPORT_SECTIONS
-from relations.metaquerier.sim import SIM_HANDLERS, MetaQuerierTruth
 
+# Parts by reference: describing the family imports none of them (harness.family_refs).
 FAMILY = Family(
     name="metaquerier",
     summary="gendered term lists: deletion (MR1) and insertion (MR2) in one conversation",
-    relations=(TermDeletion, TermInsertion),
-    report_sections=REPORT_SECTIONS,
-    sim_handlers=SIM_HANDLERS,
-    sim_options=MetaQuerierTruth,
-    judge_rubric=ConversationBiasRubric(),
+    relations=(
+        Lazy("metaquerier.mr1", "relations.metaquerier.relations:TermDeletion"),
+        Lazy("metaquerier.mr2", "relations.metaquerier.relations:TermInsertion"),
+    ),
+    report_sections=Deferred("relations.metaquerier.report:REPORT_SECTIONS"),
+    sim_handlers=Deferred("relations.metaquerier.sim:SIM_HANDLERS"),
+    sim_options=Deferred("relations.metaquerier.sim:MetaQuerierTruth"),
+    judge_rubric=Lazy("metaquerier", "relations._common.conversation_rubric:RUBRIC"),
     docs=Path(__file__).with_name("docs.md"),
 )
