@@ -71,16 +71,23 @@ def _plain_json_string(value: str) -> bool:
     return json.dumps(value, ensure_ascii=False) == f'"{value}"'
 
 
-def split_payload(payload: str, case_id: str) -> SplitPayload:
-    """Cut out of ``payload`` the `SLOTS` longest string values of at least `MIN_TEXT`
-    characters, the case id where it is a value, and `INLINE` shorter varying tokens
-    (numbers first); ``shape`` with them put back at their markers is ``payload``, exactly."""
-    if "\x01" in payload:  # never in encoded JSON; keep such a payload whole
-        return SplitPayload(payload, ())
-    case_body = case_id if case_id and _plain_json_string(case_id) else None
-    found: list[tuple[int, int, int, str]] = []  # (-length, start, end, body)
-    short: list[tuple[int, int, int, int, str]] = []  # (is string, -length, start, end, token)
-    cuts: list[tuple[int, int, str]] = []  # (start, end, marker)
+# Candidates of a scan: texts (-length, start, end, body), inline tokens (is string,
+# -length, start, end, token) and case-id cuts (start, end, marker).
+Found = list[tuple[int, int, int, str]]
+Short = list[tuple[int, int, int, int, str]]
+Cuts = list[tuple[int, int, str]]
+
+
+def case_body(case_id: str) -> str | None:
+    """The case id as it appears inside a JSON string, if it can be cut out as a value."""
+    return case_id if case_id and _plain_json_string(case_id) else None
+
+
+def scan(payload: str, case: str | None) -> tuple[Found, Short, Cuts]:
+    """The candidates `split_payload` chooses from, found in one pass of `_TOKEN`."""
+    found: Found = []
+    short: Short = []
+    cuts: Cuts = []
     for match in _TOKEN.finditer(payload):
         body, token, number = match.groups()
         if number is not None:
@@ -89,30 +96,34 @@ def split_payload(payload: str, case_id: str) -> SplitPayload:
         if token is not None:
             start, end = match.span(2)
             body = token[1:-1]
-            if body != case_body and len(body) <= MAX_INLINE_STRING:
+            if body != case and len(body) <= MAX_INLINE_STRING:
                 short.append((1, -len(token), start, end, token))
                 continue
         elif body is not None and len(body) >= MIN_TEXT:
             start, end = match.start(1) - 1, match.end(1) + 1
         else:
             continue
-        if body == case_body:
+        if body == case:
             cuts.append((start, end, CASE_MARKER))
         else:
             found.append((-len(body), start, end, body))
+    return found, short, cuts
+
+
+def assemble(payload: str, found: Found, short: Short, cuts: Cuts) -> SplitPayload:
+    """The split of ``payload`` given its candidates: the `SLOTS` longest texts, the `INLINE`
+    first tokens (numbers, then the longest), every case-id cut."""
     if not found and not cuts and not short:
         return SplitPayload(payload, ())
-    found.sort()
-    short.sort()
-    texts = tuple(body for *_, body in found[:SLOTS])
-    inline = tuple(token for *_, token in short[:INLINE])
-    cuts.extend(
-        (start, end, slot_marker(slot)) for slot, (_, start, end, _b) in enumerate(found[:SLOTS])
-    )
-    cuts.extend(
-        (start, end, inline_marker(slot))
-        for slot, (_s, _l, start, end, _t) in enumerate(short[:INLINE])
-    )
+    found = sorted(found)[:SLOTS]
+    short = sorted(short)[:INLINE]
+    texts = tuple(body for *_, body in found)
+    inline = tuple(token for *_, token in short)
+    cuts = [
+        *cuts,
+        *((start, end, slot_marker(slot)) for slot, (_, start, end, _b) in enumerate(found)),
+        *((start, end, inline_marker(slot)) for slot, (_s, _l, start, end, _t) in enumerate(short)),
+    ]
     cuts.sort()
     pieces: list[str] = []
     last = 0
@@ -122,6 +133,15 @@ def split_payload(payload: str, case_id: str) -> SplitPayload:
         last = end
     pieces.append(payload[last:])
     return SplitPayload("".join(pieces), texts, inline)
+
+
+def split_payload(payload: str, case_id: str) -> SplitPayload:
+    """Cut out of ``payload`` the `SLOTS` longest string values of at least `MIN_TEXT`
+    characters, the case id where it is a value, and `INLINE` shorter varying tokens
+    (numbers first); ``shape`` with them put back at their markers is ``payload``, exactly."""
+    if "\x01" in payload:  # never in encoded JSON; keep such a payload whole
+        return SplitPayload(payload, ())
+    return assemble(payload, *scan(payload, case_body(case_id)))
 
 
 _INTEGER = re.compile(r"-?[1-9][0-9]{0,18}")
@@ -222,8 +242,14 @@ class CompactInserter:
         campaign_key = self._name(conn, "campaigns", campaign)
         case_key = self._name(conn, "cases", case_id, campaign_key)
         kind_key = self._name(conn, "kinds", kind)
-        split = self._splits.get(text) if len(text) <= _SPLIT_CACHED else None
-        if split is None or (case_id and case_id in text):
+        # A payload that comes split (`harness.store.compact_templates`) is not scanned.
+        presplit = getattr(payload, "presplit", None)
+        split: SplitPayload | None = None
+        if len(text) <= _SPLIT_CACHED:
+            split = self._splits.get(text)
+        if presplit is not None:
+            split = presplit(case_id)
+        elif split is None or (case_id and case_id in text):
             split = split_payload(text, case_id)
             if len(text) <= _SPLIT_CACHED and not (case_id and case_id in text):
                 if len(self._splits) >= _CACHE_LIMIT:
@@ -231,9 +257,9 @@ class CompactInserter:
                 self._splits[text] = split
         slots: list[int | None] = [self._texts.key(conn, t) for t in split.texts]
         slots += [None] * (SLOTS - len(slots))
-        tokens = split.inline
+        tokens: tuple[object, ...] = split.inline
         if self._texts.blocks:
-            tokens = tuple(inline_value(token) for token in tokens)  # type: ignore[misc]
+            tokens = tuple(inline_value(token) for token in split.inline)
         inline: list[object] = [*tokens, *[None] * (INLINE - len(tokens))]
         # A shape is stored as is: every row reads one, and the views read a TEXT without a
         # Python call (in a block, +1.1 MB saved on the GPT-4o-mini import, the full scan
