@@ -22,6 +22,8 @@ it opens (`harness.store.sqlar`); plain Python ``sqlite3`` or DuckDB must regist
 
 from __future__ import annotations
 
+from typing import Any
+
 LOG_FORMAT_2 = "bias-harness-event-log/2"
 SLOTS = 4  # long string values cut out into texts per payload; more stay in the shape
 INLINE = 4  # short varying tokens cut out into the row itself (columns i0..i3)
@@ -39,8 +41,14 @@ def inline_marker(slot: int) -> str:
 # Text ``x`` as stored: a text stored as is (SQL type TEXT) is read without a call of
 # ``sqlar_uncompress``, which on a Python connection is a Python function (about a
 # microsecond a call before any inflating; a full read makes one or two calls a row).
+# A text packed in a block (``x.block``: the texts of one commit, zlib-compressed together,
+# 2x smaller than each on its own) is bytes ``start``.. of the inflated block (`substr` of a
+# blob counts bytes). Logs written before blocks have no ``blocks`` table and keep their
+# own views (views live in the file).
 _INFLATED = (
-    "CASE WHEN typeof(x.data) = 'text' THEN x.data"
+    "CASE WHEN x.block IS NOT NULL THEN CAST(substr((SELECT sqlar_uncompress(b.data, b.size)"
+    " FROM blocks b WHERE b.key = x.block), x.start, x.size) AS TEXT)"
+    " WHEN typeof(x.data) = 'text' THEN x.data"
     " ELSE CAST(sqlar_uncompress(x.data, x.size) AS TEXT) END"
 )
 
@@ -66,6 +74,19 @@ def _marker_sql(tag: str) -> str:
     return f"char(1) || '{tag}' || char(1)"
 
 
+def _inline(column: str) -> str:
+    """An inline token as JSON text: stored as an INTEGER (a canonical integer: `replace`
+    writes it back in decimal), a BLOB (a quoted lowercase-hex string, half the bytes) or
+    the token itself (`harness.store.compact_rows.inline_value`)."""
+    blob = f"'\"' || lower(hex({column})) || '\"'"
+    return f"CASE typeof({column}) WHEN 'blob' THEN {blob} ELSE {column} END"
+
+
+def ts_sql(log: str) -> str:
+    """Row ``log``'s timestamp: its own, or (NULL) its batch's, stored once a batch."""
+    return f"coalesce({log}.ts, (SELECT b.ts FROM batches b WHERE b.batch = {log}.batch))"
+
+
 def payload_sql(log: str, case: str) -> str:
     """The SQL expression rebuilding the payload of row ``log`` (a ``log`` alias) whose case
     row is ``case`` (a ``cases`` alias). Markers are replaced in the shape first (inline
@@ -73,7 +94,7 @@ def payload_sql(log: str, case: str) -> str:
     order does not change the result."""
     expr = f"(SELECT {_INFLATED} FROM texts x WHERE x.key = {log}.shape)"
     expr = f"replace({expr}, {_marker_sql('c')}, '\"' || {case}.name || '\"')"
-    inline = [(f"{log}.i{n}", _marker_sql(f"i{n}"), f"{log}.i{n}") for n in range(INLINE)]
+    inline = [(f"{log}.i{n}", _marker_sql(f"i{n}"), _inline(f"{log}.i{n}")) for n in range(INLINE)]
     texts = [(f"{log}.t{n}", _marker_sql(str(n)), _text(f"{log}.t{n}")) for n in range(SLOTS)]
     return _filled(_filled(expr, inline), texts)
 
@@ -94,8 +115,10 @@ def _kind(name: str) -> str:
     return f"(SELECT key FROM kinds WHERE name = '{name}')"
 
 
+# Inline columns have no type (no affinity): a token is stored as the writer gives it, an
+# INTEGER, a BLOB or TEXT (a TEXT column would turn an integer back into its digits).
 _SLOT_COLUMNS = ", ".join(
-    [f"t{slot} INTEGER" for slot in range(SLOTS)] + [f"i{slot} TEXT" for slot in range(INLINE)]
+    [f"t{slot} INTEGER" for slot in range(SLOTS)] + [f"i{slot}" for slot in range(INLINE)]
 )
 _SLOTS_NULL = ", ".join(
     [f"t{slot} = NULL" for slot in range(SLOTS)] + [f"i{slot} = NULL" for slot in range(INLINE)]
@@ -121,17 +144,16 @@ _COST = """CASE WHEN NEW.kind = 'ReplyReceived' AND json_valid(NEW.payload)
       AND NOT coalesce(json_extract(NEW.payload, '$.cached'), 0)
       THEN json_extract(NEW.payload, '$.reply.cost_usd') END"""
 
-# Planner statistics for a new format-2 log. Without any, SQLite weighs the two-column
-# (campaign, kind) index above UNIQUE (case_key, seq) and answers "this case's reply" by
-# scanning every reply of the campaign: quadratic (a BiasLens report of a 500,000-event
-# log ran for over ten minutes). These say what holds in any log: a case has a handful of
-# events, a campaign's kind has many. `harness copy --compact` replaces them by ANALYZE.
+# Planner statistics for a new format-2 log. Without any, SQLite weighed the (campaign,
+# kind) index logs written before blocks have above UNIQUE (case_key, seq) and answered
+# "this case's reply" by scanning every reply of the campaign: quadratic (a BiasLens report
+# of a 500,000-event log ran for over ten minutes). These say what holds in any log: a case
+# has a handful of events. `harness copy --compact` replaces them by ANALYZE.
 PLANNER_STATS = """
 ANALYZE;
 DELETE FROM sqlite_stat1;
 INSERT INTO sqlite_stat1 (tbl, idx, stat) VALUES
-    ('log', 'sqlite_autoindex_log_1', '1000000 8 1'),
-    ('log', 'log_by_kind', '1000000 500000 100000');
+    ('log', 'sqlite_autoindex_log_1', '1000000 8 1');
 """
 
 SCHEMA_2 = f"""
@@ -148,8 +170,18 @@ CREATE TABLE IF NOT EXISTS texts (
     key   INTEGER PRIMARY KEY,
     hash  INTEGER NOT NULL,                              -- 64-bit blake2b, to find it again
     size  INTEGER NOT NULL,                              -- bytes before compression (sqlar)
-    data  BLOB    NOT NULL                               -- zlib when smaller, else the text
+    data  BLOB,                                          -- zlib when smaller, else the text;
+    block INTEGER,                                       -- or NULL and bytes start..start+size-1
+    start INTEGER                                        -- of blocks.key = block, inflated
 );
+CREATE TABLE IF NOT EXISTS blocks (
+    key   INTEGER PRIMARY KEY,
+    size  INTEGER NOT NULL,                              -- the sqlar convention, as texts
+    data  BLOB    NOT NULL
+);
+-- The timestamp every row of a batch shares (the writer stamps a batch once): a row's own
+-- ts is NULL when it is its batch's.
+CREATE TABLE IF NOT EXISTS batches (batch INTEGER PRIMARY KEY, ts REAL NOT NULL);
 CREATE INDEX IF NOT EXISTS texts_by_hash ON texts (hash);
 CREATE TABLE IF NOT EXISTS log (
     gseq            INTEGER PRIMARY KEY AUTOINCREMENT,   -- global order of commits
@@ -161,7 +193,7 @@ CREATE TABLE IF NOT EXISTS log (
     turn            INTEGER,
     attempt         INTEGER,
     batch           INTEGER NOT NULL,
-    ts              REAL    NOT NULL,
+    ts              REAL,                                -- NULL: batches.ts of its batch
     cost_usd        REAL,                                -- ReplyReceived paid for, else NULL
     shape           INTEGER NOT NULL,                    -- texts.key of the payload's shape
     {_SLOT_COLUMNS},
@@ -170,13 +202,15 @@ CREATE TABLE IF NOT EXISTS log (
 -- The views join cases on (key, campaign) so that a filter on campaign and case id is one
 -- lookup in UNIQUE (campaign, name), then UNIQUE (case_key, seq), whatever the statistics.
 -- Turns and verdicts find a case's other events through UNIQUE (case_key, seq): a case has
--- a handful, so format 1's two other (campaign, case_id, ...) indexes are not needed.
-CREATE INDEX IF NOT EXISTS log_by_kind ON log (campaign, kind);
+-- a handful, so format 1's two other (campaign, case_id, ...) indexes are not needed. No
+-- (campaign, kind) index either: a row is ~40 bytes, so reading every row of a kind is a
+-- scan of the table in log order (no sort for ORDER BY gseq), about as fast as the index's
+-- seeks, and the index was 8 % of the log.
 CREATE INDEX IF NOT EXISTS log_spend ON log (campaign, cost_usd) WHERE cost_usd IS NOT NULL;
 
 CREATE VIEW IF NOT EXISTS events AS
 SELECT e.gseq, p.name AS campaign, c.name AS case_id, e.seq, k.name AS kind,
-       e.schema_version, e.turn, e.attempt, e.batch, e.ts,
+       e.schema_version, e.turn, e.attempt, e.batch, {ts_sql("e")} AS ts,
        {payload_sql("e", "c")} AS payload
 FROM log e
 JOIN campaigns p ON p.key = e.campaign
@@ -225,7 +259,7 @@ SELECT p.name AS campaign,
        json_extract(rp.value, '$.reply.finish_reason')       AS finish_reason,
        json_extract(fp.value, '$.error_kind')  AS error_kind,
        json_extract(fp.value, '$.decision')    AS decision,
-       s.ts AS sent_at
+       {ts_sql("s")} AS sent_at
 FROM log s
 JOIN campaigns p ON p.key = s.campaign
 JOIN cases c ON c.key = s.case_key AND c.campaign = s.campaign
@@ -249,7 +283,7 @@ SELECT p.name AS campaign,
        json_extract(vp.value, '$.verdict.reason')  AS reason,
        json_extract(vp.value, '$.verdict.evidence') AS evidence,
        json_extract(vp.value, '$.source')          AS source,
-       v.ts AS decided_at
+       {ts_sql("v")} AS decided_at
 FROM log v
 JOIN campaigns p ON p.key = v.campaign
 JOIN cases c ON c.key = v.case_key AND c.campaign = v.campaign
@@ -258,3 +292,11 @@ JOIN log o ON o.case_key = v.case_key AND o.kind = {_kind("CaseOpened")}
 {payload_join("v", "c", "vp")}
 WHERE v.kind = {_kind("VerdictReached")};
 """
+
+
+def has_blocks(conn: Any) -> bool:
+    """Whether the format-2 log on ``conn`` has this module's current layout (texts packed
+    in blocks, batch timestamps, typed inline tokens); a log written before keeps writing
+    and reading its own (texts each on their own, every ts in its row, text tokens)."""
+    row = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'blocks'").fetchone()
+    return row is not None

@@ -17,6 +17,7 @@ from typing import Any
 from harness.errors import ConfigError, StoreError
 from harness.store import sqlar
 from harness.store.compact_rows import CompactInserter
+from harness.store.compact_schema import has_blocks
 from harness.store.open import is_postgres_url, open_reader, open_writer, shown_target
 from harness.store.postgres_url import PostgresUrl
 from harness.store.schema import WRITER_PRAGMAS, apply_pragmas
@@ -50,10 +51,10 @@ async def _create(target: str | Path, compact: bool = False) -> None:
 def _into_sqlite(path: Path, rows: Iterator[tuple[Any, ...]], compact: bool) -> int:
     """Into a new log, gseq kept; ``compact``: format 2 (names and texts interned)."""
     n = 0
-    inserter = CompactInserter() if compact else None
     insert = f"INSERT INTO events ({COLUMNS}) VALUES ({','.join('?' * 11)})"
     with contextlib.closing(sqlar.connect(str(path), isolation_level=None)) as conn:
         apply_pragmas(conn, WRITER_PRAGMAS)
+        inserter = CompactInserter(has_blocks(conn)) if compact else None
         conn.execute("BEGIN IMMEDIATE")
         try:
             for chunk in _chunks(rows):

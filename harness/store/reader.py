@@ -14,7 +14,8 @@ from pathlib import Path
 from harness.errors import NotAHarnessLogError, StoreError
 from harness.events import CampaignStarted, Event, decode_event
 from harness.store import log_summary, sqlar
-from harness.store.compact_payloads import COLUMNS, SOURCE, PayloadBuilder
+from harness.store.compact_payloads import COLUMNS, PayloadBuilder, source
+from harness.store.compact_schema import has_blocks
 from harness.store.schema import READER_PRAGMAS, apply_pragmas, check_log_format
 
 
@@ -47,8 +48,8 @@ class EventReader:
         self._source = "events"
         self._payloads: PayloadBuilder | None = None
         if self.log_format == 2:  # payloads rebuilt here, not by the view's SQL
-            self._source, self._COLS = SOURCE, COLUMNS
-            self._payloads = PayloadBuilder()
+            self._source, self._COLS = source(has_blocks(self._conn)), COLUMNS
+            self._payloads = PayloadBuilder(self._conn)
 
     def close(self) -> None:
         self._conn.close()

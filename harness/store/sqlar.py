@@ -14,12 +14,18 @@ from typing import Any
 
 COMPRESS_FROM = 64  # bytes; shorter texts rarely shrink under zlib's 6 bytes of framing
 _LEVEL = 9
-# Texts inflated lately, by their compressed bytes: a text is shared by many events (a
-# BiasLens question by every role and run that asks it) and a view rebuilds it for each,
-# at ~5 us of zlib a time against ~0.3 us to hash the bytes. Bounded: cleared when full.
+# Texts inflated lately: a text is shared by many events (a BiasLens question by every role
+# and run that asks it) and a view rebuilds it for each, at ~5 us of zlib a time; a block
+# of texts (`harness.store.compact_texts`, ~8 kB compressed) is read once for each of its
+# texts. Kept by the first bytes of the compressed data and checked whole on a hit: a
+# dict keyed by the whole bytes hashed all of them at each call (~4 us for a block), a
+# comparison is a memcmp. Bounded: cleared when full.
 _INFLATED_KEPT = 8192
 _KEPT_UP_TO = 4096  # bytes of text: at most 32 MB kept
-_inflated: dict[bytes, bytes] = {}
+_inflated: dict[tuple[int, bytes], tuple[bytes, bytes]] = {}
+_LARGE_KEPT = 64  # blocks: at most ~2 MB kept
+_inflated_large: dict[tuple[int, bytes], tuple[bytes, bytes]] = {}
+_PREFIX = 48  # bytes of the data in the key: zlib streams of two texts part within them
 
 
 def compress(text: str) -> tuple[bytes | str, int]:
@@ -41,11 +47,12 @@ def uncompress(data: Any, size: Any) -> Any:
         return data  # stored as text: never compressed
     if not isinstance(data, bytes) or len(data) == size:
         return data
-    found = _inflated.get(data)
-    if found is not None:
-        return found
-    if len(_inflated) >= _INFLATED_KEPT:
-        _inflated.clear()
+    small = not isinstance(size, int) or size <= _KEPT_UP_TO
+    kept = _inflated if small else _inflated_large
+    key = (len(data), data[:_PREFIX])
+    entry = kept.get(key)
+    if entry is not None and entry[0] == data:
+        return entry[1]
     try:
         # A buffer one byte larger than the text: zlib then never resizes its output (a
         # fifth of the time of inflating a few hundred bytes).
@@ -55,8 +62,9 @@ def uncompress(data: Any, size: Any) -> Any:
             return zlib.decompress(data)
     except zlib.error:
         return None  # the shell's function returns NULL for data it cannot inflate
-    if size <= _KEPT_UP_TO:
-        _inflated[data] = found
+    if len(kept) >= (_INFLATED_KEPT if small else _LARGE_KEPT):
+        kept.clear()
+    kept[key] = (data, found)
     return found
 
 

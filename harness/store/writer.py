@@ -123,6 +123,12 @@ class EventWriter:
             # whole table, a second on a million events before a resume's first call).
             async with conn.execute(f"SELECT batch FROM {table} ORDER BY gseq DESC LIMIT 1") as cur:
                 last = await cur.fetchone()
+            blocks = False
+            if table == "log":
+                async with conn.execute(
+                    "SELECT 1 FROM sqlite_master WHERE name = 'blocks'"
+                ) as cur:  # compact_schema.has_blocks, on the async connection
+                    blocks = await cur.fetchone() is not None
         except sqlite3.OperationalError as exc:
             if "no such table" in str(exc):
                 raise NotAHarnessLogError(f"{path} is not a harness event log") from exc
@@ -131,7 +137,7 @@ class EventWriter:
             raise NotAHarnessLogError(f"{path} is not a harness event log: {exc}") from exc
         store = cls(conn, path, max_group)
         if table == "log":
-            store._compact, store._table = CompactInserter(), "log"
+            store._compact, store._table = CompactInserter(blocks), "log"
         store._batch_no = int(last[0]) if last else 0
         store._writer = asyncio.create_task(store._write_loop(), name="event-store-writer")
         return store

@@ -30,6 +30,7 @@ from harness.events import (
 )
 from harness.model import GenerationParams, Message, Reply, request_key
 from harness.relation import Case, Outcome, Verdict
+from harness.store.compact_templates import PayloadTemplate, TemplatedPayload
 from relations.biaslens.questionset import QType
 from relations.biaslens.relations import BiasLensAnswer
 
@@ -63,7 +64,9 @@ class ImportEncoder:
         mark = _json(_MARK)
         probe = Case(case_id="", relation="", model="", index=0, repeat=0, seed=0, data={})
         self._case = _around(CaseOpened(case=probe), probe.model_dump_json())
-        self._reply = _around(ReplyReceived(turn=0, reply=Reply(text=_MARK)), mark)
+        # The reply's JSON around its text, as a template: log format 2 then splits a reply
+        # without scanning its constant JSON (any store writes the payload text unchanged).
+        self._reply = PayloadTemplate(_around(ReplyReceived(turn=0, reply=Reply(text=_MARK)), mark))
         verdict = Verdict(outcome=Outcome.HELD, reason=_MARK)
         self._verdict = _around(VerdictReached(verdict=verdict), verdict.model_dump_json())
         self._closed = {o.value: CaseClosed(outcome=o.value).model_dump_json() for o in Outcome}
@@ -74,18 +77,20 @@ class ImportEncoder:
         }
 
     @functools.lru_cache(maxsize=65_536)  # noqa: B019  (one encoder per import)
-    def ask_sent(self, model: str, prompt: str, qtype: QType) -> str:
-        """A question's AskSent, built and dumped by the models (its three runs share it)."""
+    def ask_sent(self, model: str, prompt: str, qtype: QType) -> TemplatedPayload:
+        """A question's AskSent, built and dumped by the models (its three runs share it; as
+        a template without values, log format 2 splits it once)."""
         ask = self.relation.answer_ask(prompt, qtype)
         messages = [Message(role="user", content=ask.prompt)]
-        return AskSent(
+        sent = AskSent(
             turn=0,
             ask=ask,
             model=model,
             messages=messages,
             params=self.params,
             request_key=request_key(model, messages, self.params),
-        ).model_dump_json()
+        )
+        return PayloadTemplate([sent.model_dump_json()]).fill([])
 
     def rows(self, campaign: str, case: Case, answer: str, verdict: Verdict) -> list[EncodedRow]:
         """The rows of CaseOpened, AskSent, ReplyReceived, VerdictReached and CaseClosed of
@@ -94,7 +99,6 @@ class ImportEncoder:
         case_id, v = case.case_id, self._versions
         ask = self.ask_sent(case.model, data["question"], QType.parse(data["type"]))
         case_before, case_after = self._case
-        reply_before, reply_after = self._reply
         verdict_before, verdict_after = self._verdict
         return [
             (
@@ -116,7 +120,7 @@ class ImportEncoder:
                 v["ReplyReceived"],
                 0,
                 1,
-                reply_before + _json(answer) + reply_after,
+                self._reply.fill([_json(answer)]),
             ),
             (
                 campaign,
