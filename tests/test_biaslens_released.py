@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
+import sqlite3
 import time
 from pathlib import Path
 
@@ -254,6 +255,28 @@ def test_cli_import_then_json_report(toy_folder: Path, tmp_path: Path) -> None:
     assert totals and totals[0]["Why released"] == 1
     bad = runner.invoke(main, ["report", str(db), "--mode", "lenient"])
     assert bad.exit_code == 2 and "strict" in bad.output
+
+
+def test_cli_import_compact_writes_format_2_with_the_same_report(
+    toy_folder: Path, tmp_path: Path
+) -> None:
+    runner = CliRunner()
+    reports = []
+    for name, flags in (("plain", []), ("compact", ["--compact"])):
+        db = tmp_path / f"{name}.db"
+        args = ["import", "biaslens", str(toy_folder), "--db", str(db), *flags]
+        result = runner.invoke(main, args)
+        assert result.exit_code == 0, result.output
+        with sqlite3.connect(db) as conn:
+            (marker,) = conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+        assert marker.endswith("/2" if flags else "/1")
+        report = runner.invoke(main, ["report", str(db), "--mode", "released", "--format", "json"])
+        assert report.exit_code == 0, report.output
+        data = json.loads(report.output)
+        data.pop("campaign", None)  # the campaign id differs between the two imports
+        reports.append({k: v for k, v in data.items() if "campaign" not in k})
+    assert "biaslens_table3" in reports[0] and "violation_rates" in reports[0]
+    assert reports[0] == reports[1]
 
 
 def test_import_rejects_a_folder_without_answers(tmp_path: Path) -> None:

@@ -151,12 +151,14 @@ async def import_released(
     batch_events: int = 5_000,
     plan: ImportPlan | None = None,
     progress: ProgressSink | None = None,
+    compact: bool = False,
 ) -> ImportSummary:
     """Write one campaign holding every answer of ``src`` into the log ``db``.
 
     The folder is read one file at a time and written in batches of ``batch_events``, so
     memory stays bounded by the largest file whatever the folder's size; ``progress`` hears
-    of every imported answer (`harness.progress.RichProgress`)."""
+    of every imported answer (`harness.progress.RichProgress`); ``compact``: a new log is
+    written in format 2 (`harness.store.compact_schema`)."""
     started = time.monotonic()
     plan = plan or plan_import(src, models)
     src, wanted, files = plan.src, plan.models, plan.files
@@ -175,7 +177,7 @@ async def import_released(
         campaign or "biaslens-" + hashlib.sha1(f"{src}|{time.time_ns()}".encode()).hexdigest()[:8]
     )
     summary = ImportSummary(campaign=campaign_id, models=model_names, files=len(files))
-    async with await EventWriter.open(db, max_group=8) as store:
+    async with await EventWriter.open(db, max_group=8, compact=compact) as store:
         head: list[Event] = [
             campaign_started(config, plan.planned),
             Note(
