@@ -228,15 +228,31 @@ def stratified_exact_test(tables: Sequence[Sequence[Sequence[int]]]) -> float:
     import numpy as np
     from scipy.stats import hypergeom
 
-    dist = np.ones(1)
+    # Every table's support in one call: scipy's per-call overhead (argument checks,
+    # broadcasting) is most of the cost of a small table, and the values are elementwise.
+    # exp(logpmf), not pmf: scipy's pmf runs Boost's exact series per point, about 30 us
+    # each, so a stratum of 10,000 answers took 30 ms; logpmf (log-beta terms) is 35x
+    # faster and agrees to about 1e-13 relative, far inside the 1e-7 tie tolerance below.
+    # Each table's values cover its whole support, so they are scaled to sum to 1: a
+    # one-point support is then certain (p = 1.0) rather than 1 - 2e-16.
+    counts, margins, sizes = [], [], []
     observed = 0
     for (a, b), (c, d) in tables:
         group, total, positives = a + b, a + b + c + d, a + c
         if total == 0:
             continue  # an empty table says nothing
         low, high = max(0, positives - (c + d)), min(group, positives)
-        dist = np.convolve(dist, hypergeom.pmf(np.arange(low, high + 1), total, group, positives))
+        counts.append(np.arange(low, high + 1))
+        margins.append((total, group, positives))
+        sizes.append(high - low + 1)
         observed += a - low
+    if not counts:
+        return 1.0
+    total_, group_, positives_ = (np.repeat([m[i] for m in margins], sizes) for i in range(3))
+    pmf = np.exp(hypergeom.logpmf(np.concatenate(counts), total_, group_, positives_))
+    dist = np.ones(1)
+    for part in np.split(pmf, np.cumsum(sizes)[:-1]):
+        dist = np.convolve(dist, part / part.sum())
     return float(min(1.0, dist[dist <= dist[observed] * (1 + 1e-7)].sum()))
 
 
