@@ -2,8 +2,8 @@
 module imports another that (directly or through others) imports it back.
 
 Every import counts, including those deferred into functions, `importlib.import_module`
-calls with a constant name and a family's parts named by reference (`Lazy`, `Deferred`); imports under ``if TYPE_CHECKING:`` are annotations only (they
-never run) and are left out.
+calls with a constant name and a family's parts named by reference (`Lazy`, `Deferred`);
+imports under ``if TYPE_CHECKING:`` are annotations only (they never run) and are left out.
 """
 
 from __future__ import annotations

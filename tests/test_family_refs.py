@@ -58,7 +58,7 @@ def test_a_reference_that_does_not_lead_to_its_part_is_refused(ref: Lazy, messag
     family = Family(name="refs", summary="", relations=(ref,))
     with extra_family(family) as found, pytest.raises(RegistryError, match=message) as info:
         found.get("relation", ref.name)
-    assert f"family 'refs'" in str(info.value)  # where the reference came from
+    assert "family 'refs'" in str(info.value)  # where the reference came from
 
 
 def test_a_relation_of_another_family_by_reference_is_refused() -> None:
@@ -69,9 +69,8 @@ def test_a_relation_of_another_family_by_reference_is_refused() -> None:
 
 def test_a_deferred_name_taken_by_another_family_fails_when_its_kind_is_listed() -> None:
     family = Family(name="refs", summary="", sim_handlers=Deferred(f"{HERE}:HANDLERS"))
-    with extra_family(family, origin="tests.refs") as found:
-        with pytest.raises(RegistryError) as info:
-            found.entries("sim handler")
+    with extra_family(family, origin="tests.refs") as found, pytest.raises(RegistryError) as info:
+        found.entries("sim handler")
     message = str(info.value)
     assert "sim handler 'metaquerier.term_list' is registered twice" in message
     assert "tests.refs" in message and "relations.metaquerier" in message
@@ -79,9 +78,11 @@ def test_a_deferred_name_taken_by_another_family_fails_when_its_kind_is_listed()
 
 def test_a_name_by_reference_meets_the_duplicate_rule_at_registration() -> None:
     family = Family(name="refs", summary="", commands=(Lazy("run", f"{HERE}:Shout"),))
-    with pytest.raises(RegistryError, match="command 'run' is registered twice"):
-        with extra_family(family):
-            pass
+    with (
+        pytest.raises(RegistryError, match="command 'run' is registered twice"),
+        extra_family(family),
+    ):
+        pass
 
 
 def test_every_built_in_reference_leads_to_the_part_it_declares() -> None:

@@ -121,9 +121,7 @@ def test_a_new_log_is_format_1_unless_made_compact(tmp_path: Path) -> None:
 
     asyncio.run(plain())
     with sqlar.connect(db) as conn:
-        assert conn.execute("SELECT value FROM meta WHERE key='format'").fetchone() == (
-            LOG_FORMAT,
-        )
+        assert conn.execute("SELECT value FROM meta WHERE key='format'").fetchone() == (LOG_FORMAT,)
 
 
 def test_compact_copies_are_sqlite_only(tmp_path: Path) -> None:
