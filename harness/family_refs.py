@@ -19,6 +19,7 @@ extractor.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,3 +65,13 @@ class Deferred:
 
     def load(self, where: str) -> list[Any]:
         return [load_target(target, where) for target in self.targets]
+
+
+def package_attribute(package: str, refs: Iterable[object], name: str) -> Any:
+    """For a family package's ``__getattr__`` (PEP 562): the part of ``refs`` whose target
+    attribute is ``name``, imported now, so ``from relations.x import Cls`` keeps working
+    though the package no longer imports ``Cls`` when it is loaded."""
+    for ref in refs:
+        if isinstance(ref, Lazy) and ref.target.rpartition(":")[2] == name:
+            return ref.load(f"module {package!r}")
+    raise AttributeError(f"module {package!r} has no attribute {name!r}")

@@ -144,3 +144,19 @@ def test_a_command_imports_only_the_families_it_uses(tmp_path: Path) -> None:
     assert set(families) <= {"metaquerier", "_common"}, families
     families, _ = _families_imported("relations")
     assert {"badf", "biaslens", "langbite", "metafair", "metaquerier"} <= set(families)
+
+
+def test_a_family_package_still_hands_out_its_classes_on_first_use() -> None:
+    from relations.langbite import LangBiTe
+    from relations.langbite.relations import LangBiTe as Defined
+    from relations.metaquerier import TermDeletion
+    from relations.metaquerier.relations import TermDeletion as Where
+
+    assert LangBiTe is Defined and TermDeletion is Where
+    from relations.badf import significance  # a submodule is still a submodule
+
+    assert significance.__name__ == "relations.badf.significance"
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        import relations.badf
+
+        relations.badf.Nope  # noqa: B018

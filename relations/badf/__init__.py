@@ -2,8 +2,9 @@
 extraction, unification, significance per location category, exclusivity filter)."""
 
 from pathlib import Path
+from typing import Any
 
-from harness.family_refs import Deferred, Lazy
+from harness.family_refs import Deferred, Lazy, package_attribute
 from harness.registry import Family
 
 # Parts by reference: describing the family imports none of them (harness.family_refs).
@@ -27,3 +28,10 @@ FAMILY = Family(
     commands=(Lazy("badf", "relations.badf.cli:group"),),
     docs=Path(__file__).with_name("docs.md"),
 )
+
+
+def __getattr__(name: str) -> Any:
+    # PEP 562: `from relations.badf import SomeRelation` still works, on first use.
+    return package_attribute(
+        __name__, [*FAMILY.relations, *FAMILY.commands, *FAMILY.importers], name
+    )

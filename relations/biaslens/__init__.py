@@ -2,8 +2,9 @@
 generation campaigns that write roles and questions, the authors' released answers."""
 
 from pathlib import Path
+from typing import Any
 
-from harness.family_refs import Deferred, Lazy
+from harness.family_refs import Deferred, Lazy, package_attribute
 from harness.registry import Family
 
 # Parts by reference: describing the family imports none of them (harness.family_refs).
@@ -25,3 +26,10 @@ FAMILY = Family(
     importers=(Lazy("biaslens", "relations.biaslens.cli:import_biaslens"),),
     docs=Path(__file__).with_name("docs.md"),
 )
+
+
+def __getattr__(name: str) -> Any:
+    # PEP 562: `from relations.biaslens import SomeRelation` still works, on first use.
+    return package_attribute(
+        __name__, [*FAMILY.relations, *FAMILY.commands, *FAMILY.importers], name
+    )

@@ -2,8 +2,9 @@
 against ethical requirements; libraries in LangBiTe's published format can be imported."""
 
 from pathlib import Path
+from typing import Any
 
-from harness.family_refs import Deferred, Lazy
+from harness.family_refs import Deferred, Lazy, package_attribute
 from harness.registry import Family
 
 # Parts by reference: describing the family imports none of them (harness.family_refs).
@@ -16,3 +17,10 @@ FAMILY = Family(
     commands=(Lazy("langbite", "relations.langbite.cli:group"),),
     docs=Path(__file__).with_name("docs.md"),
 )
+
+
+def __getattr__(name: str) -> Any:
+    # PEP 562: `from relations.langbite import SomeRelation` still works, on first use.
+    return package_attribute(
+        __name__, [*FAMILY.relations, *FAMILY.commands, *FAMILY.importers], name
+    )

@@ -3,8 +3,9 @@
 generation by a model)."""
 
 from pathlib import Path
+from typing import Any
 
-from harness.family_refs import Deferred, Lazy
+from harness.family_refs import Deferred, Lazy, package_attribute
 from harness.registry import Family
 
 # Parts by reference: describing the family imports none of them (harness.family_refs).
@@ -47,3 +48,10 @@ FAMILY = Family(
     importers=(Lazy("metafair", "relations.metafair.importer:import_metafair"),),
     docs=Path(__file__).with_name("docs.md"),
 )
+
+
+def __getattr__(name: str) -> Any:
+    # PEP 562: `from relations.metafair import SomeRelation` still works, on first use.
+    return package_attribute(
+        __name__, [*FAMILY.relations, *FAMILY.commands, *FAMILY.importers], name
+    )

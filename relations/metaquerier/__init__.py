@@ -2,8 +2,9 @@
 insertion); a model that names a term only when pushed reveals an association."""
 
 from pathlib import Path
+from typing import Any
 
-from harness.family_refs import Deferred, Lazy
+from harness.family_refs import Deferred, Lazy, package_attribute
 from harness.registry import Family
 
 # Parts by reference: describing the family imports none of them (harness.family_refs).
@@ -20,3 +21,10 @@ FAMILY = Family(
     judge_rubric=Lazy("metaquerier", "relations._common.conversation_rubric:RUBRIC"),
     docs=Path(__file__).with_name("docs.md"),
 )
+
+
+def __getattr__(name: str) -> Any:
+    # PEP 562: `from relations.metaquerier import SomeRelation` still works, on first use.
+    return package_attribute(
+        __name__, [*FAMILY.relations, *FAMILY.commands, *FAMILY.importers], name
+    )
