@@ -23,6 +23,7 @@ of a `Deferred` obey it when their kind is first listed.
 from __future__ import annotations
 
 import importlib.metadata
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -97,6 +98,11 @@ class Registry:
         self._entries: dict[tuple[Kind, str], Entry] = {}
         # Parts given as `Deferred`, per kind, until that kind is first listed.
         self._deferred: dict[Kind, list[tuple[Deferred, str]]] = {}
+        # Threads share the registry (a server answering in threads builds a sim model per
+        # request): while one imports a kind's parts, the others wait for all of them rather
+        # than see the part of the list registered so far. Re-entrant: an import may list.
+        self._lock = threading.RLock()
+        self._expanding: set[Kind] = set()
 
     def add(self, kind: Kind, name: str, value: Any, origin: str, family: str = "") -> None:
         key = (kind, name)
@@ -129,23 +135,40 @@ class Registry:
         """``entry`` with its part imported and checked (once; the entry is replaced)."""
         if not isinstance(entry.value, Lazy):
             return entry
-        where = f"{entry.kind} {entry.name!r} of {entry.origin}"
-        value = entry.value.load(where)
-        _check_loaded(entry, value, where)
-        loaded = Entry(entry.kind, entry.name, value, entry.origin, entry.family)
-        self._entries[(entry.kind, entry.name)] = loaded
-        return loaded
+        with self._lock:
+            current = self._entries[(entry.kind, entry.name)]
+            if not isinstance(current.value, Lazy):
+                return current  # another thread loaded it meanwhile
+            where = f"{entry.kind} {entry.name!r} of {entry.origin}"
+            value = entry.value.load(where)
+            _check_loaded(entry, value, where)
+            loaded = Entry(entry.kind, entry.name, value, entry.origin, entry.family)
+            self._entries[(entry.kind, entry.name)] = loaded
+            return loaded
 
     def _expand(self, kind: Kind) -> None:
-        for deferred, where in self._deferred.pop(kind, []):
-            parts = deferred.load(f"the {kind}s of {where}")
-            if kind == "sim option":
-                for model in parts:
-                    for option in model.model_fields:
-                        self.add(kind, option, model, where)
-                continue
-            for part in (p for sequence in parts for p in sequence):
-                self.add(kind, part.name, part, where)
+        if kind not in self._deferred:
+            return  # nothing deferred, or every part registered (the common case: no lock)
+        with self._lock:
+            # Removed only once every part is registered, so another thread that finds the
+            # kind here waits on the lock; this thread, re-entering, finds it being expanded.
+            pending = self._deferred.get(kind)
+            if pending is None or kind in self._expanding:
+                return
+            self._expanding.add(kind)
+            try:
+                for deferred, where in pending:
+                    parts = deferred.load(f"the {kind}s of {where}")
+                    if kind == "sim option":
+                        for model in parts:
+                            for option in model.model_fields:
+                                self.add(kind, option, model, where)
+                        continue
+                    for part in (p for sequence in parts for p in sequence):
+                        self.add(kind, part.name, part, where)
+            finally:
+                self._expanding.discard(kind)
+                del self._deferred[kind]
 
     def add_family(self, family: Family, origin: str) -> None:
         """Register a family and each of its contributions under its origin."""

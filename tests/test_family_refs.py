@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 from typing import ClassVar
 
@@ -160,3 +161,40 @@ def test_a_family_package_still_hands_out_its_classes_on_first_use() -> None:
         import relations.badf
 
         relations.badf.Nope  # noqa: B018
+
+
+def test_threads_listing_a_kind_being_imported_all_see_every_part(tmp_path: Path) -> None:
+    # A server answering in threads (the counting vendor of the kill test) builds a sim
+    # model per request: a thread must never see the handlers registered so far only.
+    module = tmp_path / "slow_refs_handlers.py"
+    module.write_text(
+        "import time\n"
+        "from harness.sim import SimHandler\n"
+        "time.sleep(0.3)\n"
+        "HANDLERS = (SimHandler('slowrefs.echo', 1, lambda req: None),)\n",
+        encoding="utf-8",
+    )
+    sys.path.insert(0, str(tmp_path))
+    try:
+        family = Family(
+            name="slowrefs", summary="", sim_handlers=Deferred("slow_refs_handlers:HANDLERS")
+        )
+        with extra_family(family) as found:
+            seen: list[list[str]] = []
+            barrier = threading.Barrier(6)
+
+            def list_handlers() -> None:
+                barrier.wait()
+                seen.append([e.name for e in found.entries("sim handler")])
+
+            threads = [threading.Thread(target=list_handlers) for _ in range(6)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        assert len(seen) == 6
+        assert all("slowrefs.echo" in names for names in seen), seen
+        assert all(names == seen[0] for names in seen)
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("slow_refs_handlers", None)
