@@ -81,6 +81,7 @@ def _as_rows(campaign: str, case_id: str, events: list[Event]) -> list[EncodedRo
     judges=st.lists(LABELS, min_size=3, max_size=3),
     final=LABELS,
     repeat_question=st.booleans(),
+    templates=st.booleans(),
 )
 def test_fast_rows_equal_the_pydantic_events(
     model: str,
@@ -94,10 +95,12 @@ def test_fast_rows_equal_the_pydantic_events(
     judges: list[str],
     final: str,
     repeat_question: bool,
+    templates: bool,
 ) -> None:
     relation = build_relation(RELATION, OPTIONS)
     assert isinstance(relation, BiasLensAnswer)
-    encoder = ImportEncoder(relation, GenerationParams())
+    # templates: the payloads format 2 splits without a scan; the same text either way.
+    encoder = ImportEncoder(relation, GenerationParams(), templates=templates)
     f = AnswerFile(model, "role", attribute, run, Path("x.csv"))
     row = {"Role": role, "Question Type": qtype, "Question": question, "Answer": answer}
     row |= {"LLM 1": judges[0], "LLM 2": judges[1], "LLM 3": judges[2], "final": final}

@@ -49,7 +49,9 @@ class PayloadTemplate:
                 raise ValueError(f"a value must sit between {before[-20:]!r} and {after[:20]!r}")
         # Under an identifier's key, a string value is an inline token (`_TOKEN`'s group 2).
         self._under_id = tuple(bool(_ID_KEY.search(part)) for part in self.parts[:-1])
-        self._scans = tuple(scan(part, None) for part in self.parts)
+        # Scanned on the first split: only a format-2 log splits, and a format-1 import
+        # would otherwise scan every question's AskSent for nothing.
+        self._scans: tuple[tuple[Found, Short, Cuts], ...] | None = None
         self._whole: SplitPayload | None = None
 
     def fill(self, values: Sequence[str]) -> TemplatedPayload:
@@ -63,6 +65,8 @@ class PayloadTemplate:
             return split_payload(payload, case_id)  # the case id is in the constant JSON
         if not values and self._whole is not None:
             return self._whole
+        if self._scans is None:
+            self._scans = tuple(scan(part, None) for part in self.parts)
         found: Found = []
         short: Short = []
         cuts: Cuts = []

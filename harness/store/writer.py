@@ -142,6 +142,12 @@ class EventWriter:
         store._writer = asyncio.create_task(store._write_loop(), name="event-store-writer")
         return store
 
+    @property
+    def splits_payloads(self) -> bool:
+        """True for a log of format 2, which stores payloads split (a bulk writer's
+        `harness.store.compact_templates` payloads save it the scan)."""
+        return self._compact is not None
+
     async def __aenter__(self) -> EventWriter:
         return self
 

@@ -30,7 +30,7 @@ from harness.events import (
 )
 from harness.model import GenerationParams, Message, Reply, request_key
 from harness.relation import Case, Outcome, Verdict
-from harness.store.compact_templates import PayloadTemplate, TemplatedPayload
+from harness.store.compact_templates import PayloadTemplate
 from relations.biaslens.questionset import QType
 from relations.biaslens.relations import BiasLensAnswer
 
@@ -58,15 +58,21 @@ def _around(event: Event, part: str) -> tuple[str, str]:
 class ImportEncoder:
     """Encodes imported answers of one relation; one encoder per import (it caches asks)."""
 
-    def __init__(self, relation: BiasLensAnswer, params: GenerationParams) -> None:
+    def __init__(
+        self, relation: BiasLensAnswer, params: GenerationParams, *, templates: bool = False
+    ) -> None:
+        """``templates``: hand payloads over as `TemplatedPayload` (for a log of format 2;
+        a format-1 log gains nothing from them and they cost a little to build)."""
         self.relation = relation
         self.params = params
+        self.templates = templates
         mark = _json(_MARK)
         probe = Case(case_id="", relation="", model="", index=0, repeat=0, seed=0, data={})
         self._case = _around(CaseOpened(case=probe), probe.model_dump_json())
         # The reply's JSON around its text, as a template: log format 2 then splits a reply
         # without scanning its constant JSON (any store writes the payload text unchanged).
-        self._reply = PayloadTemplate(_around(ReplyReceived(turn=0, reply=Reply(text=_MARK)), mark))
+        self._reply_parts = _around(ReplyReceived(turn=0, reply=Reply(text=_MARK)), mark)
+        self._reply = PayloadTemplate(self._reply_parts)
         verdict = Verdict(outcome=Outcome.HELD, reason=_MARK)
         self._verdict = _around(VerdictReached(verdict=verdict), verdict.model_dump_json())
         self._closed = {o.value: CaseClosed(outcome=o.value).model_dump_json() for o in Outcome}
@@ -77,7 +83,7 @@ class ImportEncoder:
         }
 
     @functools.lru_cache(maxsize=65_536)  # noqa: B019  (one encoder per import)
-    def ask_sent(self, model: str, prompt: str, qtype: QType) -> TemplatedPayload:
+    def ask_sent(self, model: str, prompt: str, qtype: QType) -> str:
         """A question's AskSent, built and dumped by the models (its three runs share it; as
         a template without values, log format 2 splits it once)."""
         ask = self.relation.answer_ask(prompt, qtype)
@@ -90,7 +96,14 @@ class ImportEncoder:
             params=self.params,
             request_key=request_key(model, messages, self.params),
         )
-        return PayloadTemplate([sent.model_dump_json()]).fill([])
+        payload = sent.model_dump_json()
+        return PayloadTemplate([payload]).fill([]) if self.templates else payload
+
+    def _reply_text(self, answer: str) -> str:
+        if self.templates:
+            return self._reply.fill([answer])
+        before, after = self._reply_parts
+        return before + answer + after
 
     def rows(self, campaign: str, case: Case, answer: str, verdict: Verdict) -> list[EncodedRow]:
         """The rows of CaseOpened, AskSent, ReplyReceived, VerdictReached and CaseClosed of
@@ -120,7 +133,7 @@ class ImportEncoder:
                 v["ReplyReceived"],
                 0,
                 1,
-                self._reply.fill([_json(answer)]),
+                self._reply_text(_json(answer)),
             ),
             (
                 campaign,

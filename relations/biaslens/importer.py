@@ -80,7 +80,7 @@ class _Importer:
         self.campaign = campaign
         self.batch_events = batch_events
         self.relation = relation
-        self.encoder = ImportEncoder(relation, GenerationParams())
+        self.encoder = ImportEncoder(relation, GenerationParams(), templates=store.splits_payloads)
         self.pending: list[EncodedRow] = []
         self.in_flight: list[asyncio.Task[list[int]]] = []
         self.events = 0
