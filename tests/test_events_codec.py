@@ -6,6 +6,7 @@ validate is still an `EventDecodeError`."""
 from __future__ import annotations
 
 import pytest
+from fixtures.event_strategies import case_data, cases, texts, verdicts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,31 +20,12 @@ from harness.events import (
     encode_event,
 )
 from harness.model import Reply
-from harness.relation import Case, Outcome, Verdict
 
-_text = st.text(alphabet=st.characters(codec="utf-8"), max_size=20)
-_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | _text,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_text, inner, max_size=3),
-    max_leaves=8,
-)
-_data = st.dictionaries(_text, _values, max_size=4)
+_text, _data = texts, case_data
 _finite = st.floats(allow_nan=False, allow_infinity=False)
 
 _events = st.one_of(
-    st.builds(
-        CaseOpened,
-        case=st.builds(
-            Case,
-            case_id=_text,
-            relation=_text,
-            model=_text,
-            index=st.integers(min_value=0),
-            repeat=st.integers(min_value=0),
-            seed=st.integers(min_value=0, max_value=2**63 - 1),
-            data=_data,
-        ),
-    ),
+    st.builds(CaseOpened, case=cases),
     st.builds(
         ReplyReceived,
         turn=st.integers(min_value=0),
@@ -60,7 +42,7 @@ _events = st.one_of(
     ),
     st.builds(
         VerdictReached,
-        verdict=st.builds(Verdict, outcome=st.sampled_from(Outcome), reason=_text, evidence=_data),
+        verdict=verdicts,
         source=_text,
     ),
     st.builds(CaseClosed, outcome=_text),

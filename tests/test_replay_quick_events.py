@@ -13,6 +13,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from fixtures.event_strategies import case_data, cases, texts, verdicts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,25 +26,7 @@ from harness.replay import verify_log
 from harness.replay_quick import closed_json, dump_json, opened_json, verdict_json
 from harness.runner import run_campaign
 
-_text = st.text(alphabet=st.characters(codec="utf-8"), max_size=20)
-_json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | _text,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_text, inner, max_size=3),
-    max_leaves=8,
-)
-_data = st.dictionaries(_text, _json_values, max_size=4)
-
-_cases = st.builds(
-    Case,
-    case_id=_text,
-    relation=_text,
-    model=_text,
-    index=st.integers(min_value=0),
-    repeat=st.integers(min_value=0),
-    seed=st.integers(min_value=0, max_value=2**63 - 1),
-    data=_data,
-)
-_verdicts = st.builds(Verdict, outcome=st.sampled_from(Outcome), reason=_text, evidence=_data)
+_text, _data, _cases, _verdicts = texts, case_data, cases, verdicts
 
 
 @settings(deadline=None)  # a shared, loaded machine: no per-example time limit
