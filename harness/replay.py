@@ -313,14 +313,18 @@ class ReplayModel:
     """Serves recorded outcomes: by the turn being asked when it matches the recorded
     request, else by request key. Anything else is a `ReplayMissError`."""
 
-    def __init__(self, name: str, index: ReplayIndex) -> None:
+    def __init__(self, name: str, index: ReplayIndex, *, stands_in_for: str | None = None) -> None:
+        """``name``: the model's name in the campaign (what the engine knows it by);
+        ``stands_in_for``: the recorded model whose request keys it answers (default: the
+        same name)."""
         self.name = name
+        self.recorded = stands_in_for or name
         self.index = index
         self.served = 0
         self.misses = 0
 
     async def complete(self, messages: Sequence[Message], params: GenerationParams) -> Reply:
-        key = request_key(self.name, messages, params)
+        key = request_key(self.recorded, messages, params)
         ctx: CallContext | None = current_call.get()
         found = self.index.by_turn.get((ctx.case_id, ctx.turn)) if ctx is not None else None
         if found is None or found.key != key:
@@ -343,8 +347,12 @@ def build_replay(spec: ModelSpec) -> ReplayModel:
     db = spec.identifier
     with open_reader(db) as log:
         campaign = str(spec.options.get("campaign") or log.latest_campaign())
+    # Named as the campaign names it: the engine finds a model's gate and parameters by
+    # that name (naming it after the recorded model crashed the engine: KeyError).
     return ReplayModel(
-        str(spec.options.get("model") or spec.name), ReplayIndex.from_log(db, campaign)
+        spec.name,
+        ReplayIndex.from_log(db, campaign),
+        stands_in_for=str(spec.options.get("model") or spec.name),
     )
 
 

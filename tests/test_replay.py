@@ -231,3 +231,22 @@ async def test_replay_into_refuses_to_overwrite(live_db: Path, tmp_path: Path) -
     out.write_bytes(b"")
     with pytest.raises(StoreError, match="exists"):
         await replay_into(live_db, out)
+
+
+async def test_a_replay_model_standing_in_for_a_recorded_one_serves_its_answers(
+    tmp_path: Path,
+) -> None:
+    # `replay:LOG` with options.model: the campaign knows the model by its own name, the
+    # log by the recorded one (this crashed the engine with a KeyError before).
+    seeded = {"name": "sim:planted", "max_in_flight": 4, "params": {"seed": 7}}
+    recorded = tmp_path / "recorded.db"
+    live = await run_campaign(sim_campaign(5, model=seeded), recorded)
+    stand_in = {
+        "name": f"replay:{recorded}",
+        "max_in_flight": 4,
+        "params": {"seed": 7},
+        "options": {"model": "sim:planted"},
+    }
+    replayed = await run_campaign(sim_campaign(5, model=stand_in), tmp_path / "again.db")
+    assert replayed.failures == 0 and replayed.calls == live.calls
+    assert replayed.outcomes == live.outcomes
