@@ -168,12 +168,16 @@ def register_upcaster(kind: str, from_version: int) -> Callable[[Upcaster], Upca
     return register
 
 
+def dump_json(model: BaseModel) -> str:
+    """``model.model_dump_json()`` by pydantic's serializer directly: the method's Python
+    wrapper, passing only defaults, cost about as much as the serialising
+    (`tests/test_events_codec.py` checks the text)."""
+    return type(model).__pydantic_serializer__.to_json(model).decode()
+
+
 def encode_event(event: _Event) -> tuple[str, int, str]:
-    """(kind, schema_version, json payload) for storage (``event.model_dump_json()``, by
-    pydantic's serializer directly: the method's Python wrapper, passing only defaults, cost
-    about as much as the serialising; `tests/test_events_codec.py` checks the text)."""
-    payload = type(event).__pydantic_serializer__.to_json(event).decode()
-    return event.kind, event.SCHEMA_VERSION, payload  # type: ignore[attr-defined]
+    """(kind, schema_version, json payload) for storage."""
+    return event.kind, event.SCHEMA_VERSION, dump_json(event)  # type: ignore[attr-defined]
 
 
 def decode_event(kind: str, version: int, payload: str | bytes) -> Event:

@@ -161,8 +161,7 @@ class Registry:
                     parts = deferred.load(f"the {kind}s of {where}")
                     if kind == "sim option":
                         for model in parts:
-                            for option in model.model_fields:
-                                self.add(kind, option, model, where)
+                            self._add_sim_options(model, where)
                         continue
                     for part in (p for sequence in parts for p in sequence):
                         self.add(kind, part.name, part, where)
@@ -186,8 +185,7 @@ class Registry:
         if isinstance(family.sim_options, Deferred):
             self._deferred.setdefault("sim option", []).append((family.sim_options, where))
         elif family.sim_options is not None:
-            for option in family.sim_options.model_fields:
-                self.add("sim option", option, family.sim_options, where)
+            self._add_sim_options(family.sim_options, where)
         if family.judge_rubric is not None:
             self.add("judge rubric", family.name, family.judge_rubric, where)
         for scheme, factory in family.model_backends.items():
@@ -196,6 +194,11 @@ class Registry:
             self.add("command", _command_name(command), command, where)
         for importer in family.importers:
             self.add("importer", _command_name(importer), importer, where)
+
+    def _add_sim_options(self, model: type[BaseModel], where: str) -> None:
+        """Each field of a planted-truth model is a ``sim:`` option of its own name."""
+        for option in model.model_fields:
+            self.add("sim option", option, model, where)
 
     def _add_parts(self, kind: Kind, parts: Sequence[Any] | Deferred, where: str) -> None:
         if isinstance(parts, Deferred):

@@ -31,6 +31,7 @@ from harness.events import (
     CaseClosed,
     CaseOpened,
     ReplyReceived,
+    dump_json,
 )
 from harness.fold import messages_for
 from harness.model import GenerationParams, Message
@@ -180,14 +181,9 @@ def quick_verify(
 
 
 # pydantic's own calls, without the Python wrappers of ``model_dump_json`` and
-# ``model_validate_json`` around them: with the defaults those wrappers pass, the same call
-# (`tests/test_replay_quick_events.py` checks the text), and the wrappers were about half
-# the cost of each dump and decode of the quick path.
-
-
-def dump_json(model: BaseModel) -> str:
-    """``model.model_dump_json()``."""
-    return type(model).__pydantic_serializer__.to_json(model).decode()
+# ``model_validate_json`` around them (`harness.events.dump_json`): with the defaults those
+# wrappers pass, the same call, and the wrappers were about half the cost of each dump and
+# decode of the quick path.
 
 
 _E = TypeVar("_E", bound=BaseModel)

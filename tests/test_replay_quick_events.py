@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 from harness.answer_shape import AnswerShape
 from harness.campaign import parse_campaign
 from harness.errors import EventDecodeError
-from harness.events import CaseClosed, CaseOpened, VerdictReached
+from harness.events import CaseClosed, CaseOpened, VerdictReached, dump_json
 from harness.relation import Ask, Case, Outcome, Verdict
 from harness.replay import verify_log
-from harness.replay_quick import closed_json, dump_json, opened_json, verdict_json
+from harness.replay_quick import closed_json, opened_json, verdict_json
 from harness.runner import run_campaign
 
 _text, _data, _cases, _verdicts = texts, case_data, cases, verdicts
