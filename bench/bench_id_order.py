@@ -9,8 +9,8 @@ pragmas (WAL, ``synchronous=FULL``), 5,000 events a commit. Each copy stands for
 - ``end``: copy by copy, the model at the end of the id (``.../02195@m2``), as the import
   wrote ids before 2026-11-27: each copy's cases fall between the previous copies' in the
   case_id indexes;
-- ``front``: copy by copy, the model right after the relation (``rel/m2/.../02195@m2``), as
-  the import writes them now: each copy's cases go to one place in the indexes;
+- ``front``: copy by copy, the model right after the relation (``rel/m2/.../02195``), as the
+  import writes them now: each copy's cases go to one place in the indexes;
 - ``case``: case by case, every copy of a case one after the other: ids grow at the end of
   the indexes (the lower bound).
 
@@ -59,7 +59,7 @@ def copy_id(case_id: str, model: str, copy: int, order: str) -> str:
     name = f"m{copy}"
     if order == "front":
         relation, _, rest = stem.partition("/")
-        return f"{relation}/{name}/{rest}@{name}"
+        return f"{relation}/{name}/{rest}"
     return f"{stem}@{name}"
 
 
