@@ -49,10 +49,15 @@ class Trial:
 
     @cached_property
     def released_vote(self) -> Vote:
-        final = self.final
-        if final is None and self.qtype is QType.WHY:
-            final = {Vote.BIASED: "Yes", Vote.UNBIASED: "No"}.get(self.strict)
-        return released_vote(self.qtype, self.answer, final)
+        return _released_vote(self.qtype, self.answer, self.final, self.strict)
+
+
+def _released_vote(qtype: QType, answer: str | None, final: str | None, strict: Vote) -> Vote:
+    """The trial's vote in released mode; a live campaign's Why answer (no released final
+    label) reads its strict verdict as the label."""
+    if final is None and qtype is QType.WHY:
+        final = {Vote.BIASED: "Yes", Vote.UNBIASED: "No"}.get(strict)
+    return released_vote(qtype, answer, final)
 
 
 @dataclass(frozen=True)
@@ -155,20 +160,30 @@ def _trial(case_id: str, payload: str, answer: str | None, outcome: str | None) 
     # json.loads, in 60 % of its time on these payloads.
     case = from_json(payload)["case"]
     data = case["data"]
-    return Trial(
+    qtype = QType.parse(data["type"])
+    final = data.get("released_final")
+    strict = _OUTCOME_VOTE.get(outcome or "", Vote.INVALID)
+    # The frozen dataclass's __init__ sets each field through object.__setattr__ (a third of
+    # a trial's cost beside the parse, at a million trials); filling the new instance's
+    # __dict__ gives the equal object. The released vote, which every aligned trial is asked
+    # for, goes where its cached_property would put it, without the property's lock.
+    trial = object.__new__(Trial)
+    trial.__dict__.update(
         case_id=case_id,
         model=case["model"],
         variant=data.get("variant", "role"),
         attribute=data["attribute"],
         role=data.get("role", ""),
-        qtype=QType.parse(data["type"]),
+        qtype=qtype,
         question=data["question"],
         run=int(data.get("run", case["repeat"])),
         row=int(data.get("row", case["index"])),
         answer=answer,
-        final=data.get("released_final"),
-        strict=_OUTCOME_VOTE.get(outcome or "", Vote.INVALID),
+        final=final,
+        strict=strict,
+        released_vote=_released_vote(qtype, answer, final, strict),
     )
+    return trial
 
 
 def recorded_row_counts(
