@@ -22,16 +22,6 @@ from typing import Any
 
 _REPEAT = re.compile(r"/r\d+@")
 _CASE_KEY_SQLITE = "harness_case_key"  # `case_key`, registered on the SQLite connection
-# `case_key` in SQLite's own terms where it can: an id of printable ASCII holding no "/r"
-# followed by one or two digits and "@", nor by three digits, holds no repeat and is its own
-# key (outside ASCII, `\d` reads other digits too). Only the other ids go to the Python
-# function: a call per verdict cost a quarter of this query's time, and a BiasLens id such
-# as ".../r1/00000@model" holds no repeat.
-_CASE_KEY_SQLITE_EXPR = (
-    "CASE WHEN case_id GLOB '*/r[0-9]@*' OR case_id GLOB '*/r[0-9][0-9]@*'"
-    " OR case_id GLOB '*/r[0-9][0-9][0-9]*' OR case_id GLOB '*[^ -~]*'"
-    " THEN {function}(case_id) ELSE case_id END"
-)
 # The same on a PostgreSQL log (`harness.store.postgres_reader`): its own regexp_replace,
 # which replaces the first match only, as `case_key` does.
 _CASE_KEY_POSTGRES = "regexp_replace(case_id, '/r[0-9]+@', '@')"
@@ -87,15 +77,12 @@ class VerdictCounts:
 
 def count_verdicts(conn: sqlite3.Connection, campaign: str) -> VerdictCounts:
     """The counts of the campaign's latest relation verdicts, read from the log."""
-    key = sqlite_case_key(conn) if isinstance(conn, sqlite3.Connection) else _CASE_KEY_POSTGRES
+    if isinstance(conn, sqlite3.Connection):
+        conn.create_function(_CASE_KEY_SQLITE, 1, case_key, deterministic=True)
+        key = f"{_CASE_KEY_SQLITE}(case_id)"
+    else:
+        key = _CASE_KEY_POSTGRES
     return _accumulate(_latest(conn.execute(_VERDICTS.format(key=key), (campaign,))))
-
-
-def sqlite_case_key(conn: sqlite3.Connection) -> str:
-    """`case_key` of the column ``case_id`` as an SQL expression on ``conn`` (the Python
-    function it calls for some ids is registered on ``conn``)."""
-    conn.create_function(_CASE_KEY_SQLITE, 1, case_key, deterministic=True)
-    return _CASE_KEY_SQLITE_EXPR.format(function=_CASE_KEY_SQLITE)
 
 
 def _latest(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
