@@ -217,14 +217,18 @@ def align(
             runs[r].sort(key=lambda t: t.row)
         sizes = [row_counts.get((model, variant, attribute, r), len(runs[r])) for r in order]
         base = order[sizes.index(min(sizes))]
+        # The other runs' first trial per key (the base run fills its own slots); each
+        # base trial's key is built once, not once per run.
         firsts: dict[int, dict[tuple[str, str, str], Trial]] = {}
         for r in order:
-            index: dict[tuple[str, str, str], Trial] = {}
-            for t in runs[r]:
-                index.setdefault(t.key, t)
-            firsts[r] = index
+            if r != base:
+                index: dict[tuple[str, str, str], Trial] = {}
+                for t in runs[r]:
+                    index.setdefault(t.key, t)
+                firsts[r] = index
         for t in runs[base]:
-            slots = tuple(t if r == base else firsts[r].get(t.key) for r in order)
+            key = t.key
+            slots = tuple(t if r == base else firsts[r].get(key) for r in order)
             aligned.append(
                 AlignedQuestion(model, variant, attribute, t.qtype, t.role, t.question, slots)
             )
