@@ -1,6 +1,7 @@
 """The import's fast encoding (relations/biaslens/import_events.py) writes exactly what the
-pydantic events would: for generated rows (any text in questions, answers and labels), the
-rows it builds equal `encode_event` of the events the relation's own step path builds."""
+pydantic events would: for generated rows (any text in questions, answers, labels and model
+names; a question whose AskSent template, or AskSent, the encoder built before), the rows it
+builds equal `encode_event` of the events the relation's own step path builds."""
 
 from __future__ import annotations
 
@@ -81,6 +82,7 @@ def _as_rows(campaign: str, case_id: str, events: list[Event]) -> list[EncodedRo
     judges=st.lists(LABELS, min_size=3, max_size=3),
     final=LABELS,
     repeat_question=st.booleans(),
+    other_question=st.none() | st.tuples(st.sampled_from(TYPES), TEXT),
     templates=st.booleans(),
 )
 def test_fast_rows_equal_the_pydantic_events(
@@ -95,6 +97,7 @@ def test_fast_rows_equal_the_pydantic_events(
     judges: list[str],
     final: str,
     repeat_question: bool,
+    other_question: tuple[str, str] | None,
     templates: bool,
 ) -> None:
     relation = build_relation(RELATION, OPTIONS)
@@ -116,6 +119,11 @@ def test_fast_rows_equal_the_pydantic_events(
         seed=derive_seed(0, RELATION, index),
         data=data,
     )
+    if other_question is not None:  # the AskSent template of a model and type is reused
+        other_type, other_text = other_question
+        other_data = {**data, "type": other_type, "question": other_text}
+        other = case.model_copy(update={"data": other_data})
+        encoder.rows("c", other, "", Verdict(outcome="INVALID", reason="warm", evidence={"x": 1}))
     if repeat_question:  # a question's later runs take its AskSent from the encoder's cache
         encoder.rows("c", case, "", Verdict(outcome="HELD", reason="warm"))
     verdict = relation.answer_verdict(data, answer)
