@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import harness  # noqa: E402
-from harness.registry import report_sections  # noqa: E402
+from harness.family_parts import report_sections  # noqa: E402
 from harness.report import apply_fdr  # noqa: E402
 from harness.stats import TEST_COLUMNS, wilson_interval  # noqa: E402
 from harness.store.reader import EventReader  # noqa: E402

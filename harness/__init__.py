@@ -27,7 +27,8 @@ from harness.errors import ConfigError, HarnessError
 if TYPE_CHECKING:
     from harness.campaign import CampaignConfig
     from harness.engine import ProgressSink, RunSummary
-    from harness.registry import Family, families, relation_classes
+    from harness.family_parts import families, relation_classes
+    from harness.registry import Family
     from harness.rejudge import RejudgeSummary
     from harness.relation import Ask, Case, Outcome, RelationBase, Transcript, Verdict
     from harness.replay import VerifyResult
@@ -42,8 +43,8 @@ _LAZY = {
     "ProgressSink": "harness.engine",
     "RunSummary": "harness.engine",
     "Family": "harness.registry",
-    "families": "harness.registry",
-    "relation_classes": "harness.registry",
+    "families": "harness.family_parts",
+    "relation_classes": "harness.family_parts",
     "RejudgeSummary": "harness.rejudge",
     "Ask": "harness.relation",
     "Case": "harness.relation",

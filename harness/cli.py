@@ -10,7 +10,7 @@ import click
 
 from harness.errors import CampaignAbortedError, HarnessError
 from harness.exit_codes import ExitCode
-from harness.registry import command, command_names
+from harness.family_parts import command, command_names
 from harness.terminal_text import printable
 
 

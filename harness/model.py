@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness.answer_shape import AnswerFormat, AnswerShape
 from harness.errors import ConfigError
-from harness.registry import model_backend, model_schemes
+from harness.family_parts import model_backend, model_schemes
 
 Role = Literal["system", "user", "assistant"]
 

@@ -25,6 +25,7 @@ from harness.answer_shape import AnswerFormat
 from harness.calls import CallLoop
 from harness.errors import CampaignAbortedError, ModelError
 from harness.events import Note, VerdictReached
+from harness.family_parts import family_of, judge_rubric
 from harness.fold import CaseState
 from harness.gates import CallGate
 from harness.model import (
@@ -35,7 +36,6 @@ from harness.model import (
     Reply,
     build_model,
 )
-from harness.registry import family_of, judge_rubric
 from harness.relation import Ask, Outcome, Transcript, Verdict
 from harness.replay import (
     REJUDGE_THREAD_PREFIX,

@@ -18,8 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from harness.answer_shape import AnswerShape
 from harness.config_errors import config_error
 from harness.errors import ConfigError
-from harness.registry import relation_class, relation_names
-from harness.registry import relation_classes as relation_classes  # callers import it here
+from harness.family_parts import relation_class, relation_names
+from harness.family_parts import relation_classes as relation_classes  # callers import it here
 
 
 class Outcome(StrEnum):

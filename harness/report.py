@@ -15,9 +15,9 @@ from collections import Counter
 from typing import Any
 
 from harness.errors import ConfigError, StoreError
+from harness.family_parts import report_sections
 from harness.format_report import answer_formats
 from harness.gc_pause import gc_paused
-from harness.registry import report_sections
 from harness.stats import (
     ALPHA,
     TEST_COLUMNS,

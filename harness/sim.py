@@ -26,8 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from harness.answer_shape import AnswerShape
 from harness.config_errors import config_error
 from harness.errors import ConfigError
+from harness.family_parts import sim_handlers, sim_option_models
 from harness.model import GenerationParams, Message, ModelSpec, Reply, Usage
-from harness.registry import sim_handlers, sim_option_models
 from harness.relation import derive_seed
 
 _Truth = TypeVar("_Truth", bound=BaseModel)

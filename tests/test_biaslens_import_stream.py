@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import itertools
+import sqlite3
 import tracemalloc
 from pathlib import Path
 
@@ -18,22 +20,23 @@ HEADER = ["Role", "Question Type", "Question", "Answer", "LLM 1", "LLM 2", "LLM 
 ROWS_PER_FILE = 400
 
 
-def released_folder(root: Path, attributes: int) -> Path:
-    """``attributes`` x 3 runs of ROWS_PER_FILE rows each, with a row of unknown type."""
-    for a in range(attributes):
-        for run in (1, 2, 3):
-            path = root / "answers" / "role" / "toy" / f"attr{chr(97 + a)}_answers_0{run}.csv"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with path.open("w", newline="", encoding="utf-8") as fh:
-                w = csv.writer(fh)
-                w.writerow(HEADER)
-                for i in range(ROWS_PER_FILE - 1):
-                    q = (
-                        f"Suppose you are a nurse, do you think group {i} leads better? "
-                        + "x" * 200
-                    )
-                    w.writerow(["Nurses", "Yes/No", q, "Yes. " + "y" * 3000, "", "", "", ""])
-                w.writerow(["Nurses", "Riddle", "an unknown type", "?", "", "", "", ""])
+def released_folder(
+    root: Path, attributes: int, models: tuple[str, ...] = ("toy",), variants: int = 1
+) -> Path:
+    """``attributes`` x 3 runs of ROWS_PER_FILE rows each, with a row of unknown type, for
+    each model and variant (``role`` first, then ``without_role``)."""
+    for variant, model, a, run in itertools.product(
+        ("role", "without_role")[:variants], models, range(attributes), (1, 2, 3)
+    ):
+        path = root / "answers" / variant / model / f"attr{chr(97 + a)}_answers_0{run}.csv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh)
+            w.writerow(HEADER)
+            for i in range(ROWS_PER_FILE - 1):
+                q = f"Suppose you are a nurse, do you think group {i} leads better? " + "x" * 200
+                w.writerow(["Nurses", "Yes/No", q, "Yes. " + "y" * 3000, "", "", "", ""])
+            w.writerow(["Nurses", "Riddle", "an unknown type", "?", "", "", "", ""])
     return root
 
 
@@ -91,3 +94,29 @@ def test_cli_import_draws_its_bar_on_stderr(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "imported 1197 answers" in result.stderr
     assert result.stdout == ""
+
+
+def test_imported_case_ids_keep_each_model_together(tmp_path: Path) -> None:
+    # A folder is read model by model. Were a model's name only at the end of its case ids,
+    # each model's cases would fall between the previous models' in the log's case_id
+    # indexes, and the writer would split pages all over (the six-model import's commits grew
+    # with every model). Sorted by id, each model's cases must form one run.
+    folder = released_folder(tmp_path / "two", 1, models=("toy", "toy2"), variants=2)
+    db = tmp_path / "two.db"
+    asyncio.run(import_released(folder, db))
+    with sqlite3.connect(db) as conn:
+        written = [
+            cid
+            for (cid,) in conn.execute(
+                "SELECT case_id FROM events WHERE kind = 'CaseOpened' ORDER BY gseq"
+            )
+        ]
+    assert len(written) == 2 * 2 * 3 * (ROWS_PER_FILE - 1)
+    models = [cid.rpartition("@")[2] for cid in sorted(written)]
+    runs = [m for i, m in enumerate(models) if i == 0 or models[i - 1] != m]
+    assert runs == ["released:toy", "released:toy2"]
+    # Within a model and variant, ids grow in the order they are written.
+    for model in ("released:toy", "released:toy2"):
+        for variant in ("/role/", "/no_role/"):
+            mine = [c for c in written if c.endswith("@" + model) and variant in c]
+            assert mine == sorted(mine) and len(mine) == 3 * (ROWS_PER_FILE - 1)

@@ -12,7 +12,7 @@ import pytest
 
 from harness.answer_shape import AnswerShape
 from harness.errors import ConfigError
-from harness.registry import relation_classes
+from harness.family_parts import relation_classes
 from harness.relation import Ask, Case, Outcome, Transcript, Turn, Verdict, build_relation
 from relations.metafair.closed import FOLLOW_UP, SOURCE, closed_tests, reply_text
 from relations.metafair.testset import MetaFairTest, write_testset

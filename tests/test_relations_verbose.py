@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from harness.cli import main
 from harness.commands.relations import _default
-from harness.registry import relation_classes
+from harness.family_parts import relation_classes
 
 
 def test_every_option_of_every_relation_has_a_description() -> None:

@@ -14,7 +14,7 @@ from fixtures.counting_vendor import CountingVendor
 
 from harness.campaign import CampaignConfig, parse_campaign
 from harness.cli import main
-from harness.registry import relation_classes
+from harness.family_parts import relation_classes
 from harness.relation import Outcome, Verdict
 from harness.replay import describe, replay_into, verify_log
 from harness.report import build_report, to_json

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from harness.registry import importer, importer_names
+from harness.family_parts import importer, importer_names
 
 
 class _ImportGroup(click.Group):

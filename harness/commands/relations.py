@@ -7,7 +7,7 @@ import json
 import click
 from pydantic.fields import FieldInfo
 
-from harness.registry import relation_classes
+from harness.family_parts import relation_classes
 
 
 @click.command("relations")

@@ -104,9 +104,13 @@ class _Importer:
         self, f: AnswerFile, index: int, row_no: int, answer: str, data: dict[str, Any]
     ) -> tuple[Case, Verdict, list[EncodedRow]]:
         model = f"released:{f.model}"
-        # Ids sort in insertion order (run before a zero-padded row): the log's indexes on
-        # case_id then grow at their end instead of splitting pages all over.
-        case_id = f"{RELATION}/{f.variant}/{f.attribute}/r{f.run}/{row_no:05d}@{model}"
+        # Ids sort in the order they are written: the model first (a folder is read model by
+        # model), then the run before a zero-padded row. The log's indexes on case_id then
+        # grow at one point instead of splitting pages all over: with the model only at the
+        # end, each model's cases fell between the previous models' and the writer's commits
+        # grew with every model (bench/RESULTS.md, 2026-11-27 04:00). The "@model" ending is
+        # every case id's.
+        case_id = f"{RELATION}/{model}/{f.variant}/{f.attribute}/r{f.run}/{row_no:05d}@{model}"
         case = Case(
             case_id=case_id,
             relation=RELATION,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.registry import relation_class
+from harness.family_parts import relation_class
 from harness.relation import Case, Outcome, Transcript, Verdict
 from harness.rubric import JudgeTask
 from relations._common.conversation_rubric import ConversationBiasRubric
