@@ -164,3 +164,35 @@ async def test_encoded_rows_append_atomically_and_read_back_as_the_events(tmp_pa
         columns = log.connection.execute("SELECT turn, attempt FROM events ORDER BY gseq")
         assert [tuple(r) for r in columns] == [(r[5], r[6]) for r in rows]
     assert [s.event for s in stored] == _reference(case, "Yes", relation)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    attribute=st.sampled_from(["age", "race"]) | TEXT,
+    qtype=st.sampled_from(TYPES),
+    question=TEXT,
+    answer=TEXT,
+    judges=st.lists(LABELS, min_size=3, max_size=3),
+)
+def test_answer_verdicts_shared_between_answers_are_the_ones_built_per_answer(
+    attribute: str, qtype: str, question: str, answer: str, judges: list[str]
+) -> None:
+    """`answer_verdict` hands out one verdict per (vote, attribute, type, judge votes): it
+    equals the verdict built from this answer's own vote and evidence."""
+    from relations.biaslens.oracles import jury, strict_vote
+    from relations.biaslens.questionset import QType
+    from relations.biaslens.relations import SHAPES, _evidence, _released_judge, _verdict
+
+    relation = build_relation(RELATION, OPTIONS)
+    assert isinstance(relation, BiasLensAnswer)
+    data = {"attribute": attribute, "type": qtype, "question": question}
+    data["released_judges"] = judges
+    q = QType.parse(qtype)
+    if q is QType.WHY:
+        votes = [_released_judge(label) for label in judges]
+        expected = _verdict(jury(votes), _evidence(data, q, votes), q)
+    else:
+        vote = strict_vote(q, question, SHAPES[q].free_text(answer))
+        expected = _verdict(vote, _evidence(data, q), q)
+    assert relation.answer_verdict(data, answer) == expected
+    assert relation.answer_verdict(dict(data), answer) == expected  # the shared one
