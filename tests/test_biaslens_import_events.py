@@ -6,6 +6,7 @@ builds equal `encode_event` of the events the relation's own step path builds.""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -21,7 +22,15 @@ from harness.events import (
     encode_event,
 )
 from harness.model import GenerationParams, Message, Reply, request_key
-from harness.relation import Case, Transcript, Turn, Verdict, build_relation, derive_seed
+from harness.relation import (
+    Case,
+    Outcome,
+    Transcript,
+    Turn,
+    Verdict,
+    build_relation,
+    derive_seed,
+)
 from relations.biaslens.import_events import EncodedRow, ImportEncoder
 from relations.biaslens.relations import BiasLensAnswer
 from relations.biaslens.released import AnswerFile, row_case_data
@@ -123,9 +132,11 @@ def test_fast_rows_equal_the_pydantic_events(
         other_type, other_text = other_question
         other_data = {**data, "type": other_type, "question": other_text}
         other = case.model_copy(update={"data": other_data})
-        encoder.rows("c", other, "", Verdict(outcome="INVALID", reason="warm", evidence={"x": 1}))
+        encoder.rows(
+            "c", other, "", Verdict(outcome=Outcome.INVALID, reason="warm", evidence={"x": 1})
+        )
     if repeat_question:  # a question's later runs take its AskSent from the encoder's cache
-        encoder.rows("c", case, "", Verdict(outcome="HELD", reason="warm"))
+        encoder.rows("c", case, "", Verdict(outcome=Outcome.HELD, reason="warm"))
     verdict = relation.answer_verdict(data, answer)
     assert verdict is not None
     expected = _as_rows("c", case.case_id, _reference(case, answer, relation))
@@ -185,7 +196,7 @@ def test_answer_verdicts_shared_between_answers_are_the_ones_built_per_answer(
 
     relation = build_relation(RELATION, OPTIONS)
     assert isinstance(relation, BiasLensAnswer)
-    data = {"attribute": attribute, "type": qtype, "question": question}
+    data: dict[str, Any] = {"attribute": attribute, "type": qtype, "question": question}
     data["released_judges"] = judges
     q = QType.parse(qtype)
     if q is QType.WHY:
