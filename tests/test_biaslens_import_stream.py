@@ -105,18 +105,17 @@ def test_imported_case_ids_keep_each_model_together(tmp_path: Path) -> None:
     db = tmp_path / "two.db"
     asyncio.run(import_released(folder, db))
     with sqlite3.connect(db) as conn:
-        written = [
-            cid
-            for (cid,) in conn.execute(
-                "SELECT case_id FROM events WHERE kind = 'CaseOpened' ORDER BY gseq"
-            )
-        ]
+        written = conn.execute(
+            "SELECT case_id, json_extract(payload, '$.case.model'),"
+            " json_extract(payload, '$.case.data.variant')"
+            " FROM events WHERE kind = 'CaseOpened' ORDER BY gseq"
+        ).fetchall()
     assert len(written) == 2 * 2 * 3 * (ROWS_PER_FILE - 1)
-    models = [cid.rpartition("@")[2] for cid in sorted(written)]
+    models = [model for _, model, _ in sorted(written)]
     runs = [m for i, m in enumerate(models) if i == 0 or models[i - 1] != m]
     assert runs == ["released:toy", "released:toy2"]
     # Within a model and variant, ids grow in the order they are written.
     for model in ("released:toy", "released:toy2"):
-        for variant in ("/role/", "/no_role/"):
-            mine = [c for c in written if c.endswith("@" + model) and variant in c]
+        for variant in ("role", "no_role"):
+            mine = [c for c, m, v in written if (m, v) == (model, variant)]
             assert mine == sorted(mine) and len(mine) == 3 * (ROWS_PER_FILE - 1)

@@ -106,11 +106,11 @@ class _Importer:
         model = f"released:{f.model}"
         # Ids sort in the order they are written: the model first (a folder is read model by
         # model), then the run before a zero-padded row. The log's indexes on case_id then
-        # grow at one point instead of splitting pages all over: with the model only at the
-        # end, each model's cases fell between the previous models' and the writer's commits
-        # grew with every model (bench/RESULTS.md, 2026-11-27 04:00). The "@model" ending is
-        # every case id's.
-        case_id = f"{RELATION}/{model}/{f.variant}/{f.attribute}/r{f.run}/{row_no:05d}@{model}"
+        # grow at one point instead of splitting pages all over: with the model at the end
+        # (".../02195@model"), each model's cases fell between the previous models' and the
+        # writer's commits grew with every model (bench/RESULTS.md, 2026-11-27). The model is
+        # written once: every byte of an id is stored in the table and in two indexes.
+        case_id = f"{RELATION}/{model}/{f.variant}/{f.attribute}/r{f.run}/{row_no:05d}"
         case = Case(
             case_id=case_id,
             relation=RELATION,
