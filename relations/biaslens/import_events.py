@@ -144,7 +144,7 @@ class ImportEncoder:
         key_text = request_key_text(model, messages, self.params)
         return payload, _Slots(key_text, {"prompt": encode_basestring(_MARK)})
 
-    @functools.lru_cache(maxsize=65_536)  # noqa: B019  (one encoder per import)
+    @functools.lru_cache(maxsize=8_192)  # noqa: B019  (a question's runs: files read one after another)
     def ask_sent(self, model: str, prompt: str, type_name: str) -> str:
         """A question's AskSent (its three runs share it; as a template without values, log
         format 2 splits it once)."""
