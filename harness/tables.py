@@ -177,6 +177,21 @@ class ReportContext:
         return [v for v in verdicts if wanted(v.relation)]
 
     @cached_property
+    def planned_relations(self) -> dict[str, dict[str, Any]]:
+        """The relations the campaign was started with (`CampaignStarted`), by name, with the
+        options each was given: a family's section that finds none of its own here has no
+        case to read (every case of a campaign comes from its plan)."""
+        row = self.log.connection.execute(
+            "SELECT json_extract(payload, '$.config.relations') FROM events"
+            " WHERE campaign = ? AND kind = 'CampaignStarted'",
+            (self.campaign,),
+        ).fetchone()
+        planned: dict[str, dict[str, Any]] = {}
+        for spec in json.loads(row[0]) if row and row[0] else []:
+            planned.setdefault(spec["name"], spec.get("options") or {})  # the first, if twice
+        return planned
+
+    @cached_property
     def rejudged(self) -> bool:
         """Whether a judge re-judged any case of the campaign. Verdicts of a source other than
         "relation" come only from `harness.rejudge`, which appends its Note first; the Note

@@ -17,7 +17,8 @@ from harness.errors import ConfigError
 from harness.report import build_report, to_json
 from harness.runner import run_campaign
 from harness.store.reader import EventReader
-from harness.tables import Table
+from harness.tables import ReportContext, Table
+from relations.metafair.closed_report import load_closed_cases
 
 
 def rows(tables: list[Table], name: str) -> list[dict[str, Any]]:
@@ -96,3 +97,33 @@ def test_json_carries_the_sections_and_bad_modes_fail(logs: tuple[Path, Path]) -
         assert data["metafair_closed_rates"]["rows"][0]["p_fdr"] is not None
         with pytest.raises(ConfigError, match="guardme"):
             build_report(log, mode="released")
+
+
+def test_the_campaign_start_names_the_planned_relations(logs: tuple[Path, Path]) -> None:
+    with EventReader(logs[1]) as log:
+        (campaign_id, _), *_ = log.campaigns()
+        planned = ReportContext(log, campaign_id).planned_relations
+    assert list(planned) == ["metafair.mr12"]
+    assert planned["metafair.mr12"]["mode"] == "strict"
+
+
+def test_a_campaign_without_mr11_14_is_not_scanned_for_their_cases(tmp_path: Path) -> None:
+    # The closed section used to read every CaseOpened of any campaign to find none (4 % of
+    # the released BiasLens report); the campaign's plan says there is none to find.
+    spec = {
+        "name": "no-closed-mr",
+        "seed": 1,
+        "models": [{"name": "sim:planted", "max_in_flight": 8}],
+        "relations": [{"name": "metafair.mr8", "cases": 20}],
+    }
+    db = tmp_path / "open.db"
+    assert asyncio.run(run_campaign(parse_campaign(spec, source="test"), db)).status == (
+        "completed"
+    )
+    with EventReader(db) as log:
+        (campaign_id, _), *_ = log.campaigns()
+        statements: list[str] = []
+        log.connection.set_trace_callback(statements.append)
+        assert load_closed_cases(ReportContext(log, campaign_id)) == []
+        log.connection.set_trace_callback(None)
+    assert not [s for s in statements if "CaseOpened" in s]

@@ -88,16 +88,10 @@ def _candidates(ctx: ReportContext) -> list[tuple[dict[str, Any], str]]:
 
 
 def _settings(ctx: ReportContext) -> dict[str, Any]:
-    row = ctx.log.connection.execute(
-        "SELECT payload FROM events WHERE campaign = ? AND kind = 'CampaignStarted'",
-        (ctx.campaign,),
-    ).fetchone()
-    config = json.loads(row[0])["config"] if row else {}
-    for rel in config.get("relations", []):
-        if rel.get("name") == EXCLUSIVITY:
-            options = rel.get("options", {})
-            return {"source_campaign": options.get("source_campaign")} | options.get("analysis", {})
-    return {}
+    options = ctx.planned_relations.get(EXCLUSIVITY)
+    if options is None:
+        return {}
+    return {"source_campaign": options.get("source_campaign")} | options.get("analysis", {})
 
 
 def _identity_columns(seen: set[str]) -> list[str]:

@@ -49,10 +49,15 @@ class Trial:
 
     @cached_property
     def released_vote(self) -> Vote:
-        final = self.final
-        if final is None and self.qtype is QType.WHY:
-            final = {Vote.BIASED: "Yes", Vote.UNBIASED: "No"}.get(self.strict)
-        return released_vote(self.qtype, self.answer, final)
+        return _released_vote(self.qtype, self.answer, self.final, self.strict)
+
+
+def _released_vote(qtype: QType, answer: str | None, final: str | None, strict: Vote) -> Vote:
+    """The trial's vote in released mode; a live campaign's Why answer (no released final
+    label) reads its strict verdict as the label."""
+    if final is None and qtype is QType.WHY:
+        final = {Vote.BIASED: "Yes", Vote.UNBIASED: "No"}.get(strict)
+    return released_vote(qtype, answer, final)
 
 
 @dataclass(frozen=True)
@@ -155,20 +160,30 @@ def _trial(case_id: str, payload: str, answer: str | None, outcome: str | None) 
     # json.loads, in 60 % of its time on these payloads.
     case = from_json(payload)["case"]
     data = case["data"]
-    return Trial(
-        case_id=case_id,
-        model=case["model"],
-        variant=data.get("variant", "role"),
-        attribute=data["attribute"],
-        role=data.get("role", ""),
-        qtype=QType.parse(data["type"]),
-        question=data["question"],
-        run=int(data.get("run", case["repeat"])),
-        row=int(data.get("row", case["index"])),
-        answer=answer,
-        final=data.get("released_final"),
-        strict=_OUTCOME_VOTE.get(outcome or "", Vote.INVALID),
-    )
+    qtype = QType.parse(data["type"])
+    final = data.get("released_final")
+    strict = _OUTCOME_VOTE.get(outcome or "", Vote.INVALID)
+    # The frozen dataclass's __init__ sets each field through object.__setattr__ (as much time
+    # as the rest of building a trial, beside the parse); the fields written one by one into
+    # the new instance's __dict__ give the equal object, its dict as small (one update() call
+    # would make a larger one). The released vote, asked of every aligned trial, goes where
+    # its cached_property would put it, without the property's lock.
+    trial = object.__new__(Trial)
+    fields = trial.__dict__
+    fields["case_id"] = case_id
+    fields["model"] = case["model"]
+    fields["variant"] = data.get("variant", "role")
+    fields["attribute"] = data["attribute"]
+    fields["role"] = data.get("role", "")
+    fields["qtype"] = qtype
+    fields["question"] = data["question"]
+    fields["run"] = int(data.get("run", case["repeat"]))
+    fields["row"] = int(data.get("row", case["index"]))
+    fields["answer"] = answer
+    fields["final"] = final
+    fields["strict"] = strict
+    fields["released_vote"] = _released_vote(qtype, answer, final, strict)
+    return trial
 
 
 def recorded_row_counts(
@@ -202,14 +217,18 @@ def align(
             runs[r].sort(key=lambda t: t.row)
         sizes = [row_counts.get((model, variant, attribute, r), len(runs[r])) for r in order]
         base = order[sizes.index(min(sizes))]
+        # The other runs' first trial per key (the base run fills its own slots); each
+        # base trial's key is built once, not once per run.
         firsts: dict[int, dict[tuple[str, str, str], Trial]] = {}
         for r in order:
-            index: dict[tuple[str, str, str], Trial] = {}
-            for t in runs[r]:
-                index.setdefault(t.key, t)
-            firsts[r] = index
+            if r != base:
+                index: dict[tuple[str, str, str], Trial] = {}
+                for t in runs[r]:
+                    index.setdefault(t.key, t)
+                firsts[r] = index
         for t in runs[base]:
-            slots = tuple(t if r == base else firsts[r].get(t.key) for r in order)
+            key = t.key
+            slots = tuple(t if r == base else firsts[r].get(key) for r in order)
             aligned.append(
                 AlignedQuestion(model, variant, attribute, t.qtype, t.role, t.question, slots)
             )

@@ -65,6 +65,8 @@ def _requested_mode(ctx: ReportContext) -> str | None:
 
 def load_closed_cases(ctx: ReportContext) -> list[ClosedCase]:
     """Every MR11-14 case of the campaign with its replies read in both modes."""
+    if not any(name in CLOSED for name in ctx.planned_relations):
+        return []  # the campaign planned no MR11-14 case: no scan of its cases for one
     conn = ctx.log.connection
     marks = ",".join("?" * len(CLOSED))
     opened = conn.execute(
