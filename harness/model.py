@@ -135,8 +135,13 @@ def request_key(model: str, messages: Sequence[Message], params: GenerationParam
     (`request_key_text`); it is spelled out here because the key is computed on every call
     and building the dicts cost more than encoding the strings.
     """
-    blob = request_key_text(model, messages, params)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:32]
+    return key_of_request_text(request_key_text(model, messages, params))
+
+
+def key_of_request_text(text: str) -> str:
+    """The request key of a `request_key_text` (for a bulk writer that builds the text
+    itself from a template of it)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
 def request_key_text(model: str, messages: Sequence[Message], params: GenerationParams) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import StrEnum
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
@@ -105,6 +105,18 @@ def derive_seed(*parts: object) -> int:
     """Stable 63-bit seed from any printable parts (independent of PYTHONHASHSEED)."""
     digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1
+
+
+def seed_deriver(*parts: object) -> Callable[[object], int]:
+    """``derive_seed(*parts, last)`` as a function of ``last``, the leading parts joined
+    once (a bulk importer derives one seed per case)."""
+    prefix = "".join(str(part) + "\x1f" for part in parts)  # str(), as derive_seed
+    sha256 = hashlib.sha256
+
+    def seed(last: object) -> int:
+        return int.from_bytes(sha256((prefix + str(last)).encode()).digest()[:8], "big") >> 1
+
+    return seed
 
 
 def case_rng(seed: int, index: int, salt: str = "") -> random.Random:

@@ -1,10 +1,12 @@
 """The import's fast encoding (relations/biaslens/import_events.py) writes exactly what the
-pydantic events would: for generated rows (any text in questions, answers and labels), the
-rows it builds equal `encode_event` of the events the relation's own step path builds."""
+pydantic events would: for generated rows (any text in questions, answers, labels and model
+names; a question whose AskSent template, or AskSent, the encoder built before), the rows it
+builds equal `encode_event` of the events the relation's own step path builds."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -20,7 +22,15 @@ from harness.events import (
     encode_event,
 )
 from harness.model import GenerationParams, Message, Reply, request_key
-from harness.relation import Case, Transcript, Turn, Verdict, build_relation, derive_seed
+from harness.relation import (
+    Case,
+    Outcome,
+    Transcript,
+    Turn,
+    Verdict,
+    build_relation,
+    derive_seed,
+)
 from relations.biaslens.import_events import EncodedRow, ImportEncoder
 from relations.biaslens.relations import BiasLensAnswer
 from relations.biaslens.released import AnswerFile, row_case_data
@@ -81,6 +91,7 @@ def _as_rows(campaign: str, case_id: str, events: list[Event]) -> list[EncodedRo
     judges=st.lists(LABELS, min_size=3, max_size=3),
     final=LABELS,
     repeat_question=st.booleans(),
+    other_question=st.none() | st.tuples(st.sampled_from(TYPES), TEXT),
     templates=st.booleans(),
 )
 def test_fast_rows_equal_the_pydantic_events(
@@ -95,6 +106,7 @@ def test_fast_rows_equal_the_pydantic_events(
     judges: list[str],
     final: str,
     repeat_question: bool,
+    other_question: tuple[str, str] | None,
     templates: bool,
 ) -> None:
     relation = build_relation(RELATION, OPTIONS)
@@ -116,8 +128,15 @@ def test_fast_rows_equal_the_pydantic_events(
         seed=derive_seed(0, RELATION, index),
         data=data,
     )
+    if other_question is not None:  # the AskSent template of a model and type is reused
+        other_type, other_text = other_question
+        other_data = {**data, "type": other_type, "question": other_text}
+        other = case.model_copy(update={"data": other_data})
+        encoder.rows(
+            "c", other, "", Verdict(outcome=Outcome.INVALID, reason="warm", evidence={"x": 1})
+        )
     if repeat_question:  # a question's later runs take its AskSent from the encoder's cache
-        encoder.rows("c", case, "", Verdict(outcome="HELD", reason="warm"))
+        encoder.rows("c", case, "", Verdict(outcome=Outcome.HELD, reason="warm"))
     verdict = relation.answer_verdict(data, answer)
     assert verdict is not None
     expected = _as_rows("c", case.case_id, _reference(case, answer, relation))
@@ -156,3 +175,35 @@ async def test_encoded_rows_append_atomically_and_read_back_as_the_events(tmp_pa
         columns = log.connection.execute("SELECT turn, attempt FROM events ORDER BY gseq")
         assert [tuple(r) for r in columns] == [(r[5], r[6]) for r in rows]
     assert [s.event for s in stored] == _reference(case, "Yes", relation)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    attribute=st.sampled_from(["age", "race"]) | TEXT,
+    qtype=st.sampled_from(TYPES),
+    question=TEXT,
+    answer=TEXT,
+    judges=st.lists(LABELS, min_size=3, max_size=3),
+)
+def test_answer_verdicts_shared_between_answers_are_the_ones_built_per_answer(
+    attribute: str, qtype: str, question: str, answer: str, judges: list[str]
+) -> None:
+    """`answer_verdict` hands out one verdict per (vote, attribute, type, judge votes): it
+    equals the verdict built from this answer's own vote and evidence."""
+    from relations.biaslens.oracles import jury, strict_vote
+    from relations.biaslens.questionset import QType
+    from relations.biaslens.relations import SHAPES, _evidence, _released_judge, _verdict
+
+    relation = build_relation(RELATION, OPTIONS)
+    assert isinstance(relation, BiasLensAnswer)
+    data: dict[str, Any] = {"attribute": attribute, "type": qtype, "question": question}
+    data["released_judges"] = judges
+    q = QType.parse(qtype)
+    if q is QType.WHY:
+        votes = [_released_judge(label) for label in judges]
+        expected = _verdict(jury(votes), _evidence(data, q, votes), q)
+    else:
+        vote = strict_vote(q, question, SHAPES[q].free_text(answer))
+        expected = _verdict(vote, _evidence(data, q), q)
+    assert relation.answer_verdict(data, answer) == expected
+    assert relation.answer_verdict(dict(data), answer) == expected  # the shared one

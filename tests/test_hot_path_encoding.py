@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from harness.answer_shape import AnswerShape
 from harness.model import GenerationParams, Message, request_key, request_key_text
-from harness.relation import derive_seed
+from harness.relation import derive_seed, seed_deriver
 from harness.sim import SimModel, _blob
 
 # Any text, surrogates included (json.dumps passes them through; both must agree).
@@ -72,3 +72,16 @@ async def test_sim_answer_seed_unchanged():
     blob = json.dumps([m.model_dump() for m in msgs], sort_keys=True)
     assert derive_seed("sim:x", 7, 0.0, _blob(msgs)) == derive_seed("sim:x", 7, 0.0, blob)
     assert (await model.complete(msgs, p)).text == (await model.complete(msgs, p)).text
+
+
+# Seeds hash UTF-8: no surrogates (derive_seed cannot encode them either).
+seed_texts = st.text(max_size=40)
+parts = st.lists(
+    st.one_of(seed_texts, st.integers(), st.floats(allow_nan=False), st.none()), max_size=4
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts, st.one_of(seed_texts, st.integers()))
+def test_seed_deriver_is_derive_seed_with_a_last_part(leading: list[object], last: object) -> None:
+    assert seed_deriver(*leading)(last) == derive_seed(*leading, last)

@@ -18,6 +18,7 @@ import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import chain, repeat
 from pathlib import Path
 
 import aiosqlite
@@ -42,9 +43,15 @@ class PendingEvent:
     event: Event
 
 
+# A stored row without its batch number and timestamp, which are the same for every row of
+# a batch: (campaign, case_id, seq, kind, schema_version, turn, attempt, payload).
+Row = tuple[str, str, int, str, int, int | None, int | None, str]
+
+
 @dataclass
 class _Batch:
-    rows: list[tuple[object, ...]]
+    rows: Sequence[Row]
+    ts: float  # when it was appended: every row's ``ts``
     future: asyncio.Future[list[int]] = field(repr=False)
 
 
@@ -165,19 +172,17 @@ class EventWriter:
         if not events:
             return []
         now = time.time()
-        rows: list[tuple[object, ...]] = []
+        rows: list[Row] = []
         for p in events:
             kind, version, payload = encode_event(p.event)
             turn = getattr(p.event, "turn", None) if kind in _TURN_KINDS else None
             attempt = getattr(p.event, "attempt", None) if kind in _TURN_KINDS else None
-            rows.append((p.campaign, p.case_id, p.seq, kind, version, turn, attempt, now, payload))
+            rows.append((p.campaign, p.case_id, p.seq, kind, version, turn, attempt, payload))
         future: asyncio.Future[list[int]] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait(_Batch(rows, future))  # unbounded: put() would not wait either
+        self._queue.put_nowait(_Batch(rows, now, future))  # unbounded: put() would not wait
         return await future
 
-    async def append_encoded(
-        self, rows: Sequence[tuple[str, str, int, str, int, int | None, int | None, str]]
-    ) -> list[int]:
+    async def append_encoded(self, rows: Sequence[Row]) -> list[int]:
         """`append` for events already encoded by a bulk importer's fast path, as rows
         (campaign, case_id, seq, kind, schema_version, turn, attempt, payload). The payload
         must be exactly `encode_event`'s (the fast path's own tests show it); the batch is
@@ -186,9 +191,10 @@ class EventWriter:
             raise StoreClosedError("append on a closed event store")
         if not rows:
             return []
-        now = time.time()
         future: asyncio.Future[list[int]] = asyncio.get_running_loop().create_future()
-        await self._queue.put(_Batch([(*r[:7], now, r[7]) for r in rows], future))
+        # The rows go to the insert as they are (a copy of each row cost more than its
+        # binding); only the list is copied, so the caller may reuse its own.
+        await self._queue.put(_Batch(list(rows), time.time(), future))
         return await future
 
     async def _write_loop(self) -> None:
@@ -208,13 +214,18 @@ class EventWriter:
                 group.append(nxt)
             await self._commit(group)
 
-    def _numbered(self, batch: _Batch) -> list[tuple[object, ...]]:
-        self._batch_no += 1
-        return [(*row[:7], self._batch_no, *row[7:]) for row in batch.rows]
+    def _numbered(self, batch: _Batch, batch_no: int) -> list[tuple[object, ...]]:
+        """The batch's rows in the table's column order (for one-row and format-2 inserts)."""
+        return [(*row[:7], batch_no, batch.ts, row[7]) for row in batch.rows]
 
     _INSERT = (
         "INSERT INTO events (campaign, case_id, seq, kind, schema_version, turn, attempt,"
         " batch, ts, payload) VALUES (?,?,?,?,?,?,?,?,?,?)"
+    )
+    # The multi-row insert takes each row as appended, then its batch's number and time.
+    _INSERT_APPENDED = (
+        "INSERT INTO events (campaign, case_id, seq, kind, schema_version, turn, attempt,"
+        " payload, batch, ts) VALUES (?,?,?,?,?,?,?,?,?,?)"
     )
 
     async def _commit(self, group: list[_Batch]) -> None:
@@ -244,29 +255,38 @@ class EventWriter:
                 f"SELECT batch FROM {self._table} ORDER BY gseq DESC LIMIT 1"
             ).fetchone()
             self._batch_no = max(self._batch_no, int(top[0]) if top else 0)
+            numbers = list(range(self._batch_no + 1, self._batch_no + 1 + len(group)))
+            self._batch_no += len(group)
             try:
                 # Fast path: the whole group in one statement; on a conflict fall back to
                 # one savepoint per batch so only the offending batch fails.
-                numbered = [self._numbered(b) for b in group]
-                flat = [row for rows in numbered for row in rows]
                 if self._compact is not None:
-                    self._compact.insert(conn, flat)
+                    self._compact.insert(
+                        conn,
+                        [
+                            r
+                            for b, n in zip(group, numbers, strict=True)
+                            for r in self._numbered(b, n)
+                        ],
+                    )
                 else:
-                    self._insert_many(conn, flat)
+                    self._insert_many(conn, group, numbers)
                 row = conn.execute("SELECT last_insert_rowid()").fetchone()
                 last = int(row[0]) if row else 0
-                first_id = last - len(flat) + 1
+                first_id = last - sum(len(b.rows) for b in group) + 1
                 offset = 0
-                for rows in numbered:
-                    results.append(list(range(first_id + offset, first_id + offset + len(rows))))
-                    offset += len(rows)
+                for b in group:
+                    results.append(list(range(first_id + offset, first_id + offset + len(b.rows))))
+                    offset += len(b.rows)
             except sqlite3.IntegrityError:
                 conn.execute("ROLLBACK")
                 self._forget()
                 conn.execute("BEGIN IMMEDIATE")
-                results = [self._insert_one(conn, b) for b in group]
+                results = [
+                    self._insert_one(conn, b, n) for b, n in zip(group, numbers, strict=True)
+                ]
             if self._compact is None:
-                self._move_summaries(conn, flat)
+                self._move_summaries(conn, group)
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             with contextlib.suppress(sqlite3.Error):
@@ -277,14 +297,14 @@ class EventWriter:
             results = [error] * len(group)
         return results
 
-    def _move_summaries(self, conn: sqlite3.Connection, rows: list[tuple[object, ...]]) -> None:
+    def _move_summaries(self, conn: sqlite3.Connection, group: list[_Batch]) -> None:
         # Derived data, moved in the transaction of the events it covers (see
         # `harness.store.log_summary`); every REFRESH_EVERY events, so a commit pays for it
         # rarely and a resume reads at most about that many events past the summary.
-        started = [str(row[0]) for row in rows if row[3] == "CampaignStarted"]
+        started = [row[0] for b in group for row in b.rows if row[3] == "CampaignStarted"]
         for campaign in started:
             log_summary.start(conn, campaign)
-        self._unsummarised += len(rows)
+        self._unsummarised += sum(len(b.rows) for b in group)
         if started or self._unsummarised >= log_summary.REFRESH_EVERY:
             log_summary.advance(conn)
             self._unsummarised = 0
@@ -317,21 +337,32 @@ class EventWriter:
 
     _ROWS_PER_STATEMENT = 99  # 10 parameters a row, under SQLite's oldest limit of 999
 
-    def _insert_many(self, conn: sqlite3.Connection, rows: list[tuple[object, ...]]) -> None:
+    def _insert_many(
+        self, conn: sqlite3.Connection, group: list[_Batch], numbers: list[int]
+    ) -> None:
         # Multi-row INSERTs, not executemany: the sqlite3 module releases and re-takes the
         # GIL around every row it steps, and while the event loop is busy each re-take waits
         # for a thread switch; one statement per 99 rows made commits several times faster.
-        step = self._ROWS_PER_STATEMENT
-        for i in range(0, len(rows), step):
-            chunk = rows[i : i + step]
-            sql = self._INSERT + ",(?,?,?,?,?,?,?,?,?,?)" * (len(chunk) - 1)
-            conn.execute(sql, [value for row in chunk for value in row])
+        # The parameters are flattened by C iterators (each row, then its batch's number and
+        # time), not by a Python loop over the values or a copy of each row.
+        pairs = chain.from_iterable(
+            zip(b.rows, repeat((n, b.ts))) for b, n in zip(group, numbers, strict=True)
+        )  # (row, (batch, ts)) for every row of the group
+        values = list(chain.from_iterable(chain.from_iterable(pairs)))
+        per_row = 10
+        step = self._ROWS_PER_STATEMENT * per_row
+        for i in range(0, len(values), step):
+            chunk = values[i : i + step]
+            sql = self._INSERT_APPENDED + ",(?,?,?,?,?,?,?,?,?,?)" * (len(chunk) // per_row - 1)
+            conn.execute(sql, chunk)
 
-    def _insert_one(self, conn: sqlite3.Connection, batch: _Batch) -> list[int] | BaseException:
+    def _insert_one(
+        self, conn: sqlite3.Connection, batch: _Batch, batch_no: int
+    ) -> list[int] | BaseException:
         conn.execute("SAVEPOINT one_batch")
         ids: list[int] = []
         try:
-            for row in self._numbered(batch):
+            for row in self._numbered(batch, batch_no):
                 if self._compact is not None:
                     self._compact.insert(conn, [row])
                     ids.append(int(conn.execute("SELECT last_insert_rowid()").fetchone()[0]))

@@ -4,10 +4,11 @@ An import writes five events per answer (half a million for GPT-4o-mini's column
 each as a pydantic event and dumping it took about a third of the import's CPU, although
 most of an event is the same for every case: the request of a question is the same in its
 three runs, the request parameters and a reply's metadata are the same everywhere. Here the
-pydantic models encode each distinct part once: a question's AskSent whole (per model), the
-other events as the JSON around their one varying part (`_around`); each case's own values
-(the Case, the verdict, the answer text) are dumped by their own models or pydantic_core's
-serialiser, the one the models use. tests/test_biaslens_import_events.py checks, over
+pydantic models encode each event once with marker values in its varying fields, and each
+case fills that JSON (`_Slots`) with its own values dumped by pydantic_core's serialiser,
+the one the models use: a question's AskSent (its prompt, twice, and its request key, whose
+hashed text is filled the same way), the verdict's reason and evidence, the answer text.
+The Case is dumped by its model. tests/test_biaslens_import_events.py checks, over
 generated cases and answers, that the rows carry exactly `encode_event`'s output for the
 pydantic events.
 """
@@ -15,6 +16,8 @@ pydantic events.
 from __future__ import annotations
 
 import functools
+import re
+from json.encoder import encode_basestring
 from typing import Any
 
 from pydantic_core import to_json
@@ -26,9 +29,16 @@ from harness.events import (
     Event,
     ReplyReceived,
     VerdictReached,
+    dump_json,
     encode_event,
 )
-from harness.model import GenerationParams, Message, Reply, request_key
+from harness.model import (
+    GenerationParams,
+    Message,
+    Reply,
+    key_of_request_text,
+    request_key_text,
+)
 from harness.relation import Case, Outcome, Verdict
 from harness.store.compact_templates import PayloadTemplate
 from relations.biaslens.questionset import QType
@@ -38,7 +48,9 @@ from relations.biaslens.relations import BiasLensAnswer
 # (campaign, case_id, seq, kind, schema_version, turn, attempt, payload).
 EncodedRow = tuple[str, str, int, str, int, int | None, int | None, str]
 
-_MARK = "\x00biaslens-import-part\x00"  # stands for the varying part in a template
+# Stand for the varying parts in a template (no real text holds a NUL between these words).
+_MARK = "\x00biaslens-import-part\x00"
+_OTHER_MARK = "\x00biaslens-import-other-part\x00"
 
 
 def _json(value: Any) -> str:
@@ -53,6 +65,28 @@ def _around(event: Event, part: str) -> tuple[str, str]:
         raise AssertionError(f"{kind}: the varying part is not found exactly once")
     before, after = whole.split(part)
     return before, after
+
+
+class _Slots:
+    """A text with named holes: the text cut at every occurrence of each hole's marker text,
+    filled by joining the pieces with each hole's value. Built once per template, so a fill
+    never scans the values it inserts."""
+
+    def __init__(self, text: str, marks: dict[str, str]) -> None:
+        by_mark = {mark: name for name, mark in marks.items()}
+        parts = re.split("(" + "|".join(map(re.escape, by_mark)) + ")", text)
+        self.pieces = parts[0::2]
+        self.names = [by_mark[mark] for mark in parts[1::2]]
+        missing = set(marks) - set(self.names)
+        if missing:
+            raise AssertionError(f"no place for {sorted(missing)} in the template")
+
+    def fill(self, values: dict[str, str]) -> str:
+        out = [self.pieces[0]]
+        for name, piece in zip(self.names, self.pieces[1:], strict=True):
+            out.append(values[name])
+            out.append(piece)
+        return "".join(out)
 
 
 class ImportEncoder:
@@ -73,8 +107,17 @@ class ImportEncoder:
         # without scanning its constant JSON (any store writes the payload text unchanged).
         self._reply_parts = _around(ReplyReceived(turn=0, reply=Reply(text=_MARK)), mark)
         self._reply = PayloadTemplate(self._reply_parts)
-        verdict = Verdict(outcome=Outcome.HELD, reason=_MARK)
-        self._verdict = _around(VerdictReached(verdict=verdict), verdict.model_dump_json())
+        # A VerdictReached per outcome, with holes for the reason and the evidence.
+        evidence = {_OTHER_MARK: 0}
+        self._verdicts = {
+            o: _Slots(
+                encode_event(
+                    VerdictReached(verdict=Verdict(outcome=o, reason=_MARK, evidence=evidence))
+                )[2],
+                {"reason": mark, "evidence": _json(evidence)},
+            )
+            for o in Outcome
+        }
         self._closed = {o.value: CaseClosed(outcome=o.value).model_dump_json() for o in Outcome}
         # Each case's rows; the schema versions come from the models.
         self._versions = {
@@ -82,11 +125,12 @@ class ImportEncoder:
             for cls in (CaseOpened, AskSent, ReplyReceived, VerdictReached, CaseClosed)
         }
 
-    @functools.lru_cache(maxsize=65_536)  # noqa: B019  (one encoder per import)
-    def ask_sent(self, model: str, prompt: str, qtype: QType) -> str:
-        """A question's AskSent, built and dumped by the models (its three runs share it; as
-        a template without values, log format 2 splits it once)."""
-        ask = self.relation.answer_ask(prompt, qtype)
+    @functools.lru_cache(maxsize=1024)  # noqa: B019  (one encoder per import)
+    def _ask_template(self, model: str, type_name: str) -> tuple[_Slots, _Slots]:
+        """A question type's AskSent to ``model``, built and dumped by the models, with holes
+        for the prompt and the request key; and the request's key text with a hole for the
+        prompt (`request_key_text`, whose strings are `encode_basestring`'s)."""
+        ask = self.relation.answer_ask(_MARK, QType.parse(type_name))
         messages = [Message(role="user", content=ask.prompt)]
         sent = AskSent(
             turn=0,
@@ -94,10 +138,20 @@ class ImportEncoder:
             model=model,
             messages=messages,
             params=self.params,
-            request_key=request_key(model, messages, self.params),
+            request_key=_OTHER_MARK,
         )
-        payload = sent.model_dump_json()
-        return PayloadTemplate([payload]).fill([]) if self.templates else payload
+        payload = _Slots(dump_json(sent), {"prompt": _json(_MARK), "key": _json(_OTHER_MARK)})
+        key_text = request_key_text(model, messages, self.params)
+        return payload, _Slots(key_text, {"prompt": encode_basestring(_MARK)})
+
+    @functools.lru_cache(maxsize=8_192)  # noqa: B019  (a question's runs: files read one after another)
+    def ask_sent(self, model: str, prompt: str, type_name: str) -> str:
+        """A question's AskSent (its three runs share it; as a template without values, log
+        format 2 splits it once)."""
+        payload, key_text = self._ask_template(model, type_name)
+        key = key_of_request_text(key_text.fill({"prompt": encode_basestring(prompt)}))
+        text = payload.fill({"prompt": _json(prompt), "key": _json(key)})
+        return PayloadTemplate([text]).fill([]) if self.templates else text
 
     def _reply_text(self, answer: str) -> str:
         if self.templates:
@@ -110,9 +164,11 @@ class ImportEncoder:
         an answered case (its data has no "prompt": the imported prompt is the bare question)."""
         data = case.data
         case_id, v = case.case_id, self._versions
-        ask = self.ask_sent(case.model, data["question"], QType.parse(data["type"]))
+        ask = self.ask_sent(case.model, data["question"], data["type"])
         case_before, case_after = self._case
-        verdict_before, verdict_after = self._verdict
+        reached = self._verdicts[verdict.outcome].fill(
+            {"reason": _json(verdict.reason), "evidence": _json(verdict.evidence)}
+        )
         return [
             (
                 campaign,
@@ -122,7 +178,7 @@ class ImportEncoder:
                 v["CaseOpened"],
                 None,
                 None,
-                case_before + case.model_dump_json() + case_after,
+                case_before + dump_json(case) + case_after,
             ),
             (campaign, case_id, 2, "AskSent", v["AskSent"], 0, 1, ask),
             (
@@ -135,16 +191,7 @@ class ImportEncoder:
                 1,
                 self._reply_text(_json(answer)),
             ),
-            (
-                campaign,
-                case_id,
-                4,
-                "VerdictReached",
-                v["VerdictReached"],
-                None,
-                None,
-                verdict_before + verdict.model_dump_json() + verdict_after,
-            ),
+            (campaign, case_id, 4, "VerdictReached", v["VerdictReached"], None, None, reached),
             (
                 campaign,
                 case_id,

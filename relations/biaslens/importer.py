@@ -27,7 +27,7 @@ from harness.engine import NullProgress, ProgressSink
 from harness.events import CampaignFinished, Event, Note, encode_event
 from harness.gc_pause import gc_paused
 from harness.model import GenerationParams, ModelSpec
-from harness.relation import Case, Relation, Verdict, build_relation, derive_seed
+from harness.relation import Case, Relation, Verdict, build_relation, seed_deriver
 from harness.runner import campaign_started
 from harness.store.writer import EventWriter, PendingEvent
 from relations.biaslens.import_events import EncodedRow, ImportEncoder
@@ -81,6 +81,7 @@ class _Importer:
         self.batch_events = batch_events
         self.relation = relation
         self.encoder = ImportEncoder(relation, GenerationParams(), templates=store.splits_payloads)
+        self.seed = seed_deriver(CAMPAIGN_SEED, RELATION)  # derive_seed(.., .., index)
         self.pending: list[EncodedRow] = []
         self.in_flight: list[asyncio.Task[list[int]]] = []
         self.events = 0
@@ -116,7 +117,7 @@ class _Importer:
             model=model,
             index=index,
             repeat=f.run - 1,
-            seed=derive_seed(CAMPAIGN_SEED, RELATION, index),  # what replay re-derives
+            seed=self.seed(index),  # what replay re-derives
             data=data,
         )
         # The recorded answer fixes the verdict: the relation's own decision (what its step

@@ -68,6 +68,12 @@ class Options:
     def last(self) -> str | None:
         return self.letters[-1] if self.letters else None
 
+    @functools.cached_property
+    def normalised(self) -> dict[str, str]:
+        """Each option's text, normalised (`_norm`), by letter: the N answers of a question
+        are read against the same options (parse_options caches them), so once."""
+        return {letter: _norm(t) for letter, t in zip(self.letters, self.texts, strict=True)}
+
 
 @functools.lru_cache(maxsize=8192)  # the N trials of a question share its options
 def parse_options(question: str) -> Options:
@@ -83,7 +89,7 @@ def _norm(text: str) -> str:
 def chosen_option(answer: str, options: Options) -> str | None:
     """The letter of the option the answer picks, or None when it cannot be told."""
     text = answer.strip()
-    by_text = {letter: _norm(t) for letter, t in zip(options.letters, options.texts, strict=True)}
+    by_text = options.normalised
     match = _LEADING_LETTER.match(text)
     if match and match.group(1) in by_text:
         letter = match.group(1)

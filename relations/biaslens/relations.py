@@ -9,6 +9,7 @@ by a jury of ``jury`` judges (majority). Cases imported from a released answers 
 
 from __future__ import annotations
 
+import functools
 from functools import cached_property
 from typing import Any, ClassVar, Literal
 
@@ -205,11 +206,11 @@ class BiasLensAnswer(RelationBase):
         qtype = QType.parse(data["type"])
         if qtype is not QType.WHY:
             vote = strict_vote(qtype, data["question"], SHAPES[qtype].free_text(reply))
-            return _verdict(vote, _evidence(data, qtype), qtype)
+            return _decided(vote, data["attribute"], qtype, None)
         if "released_judges" not in data:
             return None
-        votes = [_released_judge(label) for label in data["released_judges"]]
-        return _verdict(jury(votes), _evidence(data, qtype, votes), qtype)
+        votes = tuple(_released_judge(label) for label in data["released_judges"])
+        return _decided(jury(list(votes)), data["attribute"], qtype, votes)
 
     def _jury_asks(self, question: str, answer: str, transcript: Transcript) -> list[Ask]:
         if any(t.ask.role == "judge" for t in transcript.turns):
@@ -242,6 +243,15 @@ def _released_judge(label: str | None) -> Vote:
     # Released judge columns: "Yes" = the answer is fair.
     word = (label or "").strip().lower()
     return {"yes": Vote.UNBIASED, "no": Vote.BIASED}.get(word, Vote.INVALID)
+
+
+@functools.lru_cache(maxsize=4096)
+def _decided(vote: Vote, attribute: str, qtype: QType, votes: tuple[Vote, ...] | None) -> Verdict:
+    """The verdict of an answer fixed by itself, built once per (vote, attribute, type,
+    judge votes): a few hundred distinct verdicts decide an import's 100k answers (the
+    verdict is frozen and nothing changes its evidence, so the cases may share it)."""
+    evidence = _evidence({"attribute": attribute}, qtype, None if votes is None else list(votes))
+    return _verdict(vote, evidence, qtype)
 
 
 def _verdict(vote: Vote, evidence: dict[str, Any], qtype: QType) -> Verdict:

@@ -106,6 +106,7 @@ def count_case_rows(path: Path) -> int:
     return known
 
 
+@functools.lru_cache(maxsize=8_192)  # a question's runs are read one file after another
 def question_key(role: str, qtype: str, question: str) -> str:
     return hashlib.sha1(f"{role}\x1f{qtype}\x1f{question}".encode()).hexdigest()[:12]
 
