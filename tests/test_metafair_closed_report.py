@@ -18,7 +18,6 @@ from harness.report import build_report, to_json
 from harness.runner import run_campaign
 from harness.store.reader import EventReader
 from harness.tables import ReportContext, Table
-from relations.metafair.closed_report import load_closed_cases
 
 
 def rows(tables: list[Table], name: str) -> list[dict[str, Any]]:
@@ -105,25 +104,3 @@ def test_the_campaign_start_names_the_planned_relations(logs: tuple[Path, Path])
         planned = ReportContext(log, campaign_id).planned_relations
     assert list(planned) == ["metafair.mr12"]
     assert planned["metafair.mr12"]["mode"] == "strict"
-
-
-def test_a_campaign_without_mr11_14_is_not_scanned_for_their_cases(tmp_path: Path) -> None:
-    # The closed section used to read every CaseOpened of any campaign to find none (4 % of
-    # the released BiasLens report); the campaign's plan says there is none to find.
-    spec = {
-        "name": "no-closed-mr",
-        "seed": 1,
-        "models": [{"name": "sim:planted", "max_in_flight": 8}],
-        "relations": [{"name": "metafair.mr8", "cases": 20}],
-    }
-    db = tmp_path / "open.db"
-    assert asyncio.run(run_campaign(parse_campaign(spec, source="test"), db)).status == (
-        "completed"
-    )
-    with EventReader(db) as log:
-        (campaign_id, _), *_ = log.campaigns()
-        statements: list[str] = []
-        log.connection.set_trace_callback(statements.append)
-        assert load_closed_cases(ReportContext(log, campaign_id)) == []
-        log.connection.set_trace_callback(None)
-    assert not [s for s in statements if "CaseOpened" in s]

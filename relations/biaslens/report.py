@@ -24,7 +24,7 @@ from relations.biaslens.comparisons import (
 )
 from relations.biaslens.questionset import ATTRIBUTES, QType
 from relations.biaslens.report_tally import ReportTally
-from relations.biaslens.tally import MODES, recorded_row_counts, trial_groups
+from relations.biaslens.tally import MODES, RELATION, recorded_row_counts, trial_groups
 
 TYPES = (QType.YES_NO, QType.CHOICE, QType.WHY)
 
@@ -49,6 +49,8 @@ def _pct(n: int, d: int) -> float | None:
 
 
 def biaslens_tables(ctx: ReportContext) -> list[Table]:
+    if RELATION not in ctx.planned_relations:
+        return []  # no BiasLens case to read: no scan of the campaign's cases for one
     conn = ctx.log.connection
     groups = trial_groups(conn, ctx.campaign)
     first = next(groups, None)
