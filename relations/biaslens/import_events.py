@@ -57,16 +57,6 @@ def _json(value: Any) -> str:
     return to_json(value).decode()
 
 
-def _around(event: Event, part: str) -> tuple[str, str]:
-    """``event``'s stored JSON before and after ``part`` (the JSON of its one varying field,
-    found exactly once)."""
-    kind, _, whole = encode_event(event)
-    if whole.count(part) != 1:
-        raise AssertionError(f"{kind}: the varying part is not found exactly once")
-    before, after = whole.split(part)
-    return before, after
-
-
 class _Slots:
     """A text with named holes: the text cut at every occurrence of each hole's marker text,
     filled by joining the pieces with each hole's value. Built once per template, so a fill
@@ -87,6 +77,17 @@ class _Slots:
             out.append(values[name])
             out.append(piece)
         return "".join(out)
+
+
+def _around(event: Event, part: str) -> tuple[str, str]:
+    """``event``'s stored JSON before and after ``part`` (the JSON of its one varying field,
+    found exactly once): a `_Slots` of one hole."""
+    kind, _, whole = encode_event(event)
+    slots = _Slots(whole, {"part": part})
+    if len(slots.names) != 1:
+        raise AssertionError(f"{kind}: the varying part is not found exactly once")
+    before, after = slots.pieces
+    return before, after
 
 
 class ImportEncoder:
