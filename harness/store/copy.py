@@ -3,8 +3,9 @@ row as it is (gseq, batch, timestamps and payload bytes), so reports of the copy
 byte-identical to the source's.
 
 The destination must be new (a file that does not exist, or a database without events):
-nothing overwrites or merges into a log. Rows stream in chunks and land in one transaction,
-so a copy that fails leaves no half log behind."""
+nothing overwrites or merges into a log. Rows stream in chunks and land in one transaction
+(a file is built whole in a private file, `harness.store.fresh_log`), so a copy that fails
+leaves no half log behind."""
 
 from __future__ import annotations
 
@@ -18,9 +19,11 @@ from harness.errors import ConfigError, StoreError
 from harness.store import sqlar
 from harness.store.compact_rows import CompactInserter
 from harness.store.compact_schema import has_blocks
+from harness.store.fresh_log import FreshLog
 from harness.store.open import is_postgres_url, open_reader, open_writer, shown_target
 from harness.store.postgres_url import PostgresUrl
-from harness.store.schema import WRITER_PRAGMAS, apply_pragmas
+from harness.store.schema import BULK_PRAGMAS, apply_pragmas
+from harness.store.writer import EventWriter
 
 COLUMNS = "gseq, campaign, case_id, seq, kind, schema_version, turn, attempt, batch, ts, payload"
 _CHUNK = 500
@@ -42,18 +45,25 @@ def _chunks(rows: Iterator[tuple[Any, ...]]) -> Iterator[list[tuple[Any, ...]]]:
         yield chunk
 
 
-async def _create(target: str | Path, compact: bool = False) -> None:
-    """Lay out an empty log at ``target`` (the writer creates the tables and marker)."""
-    async with await open_writer(target, compact=compact):
+async def _create(target: str | Path) -> None:
+    """Lay out an empty PostgreSQL log at ``target`` (the writer creates the tables)."""
+    async with await open_writer(target):
+        pass
+
+
+async def _create_file(partial: Path, compact: bool) -> None:
+    """Lay out an empty log in the private file of a log built whole (`FreshLog`)."""
+    async with await EventWriter.open(partial, compact=compact, bulk=True):
         pass
 
 
 def _into_sqlite(path: Path, rows: Iterator[tuple[Any, ...]], compact: bool) -> int:
-    """Into a new log, gseq kept; ``compact``: format 2 (names and texts interned)."""
+    """Into a new log's private file, gseq kept; ``compact``: format 2 (names and texts
+    interned)."""
     n = 0
     insert = f"INSERT INTO events ({COLUMNS}) VALUES ({','.join('?' * 11)})"
     with contextlib.closing(sqlar.connect(str(path), isolation_level=None)) as conn:
-        apply_pragmas(conn, WRITER_PRAGMAS)
+        apply_pragmas(conn, BULK_PRAGMAS)
         inserter = CompactInserter(has_blocks(conn)) if compact else None
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -123,12 +133,12 @@ def copy_log(source: str | Path, destination: str | Path, *, compact: bool = Fal
         path = Path(destination)
         if path.exists():
             raise ConfigError(f"{path} exists", field="DST", fix="give the name of a new file")
-        asyncio.run(_create(path, compact))
-        try:
-            copied = _into_sqlite(path, _source_rows(source), compact)
-        except BaseException:
-            path.unlink(missing_ok=True)
-            raise
+        # Built in a private file and published whole: a failed or killed copy leaves no
+        # log under the name, and no commit waits for the disk until the end.
+        with FreshLog.build(path) as fresh:
+            asyncio.run(_create_file(fresh.partial, compact))
+            copied = _into_sqlite(fresh.partial, _source_rows(source), compact)
+            fresh.publish()
     if copied != total or _count(destination) != total:
         raise StoreError(f"copy incomplete: {copied} of {total} events")
     return copied

@@ -117,6 +117,14 @@ WRITER_PRAGMAS = (
     "PRAGMA busy_timeout=10000",
 )
 READER_PRAGMAS = ("PRAGMA busy_timeout=10000",)
+# A log built whole in a private file (`harness.store.fresh_log`): a journal only for ROLLBACK
+# (a batch that fails alone), kept in memory, and commits that do not wait for the disk;
+# durability comes once, when the finished file is published.
+BULK_PRAGMAS = (
+    "PRAGMA journal_mode=MEMORY",
+    "PRAGMA synchronous=OFF",
+    "PRAGMA busy_timeout=10000",
+)
 
 
 def apply_pragmas(conn: sqlite3.Connection, pragmas: Sequence[str] = WRITER_PRAGMAS) -> None:

@@ -28,7 +28,13 @@ from harness.events import Event, encode_event
 from harness.store import log_summary, sqlar
 from harness.store.compact_rows import CompactInserter
 from harness.store.compact_schema import LOG_FORMAT_2, PLANNER_STATS, SCHEMA_2
-from harness.store.schema import LOG_FORMAT, LOG_FORMATS, SCHEMA, WRITER_PRAGMAS
+from harness.store.schema import (
+    BULK_PRAGMAS,
+    LOG_FORMAT,
+    LOG_FORMATS,
+    SCHEMA,
+    WRITER_PRAGMAS,
+)
 
 _TURN_KINDS = frozenset({"AskSent", "ReplyReceived", "AskFailed"})
 
@@ -76,10 +82,18 @@ class EventWriter:
 
     @classmethod
     async def open(
-        cls, path: str | Path, *, create: bool = True, max_group: int = 512, compact: bool = False
+        cls,
+        path: str | Path,
+        *,
+        create: bool = True,
+        max_group: int = 512,
+        compact: bool = False,
+        bulk: bool = False,
     ) -> EventWriter:
         """``compact``: a log created here is written in format 2 (`harness.store.compact_schema`:
-        about 5x smaller, slower to write and read); an existing log keeps its own format."""
+        about 5x smaller, slower to write and read); an existing log keeps its own format.
+        ``bulk``: commits are not durable one by one (`BULK_PRAGMAS`), only for the private
+        file of a log built whole (`harness.store.fresh_log`), which is synced when published."""
         path = Path(path)
         if not create and not path.exists():
             raise StoreError(f"{path} does not exist")
@@ -88,17 +102,17 @@ class EventWriter:
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open event log {path}: {exc}") from exc
         try:
-            return await cls._prepare(conn, path, max_group, compact)
+            return await cls._prepare(conn, path, max_group, compact, bulk)
         except BaseException:
             await conn.close()  # its thread would otherwise keep the process alive
             raise
 
     @classmethod
     async def _prepare(
-        cls, conn: aiosqlite.Connection, path: Path, max_group: int, compact: bool
+        cls, conn: aiosqlite.Connection, path: Path, max_group: int, compact: bool, bulk: bool
     ) -> EventWriter:
         try:
-            for pragma in WRITER_PRAGMAS:
+            for pragma in BULK_PRAGMAS if bulk else WRITER_PRAGMAS:
                 await conn.execute(pragma)
             await conn.create_function("sqlar_uncompress", 2, sqlar.uncompress, deterministic=True)
             async with conn.execute("SELECT count(*) FROM sqlite_master") as cur:
@@ -116,6 +130,8 @@ class EventWriter:
                     f"BEGIN IMMEDIATE;\n{schema}\n"
                     f"INSERT INTO meta (key, value) VALUES ('format', '{found}');\nCOMMIT;"
                 )
+            elif bulk:  # a log read by others keeps durable commits
+                raise StoreError(f"{path}: bulk writing is only for a log built whole")
             else:
                 async with conn.execute("SELECT value FROM meta WHERE key='format'") as cur:
                     marker = await cur.fetchone()

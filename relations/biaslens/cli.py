@@ -104,6 +104,8 @@ def import_biaslens(src: Path, db: Path | None, models: tuple[str, ...], compact
         summary = asyncio.run(
             import_released(src, db, plan=plan, progress=progress, compact=compact)
         )
+    for path in summary.dead_partials_removed:
+        click.echo(f"removed {path}: the partial file of a killed import into {db}", err=True)
     rate = summary.events / summary.elapsed_s if summary.elapsed_s else 0.0
     click.echo(
         f"imported {summary.answers} answers from {summary.files} files "

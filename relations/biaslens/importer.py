@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import csv
+import functools
 import hashlib
 import sqlite3
 import time
@@ -29,6 +30,7 @@ from harness.gc_pause import gc_paused
 from harness.model import GenerationParams, ModelSpec
 from harness.relation import Case, Relation, Verdict, build_relation, seed_deriver
 from harness.runner import campaign_started
+from harness.store.fresh_log import FreshLog
 from harness.store.writer import EventWriter, PendingEvent
 from relations.biaslens.import_events import EncodedRow, ImportEncoder
 from relations.biaslens.relations import BiasLensAnswer
@@ -56,6 +58,8 @@ class ImportSummary:
     skipped_rows: int = 0
     models: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
+    # Partial files of killed imports into the same new log, found unlocked and removed.
+    dead_partials_removed: list[Path] = field(default_factory=list)
 
 
 def _folder_notes(src: Path) -> dict[str, Any]:
@@ -140,7 +144,8 @@ class ImportPlan:
 
 def plan_import(src: str | Path, models: list[str] | None = None) -> ImportPlan:
     """Find the answer files and count the rows that become cases (a cheap first pass: the
-    count is in the campaign's first event, so a killed import reads "unfinished, N of M")."""
+    count is in the campaign's first event, so an import killed while it appends to an
+    existing log reads "unfinished, N of M")."""
     src = Path(src).resolve()
     wanted = tuple(sorted(models)) if models else None
     files = tuple(find_answer_files(src, list(wanted) if wanted else None))
@@ -182,7 +187,49 @@ async def import_released(
         campaign or "biaslens-" + hashlib.sha1(f"{src}|{time.time_ns()}".encode()).hexdigest()[:8]
     )
     summary = ImportSummary(campaign=campaign_id, models=model_names, files=len(files))
-    async with await EventWriter.open(db, max_group=8, compact=compact) as store:
+    target = Path(db)
+    write = functools.partial(
+        _write_campaign,
+        plan=plan,
+        config=config,
+        relation=relation,
+        summary=summary,
+        progress=progress,
+        compact=compact,
+        batch_events=batch_events,
+    )
+    if target.exists():
+        # Another log: this campaign is appended among its others, each commit durable, so
+        # a killed import leaves the log readable and its campaign "unfinished, N of M".
+        await write(target, bulk=False)
+    else:
+        # A new log is built whole in a private file and published at the end
+        # (`harness.store.fresh_log`): a killed import leaves no log under the name.
+        with FreshLog.build(target) as fresh:
+            summary.dead_partials_removed = fresh.dead_partials_removed
+            await write(fresh.partial, bulk=True)
+            fresh.publish()
+    summary.elapsed_s = time.monotonic() - started
+    return summary
+
+
+async def _write_campaign(
+    db: Path,
+    *,
+    bulk: bool,
+    plan: ImportPlan,
+    config: CampaignConfig,
+    relation: Relation,
+    summary: ImportSummary,
+    progress: ProgressSink,
+    compact: bool,
+    batch_events: int,
+) -> None:
+    """Every answer of the plan's files as one campaign appended to ``db``; ``bulk``: a
+    log built whole (`EventWriter.open`'s ``bulk``)."""
+    src, files = plan.src, plan.files
+    campaign_id, model_names = summary.campaign, summary.models
+    async with await EventWriter.open(db, max_group=8, compact=compact, bulk=bulk) as store:
         head: list[Event] = [
             campaign_started(config, plan.planned),
             Note(
@@ -252,5 +299,3 @@ async def import_released(
         conn.execute("PRAGMA analysis_limit=1000")  # sampled statistics: enough, and fast
         conn.execute("ANALYZE")
         conn.commit()
-    summary.elapsed_s = time.monotonic() - started
-    return summary
