@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import TracebackType
 
 from rich.console import Console
@@ -114,6 +114,12 @@ class RichProgress:
 
     def case_closed(self, case: Case, verdict: Verdict) -> None:
         self.outcomes[verdict.outcome.value] += 1
+        if time.monotonic() - self._refreshed_at >= self.REFRESH_S:
+            self._refresh()
+
+    def cases_closed(self, outcomes: Mapping[str, int]) -> None:
+        """Cases closed elsewhere, counted by outcome (an import's reading process)."""
+        self.outcomes.update(outcomes)
         if time.monotonic() - self._refreshed_at >= self.REFRESH_S:
             self._refresh()
 

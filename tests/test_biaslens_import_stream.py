@@ -4,16 +4,20 @@ file, not the folder), and a progress sink told of every imported answer (issue 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import csv
 import itertools
 import sqlite3
 import tracemalloc
+from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.relation import Case, Verdict
+from relations.biaslens.import_rows import ImportJob, answer_chunks
 from relations.biaslens.importer import import_released, plan_import
 
 HEADER = ["Role", "Question Type", "Question", "Answer", "LLM 1", "LLM 2", "LLM 3", "final"]
@@ -41,20 +45,15 @@ def released_folder(
 
 
 class Recording:
+    """Hears of imported answers by outcome, as the progress bar does."""
+
     def __init__(self) -> None:
-        self.closed: list[str] = []
+        self.closed: Counter[str] = Counter()
+        self.calls = 0
 
-    def case_started(self, case: Case) -> None:
-        pass
-
-    def case_closed(self, case: Case, verdict: Verdict) -> None:
-        self.closed.append(case.case_id)
-
-    def call_ended(self, *args: object) -> None:
-        pass
-
-    def retry_scheduled(self, *args: object) -> None:
-        pass
+    def cases_closed(self, outcomes: Mapping[str, int]) -> None:
+        self.closed.update(outcomes)
+        self.calls += 1
 
 
 def test_progress_hears_of_every_imported_answer(tmp_path: Path) -> None:
@@ -62,15 +61,30 @@ def test_progress_hears_of_every_imported_answer(tmp_path: Path) -> None:
     plan = plan_import(folder)
     assert plan.planned == 2 * 3 * (ROWS_PER_FILE - 1)  # the unknown-type rows are not cases
     sink = Recording()
-    summary = asyncio.run(import_released(folder, tmp_path / "x.db", plan=plan, progress=sink))
-    assert summary.answers == plan.planned == len(sink.closed) == len(set(sink.closed))
+    db = tmp_path / "x.db"
+    summary = asyncio.run(import_released(folder, db, plan=plan, progress=sink))
+    assert summary.answers == plan.planned == sink.closed.total()
+    assert sink.calls >= 6  # as the answers are written, not once at the end
     assert summary.skipped_rows == 6
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        counted = conn.execute(
+            "SELECT json_extract(payload, '$.verdict.outcome'), count(*) FROM events"
+            " WHERE kind = 'VerdictReached' GROUP BY 1"
+        ).fetchall()
+        (distinct,) = conn.execute(
+            "SELECT count(DISTINCT case_id) FROM events WHERE kind = 'CaseClosed'"
+        ).fetchone()
+    assert dict(counted) == dict(sink.closed) and distinct == plan.planned
 
 
-def _peak_bytes(folder: Path, db: Path) -> int:
+def _peak_bytes(folder: Path) -> int:
+    """Peak memory of the reading half (`answer_chunks`, the import's child process), run
+    here, its chunks dropped as a writer would drop them."""
+    job = ImportJob(folder, plan_import(folder).files, {"source": "released"}, "c")
     tracemalloc.start()
     try:
-        asyncio.run(import_released(folder, db, batch_events=500))
+        for _ in answer_chunks(job):
+            pass
         return tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -78,12 +92,40 @@ def _peak_bytes(folder: Path, db: Path) -> int:
 
 def test_import_memory_does_not_grow_with_the_folder(tmp_path: Path) -> None:
     # Four times the files: a reader of the whole folder peaks about four times higher
-    # (every row held at once), a reader of one file at a time stays level. A first import
+    # (every row held at once), a reader of one file at a time stays level. A first pass
     # loads the modules and caches an import pulls in, which would otherwise count as rows.
-    asyncio.run(import_released(released_folder(tmp_path / "warm", 1), tmp_path / "warm.db"))
-    small = _peak_bytes(released_folder(tmp_path / "small", 1), tmp_path / "small.db")
-    large = _peak_bytes(released_folder(tmp_path / "large", 4), tmp_path / "large.db")
+    _peak_bytes(released_folder(tmp_path / "warm", 1))
+    small = _peak_bytes(released_folder(tmp_path / "small", 1))
+    large = _peak_bytes(released_folder(tmp_path / "large", 4))
     assert large < 1.6 * small, (small, large)
+
+
+def test_batches_hold_whole_answers_wherever_the_chunks_end(tmp_path: Path) -> None:
+    # The reading process cuts its chunks at files' ends and every 1,000 answers; the writer
+    # still cuts a batch at the first answer's end past batch_events rows, as when answers
+    # came one by one (the log is then the same row for row, batch numbers included).
+    folder = released_folder(tmp_path / "src", 2)
+    db = tmp_path / "b.db"
+    asyncio.run(import_released(folder, db, batch_events=7))
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        sizes = conn.execute(
+            "SELECT batch, count(*), sum(case_id = '') FROM events GROUP BY batch ORDER BY batch"
+        ).fetchall()
+    head, *middle, last = sizes
+    assert head[1] == head[2] == 2  # CampaignStarted and the import's Note
+    assert all(n == 10 and campaign_level == 0 for _, n, campaign_level in middle)
+    assert last[2] == 6 + 1 and (last[1] - last[2]) % 5 == 0  # file Notes, CampaignFinished
+    assert [b for b, _, _ in sizes] == list(range(1, len(sizes) + 1))
+
+
+def test_a_failure_in_the_reading_process_is_raised_and_leaves_no_log(tmp_path: Path) -> None:
+    folder = released_folder(tmp_path / "src", 2)
+    plan = plan_import(folder)
+    plan.files[-1].path.unlink()  # gone between the plan and its reading
+    db = tmp_path / "x.db"
+    with pytest.raises(FileNotFoundError, match=plan.files[-1].path.name):
+        asyncio.run(import_released(folder, db, plan=plan))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]
 
 
 def test_cli_import_draws_its_bar_on_stderr(tmp_path: Path) -> None:

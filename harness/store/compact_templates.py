@@ -129,6 +129,11 @@ class TemplatedPayload(str):
         payload.template, payload.values = template, values
         return payload
 
+    def __reduce__(self) -> tuple[type[TemplatedPayload], tuple[PayloadTemplate, tuple[str, ...]]]:
+        # Pickled as what builds it (an import's rows cross from its reading process): str's
+        # own reduction would rebuild it from the text alone.
+        return TemplatedPayload, (self.template, self.values)
+
     def presplit(self, case_id: str) -> SplitPayload:
         """What `split_payload(self, case_id)` gives (the name `split` is str's)."""
         return self.template.split(str(self), self.values, case_id)

@@ -47,6 +47,7 @@ from relations.biaslens.relations import BiasLensAnswer
 # A stored row without its batch number and timestamp (the writer adds them):
 # (campaign, case_id, seq, kind, schema_version, turn, attempt, payload).
 EncodedRow = tuple[str, str, int, str, int, int | None, int | None, str]
+ROWS_PER_ANSWER = 5  # CaseOpened, AskSent, ReplyReceived, VerdictReached, CaseClosed
 
 # Stand for the varying parts in a template (no real text holds a NUL between these words).
 _MARK = "\x00biaslens-import-part\x00"

@@ -1,0 +1,196 @@
+"""The reading half of a BiasLens import: answer files in, stored rows out, in a second
+process beside the writer.
+
+An import has two halves that each keep a core busy: reading the CSV files and encoding each
+answer's five events (`answer_chunks`, pure Python), and writing the rows into SQLite (the
+writer's thread, mostly SQLite's own C code). In one process both share one interpreter, so
+the import ran at the speed of their sum on a two-core machine. `chunks_from_process` runs
+`answer_chunks` in a child process (spawned: the parent holds threads) and hands its chunks
+to the writer in order, so the two halves overlap. Every row is a function of the file, its
+row and the case index alone, so the log is the same row for row, gseq and batch included
+(`bench/compare_import_logs.py`). The pipe holds one chunk at a time: memory stays bounded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import multiprocessing
+import pickle
+import traceback
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.gc_pause import gc_paused
+from harness.model import GenerationParams
+from harness.relation import Case, build_relation, seed_deriver
+from relations.biaslens.import_events import EncodedRow, ImportEncoder
+from relations.biaslens.relations import BiasLensAnswer
+from relations.biaslens.released import AnswerFile, read_answer_rows, row_case_data
+
+RELATION = "biaslens.answer"
+CAMPAIGN_SEED = 0
+
+
+@dataclass(frozen=True)
+class ImportJob:
+    """What the reading half needs (picklable: it crosses to the child process)."""
+
+    src: Path
+    files: tuple[AnswerFile, ...]
+    options: dict[str, Any]
+    campaign: str
+    chunk_answers: int = 1_000
+    templates: bool = False  # payloads pre-split for a log of format 2
+
+
+@dataclass
+class Chunk:
+    """The rows of consecutive answers, and their outcomes (for the progress bar)."""
+
+    rows: list[EncodedRow] = field(default_factory=list)
+    outcomes: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass(frozen=True)
+class FileRead:
+    """A file whose answers were all in the chunks before this: its Note's data."""
+
+    note: dict[str, Any]
+    skipped: int
+
+
+def case_id_of(model: str, f: AnswerFile, row_no: int) -> str:
+    # Ids sort in the order they are written: the model first (a folder is read model by
+    # model), then the run before a zero-padded row. The log's indexes on case_id then
+    # grow at one point instead of splitting pages all over: with the model at the end
+    # (".../02195@model"), each model's cases fell between the previous models' and the
+    # writer's commits grew with every model (bench/RESULTS.md, 2026-11-27). The model is
+    # written once: every byte of an id is stored in the table and in two indexes.
+    return f"{RELATION}/{model}/{f.variant}/{f.attribute}/r{f.run}/{row_no:05d}"
+
+
+def answer_chunks(job: ImportJob) -> Iterator[Chunk | FileRead]:
+    """Every answer of ``job``'s files as rows, in chunks of ``chunk_answers`` answers, a
+    `FileRead` after each file's last. One file's rows are held at a time."""
+    relation = build_relation(RELATION, job.options)
+    if not isinstance(relation, BiasLensAnswer):
+        raise TypeError(f"{RELATION} is not BiasLens's answer relation")
+    encoder = ImportEncoder(relation, GenerationParams(), templates=job.templates)
+    seed = seed_deriver(CAMPAIGN_SEED, RELATION)  # derive_seed(.., .., index)
+    chunk = Chunk()
+    offset = 0  # case index of the file's first row: rows of every file, skipped included
+    with gc_paused():
+        for f in job.files:
+            rows, lossy = read_answer_rows(f.path)
+            model = f"released:{f.model}"
+            skipped = 0
+            for row_no, row in enumerate(rows):
+                data = row_case_data(f, row_no, row)
+                if data is None:
+                    skipped += 1
+                    continue
+                case = Case(
+                    case_id=case_id_of(model, f, row_no),
+                    relation=RELATION,
+                    model=model,
+                    index=offset + row_no,
+                    repeat=f.run - 1,
+                    seed=seed(offset + row_no),  # what replay re-derives
+                    data=data,
+                )
+                answer = row.get("Answer", "")
+                # The recorded answer fixes the verdict: the relation's own decision (what
+                # its step returns for this one-turn transcript), without the transcript.
+                verdict = relation.answer_verdict(data, answer)
+                if verdict is None:
+                    raise AssertionError(f"{case.case_id}: a released answer must fix its verdict")
+                chunk.rows += encoder.rows(job.campaign, case, answer, verdict)
+                chunk.outcomes[verdict.outcome.value] += 1
+                if len(chunk.rows) >= 5 * job.chunk_answers:
+                    yield chunk
+                    chunk = Chunk()
+            offset += len(rows)
+            if chunk.rows:
+                yield chunk
+                chunk = Chunk()
+            yield FileRead(_file_note(job.src, f, len(rows), skipped, lossy), skipped)
+            del rows  # the next file replaces this one: one file's rows at a time
+
+
+def _file_note(src: Path, f: AnswerFile, rows: int, skipped: int, lossy: bool) -> dict[str, Any]:
+    return {
+        "model": f"released:{f.model}",
+        "variant": f.variant,
+        "attribute": f.attribute,
+        "run": f.run,
+        "rows": rows,
+        "skipped_rows": skipped,
+        "lossy_utf8": lossy,
+        "path": str(f.path.relative_to(src)),
+        "sha256": hashlib.sha256(f.path.read_bytes()).hexdigest(),
+    }
+
+
+@dataclass(frozen=True)
+class _Failed:
+    """The child's exception, or its text when the exception itself does not pickle."""
+
+    error: BaseException | None
+    text: str
+
+
+def _child(job: ImportJob, conn: Connection) -> None:
+    try:
+        for item in answer_chunks(job):
+            conn.send_bytes(pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL))
+        conn.send_bytes(pickle.dumps(None))
+    except BrokenPipeError:
+        return  # the parent is gone (killed or failed): nothing left to read this
+    except BaseException as exc:
+        text = "".join(traceback.format_exception(exc))
+        try:
+            failed = pickle.dumps(_Failed(exc, text))
+        except Exception:
+            failed = pickle.dumps(_Failed(None, text))
+        conn.send_bytes(failed)
+    finally:
+        conn.close()
+
+
+async def chunks_from_process(job: ImportJob) -> AsyncIterator[Chunk | FileRead]:
+    """`answer_chunks(job)` computed in a child process, in order; the child's exception is
+    raised here. Leaving early stops the child."""
+    context = multiprocessing.get_context("spawn")
+    receiver, sender = context.Pipe(duplex=False)
+    process = context.Process(target=_child, args=(job, sender), daemon=True)
+    process.start()
+    sender.close()  # the child's end: a dead child then reads as EOF here
+    loop = asyncio.get_running_loop()
+    try:
+        while True:
+            try:
+                data = await loop.run_in_executor(None, receiver.recv_bytes)
+            except EOFError:
+                raise HarnessError(
+                    f"the import's reading process died (exit code {process.exitcode})"
+                ) from None
+            item = pickle.loads(data)
+            if item is None:
+                return
+            if isinstance(item, _Failed):
+                if item.error is not None:
+                    raise item.error
+                raise HarnessError(f"the import's reading process failed:\n{item.text}")
+            yield item
+    finally:
+        receiver.close()
+        process.join(timeout=5)
+        if process.is_alive():
+            process.kill()
+            process.join()
