@@ -210,3 +210,6 @@ def test_statuses_read_each_campaign_through_its_index(campaign_file: Path, tmp_
     assert [s.campaign for s in statuses] == ids and len(ids) == 2
     assert all(s.status == "completed" and (s.opened, s.closed) == (6, 6) for s in statuses)
     assert scans == []
+    # Nor does the status read the replies (every payload's `cached` flag): only the HTML
+    # header and `harness run`'s refusal count the paid ones (`paid_replies`).
+    assert not [sql for sql in statements if "ReplyReceived" in sql]

@@ -10,7 +10,7 @@ import click
 
 from harness.cache import open_cache
 from harness.campaign import CampaignConfig, resolve_campaign
-from harness.campaign_status import campaign_status, campaign_statuses
+from harness.campaign_status import campaign_status, campaign_statuses, paid_replies
 from harness.commands._render import echo_report, echo_summary, finish
 from harness.engine import RunSummary
 from harness.errors import ConfigError, NotAHarnessLogError
@@ -37,17 +37,18 @@ def refuse_second_campaign(db: str | Path, config: CampaignConfig, campaign_arg:
         log = open_reader(db)
     with log:
         existing = campaign_statuses(log)
+        paid = {s.campaign: paid_replies(log, s.campaign) for s in existing}
     db = shown_target(db)
     if not existing:
         return
     last = existing[-1]
     same = [s for s in existing if s.started and s.started.config_hash == config.config_hash()]
-    repay = sum(s.replies_paid for s in same)
+    repay = sum(paid[s.campaign] for s in same)
     cost = (
         f"starting another would pay again for the {repay} replies it recorded for this "
         "same campaign"
         if same
-        else f"it recorded {sum(s.replies_paid for s in existing)} paid replies of another "
+        else f"it recorded {sum(paid.values())} paid replies of another "
         "campaign, which a new one would not use"
     )
     raise ConfigError(

@@ -15,7 +15,7 @@ from html import escape
 from importlib import resources
 from typing import Any
 
-from harness.campaign_status import campaign_status, header_table
+from harness.campaign_status import campaign_status, header_table, paid_replies
 from harness.html.cases import CaseIndex, case_index, packed
 from harness.html.heatmap import heatmaps
 from harness.html.network import networks
@@ -156,7 +156,7 @@ def header_html(log: EventReader, campaign: str) -> tuple[str, str]:
         options = json.dumps(relation.get("options") or {}, ensure_ascii=False, sort_keys=True)
         rows.append(["relation", f"{relation.get('name', '?')} {options}"])
     rows.append(["repeats", config.get("repeats")])
-    rows.append(["paid replies", status.replies_paid])
+    rows.append(["paid replies", paid_replies(log, campaign)])
     rows.append(["tokens in / out", f"{tokens_in or 0} / {tokens_out or 0}"])
     rows.append(
         ["cost", f"${cost:.4f} ({priced} priced replies)" if priced else "no priced replies"]
