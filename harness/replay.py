@@ -21,9 +21,9 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.campaign import CampaignConfig, parse_campaign
-from harness.engine import CallContext, Engine, RunSummary, current_call
 from harness.errors import (
     EventDecodeError,
     ModelError,
@@ -32,7 +32,6 @@ from harness.errors import (
 )
 from harness.events import CampaignStarted, decode_event
 from harness.fold import CaseState, TurnState, fold_case, messages_for
-from harness.gates import CallGate, InFlightGate
 from harness.model import (
     GenerationParams,
     Message,
@@ -44,10 +43,17 @@ from harness.model import (
 from harness.relation import Relation, Transcript, Verdict, derive_seed
 from harness.replay_parallel import split_point, verify_in_two
 from harness.replay_quick import quick_verify, raw_cases, step_safely
-from harness.store.open import open_reader, open_writer
+from harness.store.open import open_reader
 from harness.store.protocol import EventLog
 from harness.store.reader import EventReader, StoredEvent
-from harness.store.writer import PendingEvent
+
+if TYPE_CHECKING:
+    from harness.engine import CallContext, RunSummary
+    from harness.gates import CallGate
+
+# The engine, its gates and the writer are imported by `ReplayModel` and `replay_into` on
+# first use: `verify_log` (``replay --verify``) needs none of them, and importing them was
+# about a fifth of that command's start-up.
 
 REJUDGE_THREAD_PREFIX = "rejudge:"
 
@@ -324,6 +330,8 @@ class ReplayModel:
         self.misses = 0
 
     async def complete(self, messages: Sequence[Message], params: GenerationParams) -> Reply:
+        from harness.engine import current_call
+
         key = request_key(self.recorded, messages, params)
         ctx: CallContext | None = current_call.get()
         found = self.index.by_turn.get((ctx.case_id, ctx.turn)) if ctx is not None else None
@@ -369,6 +377,11 @@ class ReplayRun:
 async def replay_into(db: str | Path, out: str | Path, campaign: str | None = None) -> ReplayRun:
     """Re-run ``campaign`` of ``db`` through the engine into the new log ``out``, every model
     answered from the log. The new log keeps the campaign id."""
+    from harness.engine import Engine
+    from harness.gates import InFlightGate
+    from harness.store.open import open_writer
+    from harness.store.writer import PendingEvent
+
     out = Path(out)
     if out.exists():
         raise StoreError(f"{out} exists; replay writes a new log (choose another path)")

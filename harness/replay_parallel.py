@@ -22,6 +22,15 @@ from harness.store.open import is_postgres_url
 # Below this many cases a fork costs more than it saves (and small logs stay in one process).
 PARALLEL_MIN_CASES = 2_000
 
+# The case id at an offset in case-id order. ``+kind``: not by the (campaign, kind) index,
+# which holds no case id (a table lookup per case, then a sort: 35-45 ms before the fork
+# on a 10,000-case log), but in order along the covering (campaign, case_id, kind) one
+# (6-9 ms). A format-2 log's ``events`` view plans it as before.
+MIDDLE_CASE_SQL = (
+    "SELECT case_id FROM events WHERE campaign = ? AND +kind = 'CaseOpened'"
+    " ORDER BY case_id LIMIT 1 OFFSET ?"
+)
+
 VerifyRange = Callable[[str | None, str | None], Any]  # (first id, end id) -> VerifyResult
 
 
@@ -34,11 +43,7 @@ def split_point(db: str | Path, connection: Any, campaign: str) -> str | None:
     (opened,) = connection.execute(sql, (campaign,)).fetchone()
     if opened < PARALLEL_MIN_CASES:
         return None
-    row = connection.execute(
-        "SELECT case_id FROM events WHERE campaign = ? AND kind = 'CaseOpened'"
-        " ORDER BY case_id LIMIT 1 OFFSET ?",
-        (campaign, opened // 2),
-    ).fetchone()
+    row = connection.execute(MIDDLE_CASE_SQL, (campaign, opened // 2)).fetchone()
     return str(row[0]) if row else None
 
 

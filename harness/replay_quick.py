@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
@@ -35,7 +35,15 @@ from harness.events import (
 )
 from harness.fold import messages_for
 from harness.model import GenerationParams, Message
-from harness.relation import Case, Outcome, Relation, Transcript, Turn, Verdict, derive_seed
+from harness.relation import (
+    Case,
+    Outcome,
+    Relation,
+    Transcript,
+    Turn,
+    Verdict,
+    seed_deriver,
+)
 
 _scan_string = json.decoder.scanstring  # type: ignore[attr-defined]
 
@@ -75,13 +83,14 @@ def raw_cases(
     )
     current: str | None = None
     bucket: list[Row] = []
+    make = Row._make  # from the row's slice: no per-row unpacking and Python-level __new__
     try:
-        for case_id, *values in connection.execute(sql, tuple(args)):
-            if case_id != current:
+        for values in connection.execute(sql, tuple(args)):
+            if values[0] != current:
                 if current is not None:
                     yield current, bucket
-                current, bucket = case_id, []
-            bucket.append(Row(*values))
+                current, bucket = values[0], []
+            bucket.append(make(values[1:]))
     except sqlite3.Error as exc:
         raise StoreError(f"reading {shown} failed: {exc}") from exc
     if current is not None:
@@ -151,7 +160,8 @@ def quick_verify(
     """The counts of a case verified without a difference, or None (see the module)."""
     if len(rows) < 3 or rows[0].kind != "CaseOpened":
         return None
-    if any(r.version != EVENT_TYPES[r.kind].SCHEMA_VERSION for r in rows if r.kind in EVENT_TYPES):
+    versions = _CURRENT_VERSION
+    if any(r.version != versions.get(r.kind, r.version) for r in rows):
         return None
     closing, verdict_row = rows[-1], rows[-2]
     if closing.kind != "CaseClosed" or verdict_row.kind != "VerdictReached":
@@ -170,7 +180,7 @@ def quick_verify(
     relation = relations.get(case.relation)
     if relation is None:
         return None
-    seed = derive_seed(campaign_seed, case.relation, case.index)
+    seed = _seed_of(campaign_seed, case.relation)(case.index)
     try:
         data = relation.make_case(case.index, seed)
     except Exception:
@@ -178,6 +188,16 @@ def quick_verify(
     if opened_json(_with(case, seed, data)) != rows[0].payload:
         return None
     return _steps(case, relation, turns, verdict_row, closing)
+
+
+# Each event kind's current schema version (a row of another kind is not checked here).
+_CURRENT_VERSION: dict[str, int] = {kind: cls.SCHEMA_VERSION for kind, cls in EVENT_TYPES.items()}
+
+
+@functools.lru_cache(maxsize=256)  # one per (campaign seed, relation) of a log
+def _seed_of(campaign_seed: int, relation: str) -> Callable[[object], int]:
+    """``derive_seed(campaign_seed, relation, index)`` as a function of the index."""
+    return seed_deriver(campaign_seed, relation)
 
 
 # pydantic's own calls, without the Python wrappers of ``model_dump_json`` and

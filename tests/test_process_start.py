@@ -43,3 +43,17 @@ def test_the_package_names_are_the_modules_objects() -> None:
         assert getattr(harness, name) is not None
     with pytest.raises(AttributeError, match="no_such_name"):
         harness.no_such_name  # noqa: B018
+
+
+def test_replay_verify_imports_no_engine_or_rich() -> None:
+    # `replay --verify` derives asks and verdicts without the engine: the engine (with the
+    # answer cache) and the report renderer (rich) are imported only by `replay --out`.
+    probe = (
+        "import harness.cli, harness.commands.replay\nimport sys\n"
+        "print(' '.join(m for m in ('harness.engine', 'harness.cache', 'rich.table',"
+        " 'harness.commands._render') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.split() == []

@@ -108,3 +108,15 @@ def test_an_unreadable_case_in_the_childs_half_raises_as_the_serial_loop_does(
     with pytest.raises(type(serial.value)) as split:
         verify_log(db)
     assert str(split.value) == str(serial.value)
+
+
+def test_the_middle_case_is_read_along_a_covering_index_without_a_sort(log: Path) -> None:
+    # Found before the fork, so its time is wall time of every parallel replay.
+    with EventReader(log) as reader:
+        plan = " ".join(
+            str(row[-1])
+            for row in reader.connection.execute(
+                "EXPLAIN QUERY PLAN " + parallel.MIDDLE_CASE_SQL, ("c", 1)
+            )
+        )
+    assert "COVERING INDEX" in plan and "TEMP B-TREE" not in plan

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 
 import click
 
-from harness.commands._render import echo_report
 from harness.exit_codes import ExitCode
 from harness.output_files import check_new_log
 from harness.replay import describe, replay_into, verify_log
@@ -36,6 +34,12 @@ def command(db: str, campaign: str | None, verify: bool, out: str | None, limit:
         # Differences quote asks built from model text: shown, never obeyed.
         click.echo(printable(line))
     if out is not None:
+        # Imported here: the engine run and the report are only for --out (the report's
+        # renderer imports the engine and rich, a large part of `replay --verify`'s start).
+        import asyncio
+
+        from harness.commands._render import echo_report
+
         run = asyncio.run(replay_into(db, out, result.campaign))
         click.echo(
             f"re-ran through the engine into {out}: {run.summary.cases_closed} cases closed, "

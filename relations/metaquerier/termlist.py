@@ -42,6 +42,7 @@ _EMPTY_ITEMS = {"", "none", "nothing", "n/a", "na", "no one", "nobody", "empty",
 _QUOTES = "\"'`\u2018\u2019\u201c\u201d*_"
 _BRACKETS = re.compile(r"\[([^\[\]]*)\]", re.DOTALL)
 _WORD = re.compile(r"[^\W_]")  # a letter or digit (\w also matches "_")
+_ITEM_SEPARATORS = re.compile(r"[,\n;]")
 
 # The format instruction's example: placeholders that are no term of any corpus and no
 # gendered word (tests/test_termlist.py checks it), so echoing it plants nothing.
@@ -124,10 +125,15 @@ def bracketed_lists(reply: str) -> list[list[str]] | Unparseable:
     found = _BRACKETS.findall(reply)
     if not found:
         return Unparseable("no bracketed list in the reply")
-    return [
-        [i.strip() for i in re.split(r"[,\n;]", body) if i.strip().strip(_QUOTES).strip()]
-        for body in found
-    ]
+    lists = []
+    for body in found:
+        items = []
+        for part in _ITEM_SEPARATORS.split(body):
+            item = part.strip()
+            if item and item.strip(_QUOTES).strip():  # an item of quotes only is no item
+                items.append(item)
+        lists.append(items)
+    return lists
 
 
 def split_items(reply: str) -> list[str] | Unparseable:
@@ -143,10 +149,13 @@ class _Resolver:
     """
 
     def __init__(self, terms: Iterable[str]) -> None:
-        self.by_norm: dict[str, str] = {}
-        for term in terms:
-            self.by_norm.setdefault(normalise(term), term)
-        self.order = {t: i for i, t in enumerate(self.by_norm.values())}
+        terms = tuple(terms)
+        by_norm: dict[str, str] = {}
+        for norm, term in zip(map(normalise, terms), terms, strict=True):
+            if norm not in by_norm:  # the first term of a normal form is its canonical one
+                by_norm[norm] = term
+        self.by_norm = by_norm
+        self.order = {t: i for i, t in enumerate(by_norm.values())}
 
     def resolve(self, item: str) -> tuple[str, bool] | None:
         """(canonical term, True), (normal form, False) for an unknown item, or None for an
@@ -209,7 +218,7 @@ def parse_reply(
     A pure function of its arguments with an immutable result, so it is memoised: a
     relation's later steps parse the earlier replies of their case again (so does replay).
     """
-    return _parse_reply(reply, tuple(terms), tuple(tuple(q) for q in asked))
+    return _parse_reply(reply, tuple(terms), tuple(map(tuple, asked)) if asked else ())
 
 
 @functools.lru_cache(maxsize=4096)
@@ -219,7 +228,7 @@ def _parse_reply(
     lists = bracketed_lists(_NONE_ECHO.sub(" ", reply))
     if isinstance(lists, Unparseable):
         return lists
-    questions = [list(terms), *(list(q) for q in asked)]
+    questions = (terms, *asked)
     skipped: list[str] = []
     answer: list[str] | None = None
     for items in reversed(lists):
