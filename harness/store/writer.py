@@ -167,10 +167,18 @@ class EventWriter:
         Raises `ConcurrencyError` when any (campaign, case, seq) position is already taken;
         then none of the batch is written.
         """
+        return await self.append_soon(events)
+
+    def append_soon(self, events: Sequence[PendingEvent]) -> asyncio.Future[list[int]]:
+        """`append`, with the batch encoded and queued before this returns: the future
+        resolves as `append` returns. A plain function, so the engine's appends (two a
+        turn, and the closing batch of each case) cost no coroutine or task of their own."""
         if self._closed:
             raise StoreClosedError("append on a closed event store")
+        future: asyncio.Future[list[int]] = asyncio.get_running_loop().create_future()
         if not events:
-            return []
+            future.set_result([])
+            return future
         now = time.time()
         rows: list[Row] = []
         for p in events:
@@ -178,9 +186,8 @@ class EventWriter:
             turn = getattr(p.event, "turn", None) if kind in _TURN_KINDS else None
             attempt = getattr(p.event, "attempt", None) if kind in _TURN_KINDS else None
             rows.append((p.campaign, p.case_id, p.seq, kind, version, turn, attempt, payload))
-        future: asyncio.Future[list[int]] = asyncio.get_running_loop().create_future()
         self._queue.put_nowait(_Batch(rows, now, future))  # unbounded: put() would not wait
-        return await future
+        return future
 
     async def append_encoded(self, rows: Sequence[Row]) -> list[int]:
         """`append` for events already encoded by a bulk importer's fast path, as rows
