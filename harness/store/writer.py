@@ -276,10 +276,10 @@ class EventWriter:
                             for r in self._numbered(b, n)
                         ],
                     )
+                    row = conn.execute("SELECT last_insert_rowid()").fetchone()
+                    last = int(row[0]) if row else 0
                 else:
-                    self._insert_many(conn, group, numbers)
-                row = conn.execute("SELECT last_insert_rowid()").fetchone()
-                last = int(row[0]) if row else 0
+                    last = self._insert_many(conn, group, numbers)
                 first_id = last - sum(len(b.rows) for b in group) + 1
                 offset = 0
                 for b in group:
@@ -346,7 +346,10 @@ class EventWriter:
 
     def _insert_many(
         self, conn: sqlite3.Connection, group: list[_Batch], numbers: list[int]
-    ) -> None:
+    ) -> int:
+        """Inserts the group's rows; returns the gseq of the last (the last statement's
+        ``lastrowid``: no ``SELECT last_insert_rowid()``, one statement less on the commit
+        thread, which re-takes the GIL after each)."""
         # Multi-row INSERTs, not executemany: the sqlite3 module releases and re-takes the
         # GIL around every row it steps, and while the event loop is busy each re-take waits
         # for a thread switch; one statement per 99 rows made commits several times faster.
@@ -358,10 +361,12 @@ class EventWriter:
         values = list(chain.from_iterable(chain.from_iterable(pairs)))
         per_row = 10
         step = self._ROWS_PER_STATEMENT * per_row
+        last = 0
         for i in range(0, len(values), step):
             chunk = values[i : i + step]
             sql = self._INSERT_APPENDED + ",(?,?,?,?,?,?,?,?,?,?)" * (len(chunk) // per_row - 1)
-            conn.execute(sql, chunk)
+            last = conn.execute(sql, chunk).lastrowid or 0
+        return last
 
     def _insert_one(
         self, conn: sqlite3.Connection, batch: _Batch, batch_no: int
