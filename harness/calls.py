@@ -15,9 +15,10 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
+from harness.call_deadlines import CallDeadlines
 from harness.errors import ModelError, ModelTimeoutError
 from harness.events import AskFailed, AskSent, Event, ReplyReceived
 from harness.gates import CallGate, estimate_tokens
@@ -57,6 +58,10 @@ class CallLoop:
     timeout_s: float
     stop: asyncio.Event  # once set, no new attempt starts; a retry's wait ends early
     observer: CallObserver | None = None
+    _deadlines: CallDeadlines = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._deadlines = CallDeadlines(self.timeout_s)
 
     async def send(
         self,
@@ -150,9 +155,9 @@ class CallLoop:
         try:
             await gate.ready()  # the AskSent commit took a moment: a pause may have begun
             started = time.monotonic()
-            # asyncio.timeout, not wait_for: no task per call (3 % of a zero-latency run).
-            async with asyncio.timeout(self.timeout_s):
-                reply = await model.complete(messages, params)
+            # One timer for all the loop's calls (harness.call_deadlines), not a timer
+            # handle per call (asyncio.timeout) nor a task per call (wait_for).
+            reply = await self._deadlines.run(model.complete(messages, params))
         except ModelError as exc:
             error = exc
         except TimeoutError as exc:

@@ -11,7 +11,7 @@ every commit a case waits for costs a latency-bound campaign throughput directly
   (`CaseLog.close_soon`): the verdict is a pure function of events already committed (every
   reply the verdict step saw), so if a crash loses it, resume recomputes it without a call.
   Whoever needs it durable (the worker before its next case's result, a lease before its
-  release, the run before CampaignFinished) awaits the returned task.
+  release, the run before CampaignFinished) awaits the returned future.
 """
 
 from __future__ import annotations
@@ -55,13 +55,13 @@ class CaseLog:
         """Append ``events`` (after the held-back CaseOpened, if any); return once committed."""
         pending = self._numbered(events)
         if pending:
-            await self.store.append(pending)
+            await self.store.append_soon(pending)
 
-    def close_soon(self, *events: Event) -> asyncio.Task[list[int]]:
-        """Queue the case's closing ``events``; the task resolves once they are committed.
+    def close_soon(self, *events: Event) -> asyncio.Future[list[int]]:
+        """Queue the case's closing ``events``; the future resolves once they are committed.
 
         The batch is numbered now, so nothing appended to this case later can take its
         positions. No other case depends on it, so its place in the store's queue among
         other cases' batches does not matter.
         """
-        return asyncio.ensure_future(self.store.append(self._numbered(events)))
+        return self.store.append_soon(self._numbered(events))

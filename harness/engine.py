@@ -53,7 +53,7 @@ from harness.retry import RetryPolicy
 from harness.store.protocol import EventSink
 from harness.store.writer import PendingEvent
 
-Closing = asyncio.Task[list[int]]
+Closing = asyncio.Future[list[int]]
 """The commit of a case's closing events (`CaseLog.close_soon`)."""
 
 

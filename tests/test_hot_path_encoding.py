@@ -26,10 +26,10 @@ messages = st.lists(
 )
 params = st.builds(
     GenerationParams,
-    temperature=st.none() | st.floats(0, 2),
-    max_tokens=st.none() | st.integers(1, 4096),
-    seed=st.none() | st.integers(0, 2**31),
-    top_p=st.none() | st.floats(0, 1),
+    temperature=st.none() | st.floats(0, 2) | st.floats(),  # NaN and infinities included
+    max_tokens=st.none() | st.integers(1, 4096) | st.integers(),
+    seed=st.none() | st.integers(0, 2**31) | st.integers(),
+    top_p=st.none() | st.floats(0, 1) | st.floats(),
     answer_shape=st.none()
     | st.builds(lambda o: AnswerShape(kind="terms", options=tuple(o)), st.lists(texts, max_size=3)),
 )
@@ -55,6 +55,14 @@ def test_request_key_is_the_json_dumps_key(model: str, msgs: list[Message], p: G
     except UnicodeEncodeError:
         return  # a lone surrogate: no key either way (request_key raises as before)
     assert request_key(model, msgs, p) == hashlib.sha256(blob).hexdigest()[:32]
+
+
+def test_request_key_knows_every_generation_param():
+    """The key writes the parameters field by field: a new field must be added there."""
+    from harness.model import _FLAT_PARAMS
+
+    assert set(GenerationParams.model_fields) == {"answer_shape", *_FLAT_PARAMS}
+    assert list(_FLAT_PARAMS) == sorted(_FLAT_PARAMS) and _FLAT_PARAMS[0] > "answer_shape"
 
 
 @settings(max_examples=300, deadline=None)

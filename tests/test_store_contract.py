@@ -183,6 +183,9 @@ async def test_group_commit_under_500_concurrent_appenders(store_url: str) -> No
     assert commits < 100, commits
     assert rows(store_url, "SELECT count(*) FROM events") == [(1000,)]
     assert rows(store_url, "SELECT count(DISTINCT batch) FROM events") == [(500,)]
+    # The numbers returned are the rows' own (groups of more than 99 rows insert in chunks).
+    stored = dict(rows(store_url, "SELECT case_id || '#' || seq, gseq FROM events"))
+    assert [[stored[f"case{i}#1"], stored[f"case{i}#2"]] for i in range(500)] == ids
 
 
 async def test_sqlite_durability_pragmas(db_path: Path) -> None:

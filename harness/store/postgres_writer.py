@@ -104,10 +104,17 @@ class PgEventWriter:
 
         Raises `ConcurrencyError` when a (campaign, case, seq) position is already taken;
         then none of the batch is written."""
+        return await self.append_soon(events)
+
+    def append_soon(self, events: Sequence[PendingEvent]) -> asyncio.Future[list[int]]:
+        """`append`, with the batch encoded and queued before this returns (as
+        `EventWriter.append_soon`)."""
         if self._closed:
             raise StoreClosedError("append on a closed event store")
+        future: asyncio.Future[list[int]] = asyncio.get_running_loop().create_future()
         if not events:
-            return []
+            future.set_result([])
+            return future
         now = time.time()
         rows: list[tuple[object, ...]] = []
         for p in events:
@@ -115,9 +122,8 @@ class PgEventWriter:
             turn = getattr(p.event, "turn", None) if kind in _TURN_KINDS else None
             attempt = getattr(p.event, "attempt", None) if kind in _TURN_KINDS else None
             rows.append((p.campaign, p.case_id, p.seq, kind, version, turn, attempt, now, payload))
-        future: asyncio.Future[list[int]] = asyncio.get_running_loop().create_future()
-        await self._queue.put(_Batch(rows, future))
-        return await future
+        self._queue.put_nowait(_Batch(rows, future))  # unbounded: put() would not wait
+        return future
 
     async def _write_loop(self) -> None:
         while True:

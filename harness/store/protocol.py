@@ -7,6 +7,7 @@ or a ``postgresql://`` URL."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Protocol, Self
 
@@ -22,6 +23,10 @@ class EventSink(Protocol):
     events_written: int
 
     async def append(self, events: Sequence[PendingEvent]) -> list[int]: ...
+
+    def append_soon(self, events: Sequence[PendingEvent]) -> asyncio.Future[list[int]]:
+        """`append` queued at the call (no coroutine): the future resolves as it returns."""
+        ...
 
     async def next_seq(self, campaign: str, case_id: str) -> int: ...
 

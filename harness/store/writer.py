@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import chain, repeat
 from pathlib import Path
+from typing import NamedTuple
 
 import aiosqlite
 
@@ -39,9 +40,11 @@ from harness.store.schema import (
 _TURN_KINDS = frozenset({"AskSent", "ReplyReceived", "AskFailed"})
 
 
-@dataclass(frozen=True)
-class PendingEvent:
-    """An event about to be appended at a given position of its case's stream."""
+class PendingEvent(NamedTuple):
+    """An event about to be appended at a given position of its case's stream.
+
+    A named tuple, not a frozen dataclass: the engine builds two or three a turn, and a
+    frozen dataclass's ``__init__`` (one ``object.__setattr__`` a field) cost twice as much."""
 
     campaign: str
     case_id: str
@@ -183,10 +186,18 @@ class EventWriter:
         Raises `ConcurrencyError` when any (campaign, case, seq) position is already taken;
         then none of the batch is written.
         """
+        return await self.append_soon(events)
+
+    def append_soon(self, events: Sequence[PendingEvent]) -> asyncio.Future[list[int]]:
+        """`append`, with the batch encoded and queued before this returns: the future
+        resolves as `append` returns. A plain function, so the engine's appends (two a
+        turn, and the closing batch of each case) cost no coroutine or task of their own."""
         if self._closed:
             raise StoreClosedError("append on a closed event store")
+        future: asyncio.Future[list[int]] = asyncio.get_running_loop().create_future()
         if not events:
-            return []
+            future.set_result([])
+            return future
         now = time.time()
         rows: list[Row] = []
         for p in events:
@@ -194,9 +205,8 @@ class EventWriter:
             turn = getattr(p.event, "turn", None) if kind in _TURN_KINDS else None
             attempt = getattr(p.event, "attempt", None) if kind in _TURN_KINDS else None
             rows.append((p.campaign, p.case_id, p.seq, kind, version, turn, attempt, payload))
-        future: asyncio.Future[list[int]] = asyncio.get_running_loop().create_future()
         self._queue.put_nowait(_Batch(rows, now, future))  # unbounded: put() would not wait
-        return await future
+        return future
 
     async def append_encoded(self, rows: Sequence[Row]) -> list[int]:
         """`append` for events already encoded by a bulk importer's fast path, as rows
@@ -248,7 +258,17 @@ class EventWriter:
         # The whole transaction runs in one call on the connection's thread: every awaited
         # aiosqlite call waits for a turn of the event loop, and with hundreds of cases
         # running, the ten or so awaits of a commit made the writer the bottleneck.
-        results = await self._conn._execute(self._commit_sync, group)
+        await self._conn._execute(self._commit_then_resolve, asyncio.get_running_loop(), group)
+
+    def _commit_then_resolve(self, loop: asyncio.AbstractEventLoop, group: list[_Batch]) -> None:
+        """Runs on the connection's thread: commits, then has the loop resolve the batches'
+        futures at its next turn. Resolving them from this writer task instead cost every
+        waiting case one more turn of a busy loop after its commit (the task resumes one
+        turn after the thread finishes, and the cases one turn after that)."""
+        results = self._commit_sync(group)
+        loop.call_soon_threadsafe(self._resolve, group, results)
+
+    def _resolve(self, group: list[_Batch], results: list[list[int] | BaseException]) -> None:
         self.commits += 1
         for batch, result in zip(group, results, strict=True):
             if batch.future.done():
@@ -285,10 +305,10 @@ class EventWriter:
                             for r in self._numbered(b, n)
                         ],
                     )
+                    row = conn.execute("SELECT last_insert_rowid()").fetchone()
+                    last = int(row[0]) if row else 0
                 else:
-                    self._insert_many(conn, group, numbers)
-                row = conn.execute("SELECT last_insert_rowid()").fetchone()
-                last = int(row[0]) if row else 0
+                    last = self._insert_many(conn, group, numbers)
                 first_id = last - sum(len(b.rows) for b in group) + 1
                 offset = 0
                 for b in group:
@@ -355,7 +375,10 @@ class EventWriter:
 
     def _insert_many(
         self, conn: sqlite3.Connection, group: list[_Batch], numbers: list[int]
-    ) -> None:
+    ) -> int:
+        """Inserts the group's rows; returns the gseq of the last (the last statement's
+        ``lastrowid``: no ``SELECT last_insert_rowid()``, one statement less on the commit
+        thread, which re-takes the GIL after each)."""
         # Multi-row INSERTs, not executemany: the sqlite3 module releases and re-takes the
         # GIL around every row it steps, and while the event loop is busy each re-take waits
         # for a thread switch; one statement per 99 rows made commits several times faster.
@@ -367,10 +390,12 @@ class EventWriter:
         values = list(chain.from_iterable(chain.from_iterable(pairs)))
         per_row = 10
         step = self._ROWS_PER_STATEMENT * per_row
+        last = 0
         for i in range(0, len(values), step):
             chunk = values[i : i + step]
             sql = self._INSERT_APPENDED + ",(?,?,?,?,?,?,?,?,?,?)" * (len(chunk) // per_row - 1)
-            conn.execute(sql, chunk)
+            last = conn.execute(sql, chunk).lastrowid or 0
+        return last
 
     def _insert_one(
         self, conn: sqlite3.Connection, batch: _Batch, batch_no: int
