@@ -15,7 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from harness.cli import main
 from harness.errors import StoreError
 from harness.store.fresh_log import FreshLog, partial_files
 from harness.store.schema import BULK_PRAGMAS, apply_pragmas
@@ -45,9 +47,7 @@ def test_a_published_log_is_whole_in_wal_and_leaves_no_partial(tmp_path: Path) -
     with contextlib.closing(sqlite3.connect(target)) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("SELECT count(*) FROM t").fetchone()[0] == 100
-    assert partial_files(target) == [] and sorted(p.name for p in tmp_path.iterdir()) == [
-        "new.db"
-    ]
+    assert partial_files(target) == [] and sorted(p.name for p in tmp_path.iterdir()) == ["new.db"]
     umask = os.umask(0)
     os.umask(umask)
     assert target.stat().st_mode & 0o777 == 0o666 & ~umask  # as a log written in place
@@ -161,3 +161,16 @@ def test_a_killed_import_leaves_no_log_and_the_next_one_sweeps_its_file(tmp_path
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         (cases,) = conn.execute("SELECT count(*) FROM events WHERE kind = 'CaseClosed'").fetchone()
     assert cases == 12 * 3 * (ROWS_PER_FILE - 1)
+
+
+def test_a_missing_directory_is_a_store_error_and_the_import_names_its_option(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(StoreError, match="cannot create"), FreshLog.build(tmp_path / "no" / "x.db"):
+        pass
+    folder = released_folder(tmp_path / "src", 1)
+    result = CliRunner().invoke(
+        main, ["import", "biaslens", str(folder), "--db", str(tmp_path / "no" / "x.db")]
+    )
+    assert result.exit_code == 2 and "--db" in result.output and "not a directory" in result.output
+    assert not (tmp_path / "no").exists()

@@ -87,7 +87,10 @@ class FreshLog:
         directory = target.parent if str(target.parent) else Path(".")
         # Created and locked under a name the sweep above does not match, then renamed: a
         # concurrent sweep never sees this file unlocked (the lock follows the open file).
-        fd, name = _create_new(directory, f".{target.name}.", ".new")
+        try:
+            fd, name = _create_new(directory, f".{target.name}.", ".new")
+        except OSError as exc:
+            raise StoreError(f"cannot create {target}: {exc.strerror} ({directory})") from exc
         fcntl.flock(fd, fcntl.LOCK_EX)
         partial = name.with_suffix(_SUFFIX)
         os.rename(name, partial)

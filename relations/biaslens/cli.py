@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from harness.errors import ConfigError
 from harness.output_files import check_output
 
 
@@ -98,6 +99,12 @@ def import_biaslens(src: Path, db: Path | None, models: tuple[str, ...], compact
     from relations.biaslens.importer import import_released, plan_import
 
     db = db or Path(f"biaslens-{src.resolve().name}.db")
+    if not db.exists() and not db.absolute().parent.is_dir():
+        raise ConfigError(
+            f"{db.absolute().parent} is not a directory",
+            field="--db",
+            fix="create the directory first, or give a path in an existing one",
+        )
     plan = plan_import(src, list(models) or None)
     # The bar counts answers imported: a six-model folder takes minutes, never silently.
     with RichProgress(plan.planned, label="answers") as progress:
