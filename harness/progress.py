@@ -32,7 +32,10 @@ class RichProgress:
     detail (outcomes, calls, tokens, retries, vendor status) is cut with an ellipsis.
     """
 
-    def __init__(self, total: int, *, console: Console | None = None, label: str = "cases") -> None:
+    def __init__(
+        self, total: int | None, *, console: Console | None = None, label: str = "cases"
+    ) -> None:
+        """``total``: the planned cases (None: not known yet, see `cases_planned`)."""
         self.console = console or Console(stderr=True)
         self.outcomes: Counter[str] = Counter()
         self.calls = self.failures = self.retries = 0
@@ -116,6 +119,10 @@ class RichProgress:
         self.outcomes[verdict.outcome.value] += 1
         if time.monotonic() - self._refreshed_at >= self.REFRESH_S:
             self._refresh()
+
+    def cases_planned(self, total: int) -> None:
+        """The planned cases, once known (an import counts them while it starts reading)."""
+        self._progress.update(self._task, total=total)
 
     def cases_closed(self, outcomes: Mapping[str, int]) -> None:
         """Cases closed elsewhere, counted by outcome (an import's reading process)."""

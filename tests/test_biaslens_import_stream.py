@@ -50,6 +50,11 @@ class Recording:
     def __init__(self) -> None:
         self.closed: Counter[str] = Counter()
         self.calls = 0
+        self.planned: list[int] = []
+
+    def cases_planned(self, total: int) -> None:
+        assert not self.closed, "the total comes before the first answer"
+        self.planned.append(total)
 
     def cases_closed(self, outcomes: Mapping[str, int]) -> None:
         self.closed.update(outcomes)
@@ -64,6 +69,7 @@ def test_progress_hears_of_every_imported_answer(tmp_path: Path) -> None:
     db = tmp_path / "x.db"
     summary = asyncio.run(import_released(folder, db, plan=plan, progress=sink))
     assert summary.answers == plan.planned == sink.closed.total()
+    assert sink.planned == [plan.planned]
     assert sink.calls >= 6  # as the answers are written, not once at the end
     assert summary.skipped_rows == 6
     with contextlib.closing(sqlite3.connect(db)) as conn:
@@ -75,6 +81,24 @@ def test_progress_hears_of_every_imported_answer(tmp_path: Path) -> None:
             "SELECT count(DISTINCT case_id) FROM events WHERE kind = 'CaseClosed'"
         ).fetchone()
     assert dict(counted) == dict(sink.closed) and distinct == plan.planned
+
+
+def test_an_import_without_a_count_counts_while_it_reads(tmp_path: Path) -> None:
+    # The CLI plans without counting: the import counts the answers once its reading
+    # process has started, and the campaign's first event holds the count all the same.
+    folder = released_folder(tmp_path / "src", 2)
+    plan = plan_import(folder, count=False)
+    assert plan.planned is None
+    sink = Recording()
+    db = tmp_path / "x.db"
+    summary = asyncio.run(import_released(folder, db, plan=plan, progress=sink))
+    assert sink.planned == [summary.answers] == [2 * 3 * (ROWS_PER_FILE - 1)]
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        (planned,) = conn.execute(
+            "SELECT json_extract(payload, '$.planned_cases') FROM events"
+            " WHERE kind = 'CampaignStarted'"
+        ).fetchone()
+    assert planned == summary.answers
 
 
 def _peak_bytes(folder: Path) -> int:

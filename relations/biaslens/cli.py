@@ -105,9 +105,10 @@ def import_biaslens(src: Path, db: Path | None, models: tuple[str, ...], compact
             field="--db",
             fix="create the directory first, or give a path in an existing one",
         )
-    plan = plan_import(src, list(models) or None)
+    # The answers are counted by the import while its reading process starts.
+    plan = plan_import(src, list(models) or None, count=False)
     # The bar counts answers imported: a six-model folder takes minutes, never silently.
-    with RichProgress(plan.planned, label="answers") as progress:
+    with RichProgress(None, label="answers") as progress:
         summary = asyncio.run(
             import_released(src, db, plan=plan, progress=progress, compact=compact)
         )

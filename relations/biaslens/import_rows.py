@@ -4,11 +4,12 @@ process beside the writer.
 An import has two halves that each keep a core busy: reading the CSV files and encoding each
 answer's five events (`answer_chunks`, pure Python), and writing the rows into SQLite (the
 writer's thread, mostly SQLite's own C code). In one process both share one interpreter, so
-the import ran at the speed of their sum on a two-core machine. `chunks_from_process` runs
+the import ran at the speed of their sum on a two-core machine. `ChunksFromProcess` runs
 `answer_chunks` in a child process (spawned: the parent holds threads) and hands its chunks
 to the writer in order, so the two halves overlap. Every row is a function of the file, its
 row and the case index alone, so the log is the same row for row, gseq and batch included
-(`bench/compare_import_logs.py`). The pipe holds one chunk at a time: memory stays bounded.
+(`bench/compare_import_logs.py`). At most `read_ahead` chunks wait in the parent: memory
+stays bounded.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import asyncio
 import hashlib
 import multiprocessing
 import pickle
+import queue
+import threading
 import traceback
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
@@ -163,34 +166,73 @@ def _child(job: ImportJob, conn: Connection) -> None:
         conn.close()
 
 
-async def chunks_from_process(job: ImportJob) -> AsyncIterator[Chunk | FileRead]:
-    """`answer_chunks(job)` computed in a child process, in order; the child's exception is
-    raised here. Leaving early stops the child."""
-    context = multiprocessing.get_context("spawn")
-    receiver, sender = context.Pipe(duplex=False)
-    process = context.Process(target=_child, args=(job, sender), daemon=True)
-    process.start()
-    sender.close()  # the child's end: a dead child then reads as EOF here
-    loop = asyncio.get_running_loop()
-    try:
+class ChunksFromProcess:
+    """`answer_chunks(job)` computed in a child process started here, its items read ahead
+    by a thread into a bounded queue: the child keeps reading while the parent does its
+    own first work (counting the plan, writing the campaign's first events). Iterate with
+    `items`; `close` (always) stops the child if it is still running."""
+
+    def __init__(self, job: ImportJob, read_ahead: int = 16) -> None:
+        context = multiprocessing.get_context("spawn")  # the parent holds threads
+        self._receiver, sender = context.Pipe(duplex=False)
+        self._process = context.Process(target=_child, args=(job, sender), daemon=True)
+        self._process.start()
+        sender.close()  # the child's end: a dead child then reads as EOF here
+        self._items: queue.Queue[object] = queue.Queue(maxsize=read_ahead)
+        self._closing = threading.Event()
+        self._finished = False  # every item was handed out: the child is ending by itself
+        self._thread = threading.Thread(target=self._read, name="import-reader", daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
         while True:
             try:
-                data = await loop.run_in_executor(None, receiver.recv_bytes)
-            except EOFError:
-                raise HarnessError(
-                    f"the import's reading process died (exit code {process.exitcode})"
-                ) from None
-            item = pickle.loads(data)
-            if item is None:
+                item: object = pickle.loads(self._receiver.recv_bytes())
+            except (EOFError, OSError):
+                item = _DIED
+            if not self._put(item) or item is None or item is _DIED:
                 return
+            if isinstance(item, _Failed):
+                return
+
+    def _put(self, item: object) -> bool:
+        while not self._closing.is_set():
+            try:
+                self._items.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    async def items(self) -> AsyncIterator[Chunk | FileRead]:
+        """The child's items in order; its exception, or its death, is raised here."""
+        loop = asyncio.get_running_loop()
+        while True:
+            item = await loop.run_in_executor(None, self._items.get)
+            if item is None:
+                self._finished = True
+                return
+            if item is _DIED:
+                self._process.join(timeout=5)
+                raise HarnessError(
+                    f"the import's reading process died (exit code {self._process.exitcode})"
+                )
             if isinstance(item, _Failed):
                 if item.error is not None:
                     raise item.error
                 raise HarnessError(f"the import's reading process failed:\n{item.text}")
+            assert isinstance(item, Chunk | FileRead)
             yield item
-    finally:
-        receiver.close()
-        process.join(timeout=5)
-        if process.is_alive():
-            process.kill()
-            process.join()
+
+    def close(self) -> None:
+        self._closing.set()
+        if self._finished:
+            self._process.join(timeout=5)
+        if self._process.is_alive():
+            self._process.kill()  # the reader thread then reads EOF and ends
+            self._process.join()
+        self._thread.join()
+        self._receiver.close()
+
+
+_DIED = object()  # the pipe closed before the child's last item

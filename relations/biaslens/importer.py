@@ -35,9 +35,9 @@ from relations.biaslens.import_events import ROWS_PER_ANSWER, EncodedRow
 from relations.biaslens.import_rows import (
     CAMPAIGN_SEED,
     RELATION,
+    ChunksFromProcess,
     FileRead,
     ImportJob,
-    chunks_from_process,
 )
 from relations.biaslens.released import (
     VARIANT_DIRS,
@@ -77,13 +77,19 @@ def _folder_notes(src: Path) -> dict[str, Any]:
     return {"roles_per_attribute": roles, "questions_per_file": questions}
 
 
-class ClosedCases(Protocol):
-    """Hears of imported answers, counted by outcome (`harness.progress.RichProgress`)."""
+class ImportProgress(Protocol):
+    """Hears how many answers an import plans, then of imported answers counted by outcome
+    (`harness.progress.RichProgress`)."""
+
+    def cases_planned(self, total: int) -> None: ...
 
     def cases_closed(self, outcomes: Mapping[str, int]) -> None: ...
 
 
 class _Unheard:
+    def cases_planned(self, total: int) -> None:
+        pass
+
     def cases_closed(self, outcomes: Mapping[str, int]) -> None:
         pass
 
@@ -124,22 +130,29 @@ class _Batches:
 
 @dataclass(frozen=True)
 class ImportPlan:
-    """The answer files an import reads, in case-index order, and how many cases they hold."""
+    """The answer files an import reads, in case-index order, and how many cases they hold
+    (None: not counted yet; the import counts them while its reading process starts)."""
 
     src: Path
     models: tuple[str, ...] | None
     files: tuple[AnswerFile, ...]
-    planned: int
+    planned: int | None
 
 
-def plan_import(src: str | Path, models: list[str] | None = None) -> ImportPlan:
-    """Find the answer files and count the rows that become cases (a cheap first pass: the
-    count is in the campaign's first event, so an import killed while it appends to an
-    existing log reads "unfinished, N of M")."""
+def plan_import(
+    src: str | Path, models: list[str] | None = None, *, count: bool = True
+) -> ImportPlan:
+    """Find the answer files and (``count``) count the rows that become cases: a cheap
+    first pass whose count is in the campaign's first event, so an import killed while it
+    appends to an existing log reads "unfinished, N of M"."""
     src = Path(src).resolve()
     wanted = tuple(sorted(models)) if models else None
     files = tuple(find_answer_files(src, list(wanted) if wanted else None))
-    return ImportPlan(src, wanted, files, sum(count_case_rows(f.path) for f in files))
+    return ImportPlan(src, wanted, files, count_planned(files) if count else None)
+
+
+def count_planned(files: tuple[AnswerFile, ...]) -> int:
+    return sum(count_case_rows(f.path) for f in files)
 
 
 async def import_released(
@@ -150,7 +163,7 @@ async def import_released(
     campaign: str | None = None,
     batch_events: int = 5_000,
     plan: ImportPlan | None = None,
-    progress: ClosedCases | None = None,
+    progress: ImportProgress | None = None,
     compact: bool = False,
 ) -> ImportSummary:
     """Write one campaign holding every answer of ``src`` into the log ``db``.
@@ -161,7 +174,7 @@ async def import_released(
     size; ``progress`` hears of every imported answer (`harness.progress.RichProgress`);
     ``compact``: a new log is written in format 2 (`harness.store.compact_schema`)."""
     started = time.monotonic()
-    plan = plan or plan_import(src, models)
+    plan = plan or plan_import(src, models, count=False)
     src, wanted, files = plan.src, plan.models, plan.files
     model_names = sorted({f"released:{f.model}" for f in files})
     options = {"source": "released", "released_dir": str(src), "released_models": wanted}
@@ -210,53 +223,72 @@ async def _write_campaign(
     config: CampaignConfig,
     job: ImportJob,
     summary: ImportSummary,
-    progress: ClosedCases,
+    progress: ImportProgress,
     compact: bool,
     batch_events: int,
 ) -> None:
     """Every answer of the plan's files as one campaign appended to ``db``; ``bulk``: a
     log built whole (`EventWriter.open`'s ``bulk``)."""
-    campaign_id = summary.campaign
     async with await EventWriter.open(db, max_group=8, compact=compact, bulk=bulk) as store:
-        head: list[Event] = [
-            campaign_started(config, plan.planned),
-            Note(
-                topic=IMPORT_TOPIC,
-                data={
-                    "source": str(plan.src),
-                    # An import is not resumed (harness.campaign_status): it is run again.
-                    "command": f"harness import biaslens {plan.src} --db NEW.db",
-                    "models": summary.models,
-                    "prompt": "the bare question: the released files do not record the "
-                    "answer-format instruction appended by the authors",
-                    **_folder_notes(plan.src),
-                },
-            ),
-        ]
-        await store.append([PendingEvent(campaign_id, "", n, ev) for n, ev in enumerate(head, 1)])
-        tail: list[Event] = []
-        batches = _Batches(store, batch_events)
-        job = dataclasses.replace(job, templates=store.splits_payloads)
-        async for item in chunks_from_process(job):
-            if isinstance(item, FileRead):
-                summary.skipped_rows += item.skipped
-                tail.append(Note(topic=FILE_TOPIC, data=item.note))
-                continue
-            await batches.add(item.rows)
-            progress.cases_closed(item.outcomes)
-            summary.answers += item.outcomes.total()
-        tail.append(
-            CampaignFinished(status="completed", reason="imported", cases_closed=summary.answers)
-        )
-        # The last answers and the campaign's end commit together, as one batch.
-        for n, ev in enumerate(tail, len(head) + 1):
-            kind, version, payload = encode_event(ev)
-            batches.pending.append((campaign_id, "", n, kind, version, None, None, payload))
-        await batches.flush(wait=True)
-        summary.events = batches.events + len(head)
+        reading = ChunksFromProcess(dataclasses.replace(job, templates=store.splits_payloads))
+        try:
+            await _write_answers(store, reading, plan, config, summary, progress, batch_events)
+        finally:
+            reading.close()
     # Planner statistics: without them SQLite joins the `verdicts` view through the
     # (campaign, kind) index, which is quadratic on a 100k-case log.
     with contextlib.closing(sqlite3.connect(db)) as conn:
         conn.execute("PRAGMA analysis_limit=1000")  # sampled statistics: enough, and fast
         conn.execute("ANALYZE")
         conn.commit()
+
+
+async def _write_answers(
+    store: EventWriter,
+    reading: ChunksFromProcess,
+    plan: ImportPlan,
+    config: CampaignConfig,
+    summary: ImportSummary,
+    progress: ImportProgress,
+    batch_events: int,
+) -> None:
+    """The campaign's events, its answers as the reading process hands them over. The plan
+    is counted here if it was not, while the reading process starts and reads ahead."""
+    campaign_id = summary.campaign
+    planned = plan.planned if plan.planned is not None else count_planned(plan.files)
+    progress.cases_planned(planned)
+    head: list[Event] = [
+        campaign_started(config, planned),
+        Note(
+            topic=IMPORT_TOPIC,
+            data={
+                "source": str(plan.src),
+                # An import is not resumed (harness.campaign_status): it is run again.
+                "command": f"harness import biaslens {plan.src} --db NEW.db",
+                "models": summary.models,
+                "prompt": "the bare question: the released files do not record the "
+                "answer-format instruction appended by the authors",
+                **_folder_notes(plan.src),
+            },
+        ),
+    ]
+    await store.append([PendingEvent(campaign_id, "", n, ev) for n, ev in enumerate(head, 1)])
+    tail: list[Event] = []
+    batches = _Batches(store, batch_events)
+    async for item in reading.items():
+        if isinstance(item, FileRead):
+            summary.skipped_rows += item.skipped
+            tail.append(Note(topic=FILE_TOPIC, data=item.note))
+            continue
+        await batches.add(item.rows)
+        progress.cases_closed(item.outcomes)
+        summary.answers += item.outcomes.total()
+    tail.append(
+        CampaignFinished(status="completed", reason="imported", cases_closed=summary.answers)
+    )
+    # The last answers and the campaign's end commit together, as one batch.
+    for n, ev in enumerate(tail, len(head) + 1):
+        kind, version, payload = encode_event(ev)
+        batches.pending.append((campaign_id, "", n, kind, version, None, None, payload))
+    await batches.flush(wait=True)
+    summary.events = batches.events + len(head)
