@@ -8,6 +8,8 @@ import contextlib
 import csv
 import itertools
 import sqlite3
+import subprocess
+import sys
 import tracemalloc
 from collections import Counter
 from collections.abc import Mapping
@@ -185,3 +187,43 @@ def test_imported_case_ids_keep_each_model_together(tmp_path: Path) -> None:
         for variant in ("role", "no_role"):
             mine = [c for c, m, v in written if (m, v) == (model, variant)]
             assert mine == sorted(mine) and len(mine) == 3 * (ROWS_PER_FILE - 1)
+
+
+CANCELLED_CONSUMER = """
+import asyncio, sys
+from pathlib import Path
+from relations.biaslens.import_rows import ChunksFromProcess, ImportJob
+from relations.biaslens.importer import plan_import
+
+async def main() -> None:
+    folder = Path(sys.argv[1])
+    reading = ChunksFromProcess(ImportJob(folder, plan_import(folder).files, {}, "c"))
+    async def consume() -> None:
+        async for _ in reading.items():
+            await asyncio.sleep(3600)
+    task = asyncio.create_task(consume())
+    await asyncio.sleep(0.01)  # the child is still starting: the consumer waits in `get`
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+    reading.close()
+
+asyncio.run(main())  # waits for the default executor's threads before it returns
+print("ended")
+"""
+
+
+def test_a_consumer_cancelled_while_it_waits_lets_the_process_end(tmp_path: Path) -> None:
+    # Ctrl-C while the writer waits for the next chunk: the thread blocked in the queue's
+    # `get` must be woken by `close`, or asyncio.run (and the import) never returns.
+    folder = released_folder(tmp_path / "src", 1)
+    done = subprocess.run(
+        [sys.executable, "-c", CANCELLED_CONSUMER, str(folder)],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ended", done.stderr[-2000:]

@@ -15,6 +15,7 @@ stays bounded.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import multiprocessing
 import pickle
@@ -186,13 +187,17 @@ class ChunksFromProcess:
 
     def _read(self) -> None:
         while True:
+            item: object
             try:
-                item: object = pickle.loads(self._receiver.recv_bytes())
+                data = self._receiver.recv_bytes()
             except (EOFError, OSError):
                 item = _DIED
-            if not self._put(item) or item is None or item is _DIED:
-                return
-            if isinstance(item, _Failed):
+            else:
+                try:
+                    item = pickle.loads(data)
+                except Exception as exc:  # the consumer must hear of it, not wait forever
+                    item = _Failed(None, f"an item of the reading process did not load: {exc!r}")
+            if not self._put(item) or item is None or item is _DIED or isinstance(item, _Failed):
                 return
 
     def _put(self, item: object) -> bool:
@@ -233,6 +238,11 @@ class ChunksFromProcess:
             self._process.join()
         self._thread.join()
         self._receiver.close()
+        # A consumer cancelled while it waited (Ctrl-C) leaves an executor thread blocked in
+        # `get`, and asyncio.run waits for that thread before it returns: wake it. (A full
+        # queue has no waiting `get`.)
+        with contextlib.suppress(queue.Full):
+            self._items.put_nowait(_DIED)
 
 
 _DIED = object()  # the pipe closed before the child's last item
