@@ -20,6 +20,7 @@ import hashlib
 import multiprocessing
 import pickle
 import queue
+import signal
 import threading
 import traceback
 from collections import Counter
@@ -177,7 +178,8 @@ class ChunksFromProcess:
         context = multiprocessing.get_context("spawn")  # the parent holds threads
         self._receiver, sender = context.Pipe(duplex=False)
         self._process = context.Process(target=_child, args=(job, sender), daemon=True)
-        self._process.start()
+        with _sigint_ignored():
+            self._process.start()
         sender.close()  # the child's end: a dead child then reads as EOF here
         self._items: queue.Queue[object] = queue.Queue(maxsize=read_ahead)
         self._closing = threading.Event()
@@ -246,3 +248,18 @@ class ChunksFromProcess:
 
 
 _DIED = object()  # the pipe closed before the child's last item
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored while the child starts, so it inherits the ignoring: Ctrl-C reaches
+    the whole process group, and the parent, which owns the interruption, stops the child
+    (`close`) instead of the child printing a traceback of its own."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers; the child then hears Ctrl-C itself
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
