@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import csv
 import itertools
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -19,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from relations.biaslens.import_rows import ImportJob, answer_chunks
+from relations.biaslens.import_rows import ChunksFromProcess, ImportJob, answer_chunks
 from relations.biaslens.importer import import_released, plan_import
 
 HEADER = ["Role", "Question Type", "Question", "Answer", "LLM 1", "LLM 2", "LLM 3", "final"]
@@ -227,3 +228,21 @@ def test_a_consumer_cancelled_while_it_waits_lets_the_process_end(tmp_path: Path
         timeout=60,
     )
     assert done.returncode == 0 and done.stdout.strip() == "ended", done.stderr[-2000:]
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc (Linux)")
+def test_the_reading_process_ignores_ctrl_c_which_the_parent_handles(tmp_path: Path) -> None:
+    # Ctrl-C reaches the whole process group; the parent stops the child (close), so the
+    # child ignores SIGINT from its start (else it printed a traceback of its imports).
+    folder = released_folder(tmp_path / "src", 1)
+    reading = ChunksFromProcess(ImportJob(folder, plan_import(folder).files, {}, "c"))
+    try:
+        pid = reading._process.pid
+        status = Path(f"/proc/{pid}/status").read_text()
+        ignored = int(
+            next(ln for ln in status.splitlines() if ln.startswith("SigIgn:")).split()[1], 16
+        )
+        assert ignored & (1 << (signal.SIGINT - 1))
+        assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN  # the parent's is back
+    finally:
+        reading.close()

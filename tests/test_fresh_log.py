@@ -174,3 +174,38 @@ def test_a_missing_directory_is_a_store_error_and_the_import_names_its_option(
     )
     assert result.exit_code == 2 and "--db" in result.output and "not a directory" in result.output
     assert not (tmp_path / "no").exists()
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_an_import_cleanly_and_leaves_nothing(tmp_path: Path) -> None:
+    # Ctrl-C reaches the whole process group: the parent stops its reading process and
+    # removes the partial file; no traceback, no process left behind.
+    folder = released_folder(tmp_path / "src", 12)
+    db = tmp_path / "stopped.db"
+    command = [sys.executable, "-c", "from harness.cli import main; main()", "import", "biaslens"]
+    proc = subprocess.Popen(
+        [*command, str(folder), "--db", str(db)],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if any(p.stat().st_size > 2_000_000 for p in partial_files(db) if p.exists()):
+            break
+        time.sleep(0.005)
+    assert proc.poll() is None, "the import ended before it could be interrupted"
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]
+    for _ in range(100):  # the reading process (and multiprocessing's helper) end with it
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError("a process of the import outlived it")
