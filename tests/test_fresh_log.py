@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -134,6 +135,16 @@ def test_an_import_into_an_existing_log_appends_a_campaign(tmp_path: Path) -> No
     )
 
 
+def _wait_for_commits(proc: subprocess.Popen[Any], db: Path) -> None:
+    """Until the import ``proc`` has some commits in its partial file, long before its end."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if any(p.stat().st_size > 2_000_000 for p in partial_files(db) if p.exists()):
+            break
+        time.sleep(0.005)
+    assert proc.poll() is None, "the import ended before it could be stopped"
+
+
 @pytest.mark.slow
 def test_a_killed_import_leaves_no_log_and_the_next_one_sweeps_its_file(tmp_path: Path) -> None:
     folder = released_folder(tmp_path / "src", 12)
@@ -141,13 +152,7 @@ def test_a_killed_import_leaves_no_log_and_the_next_one_sweeps_its_file(tmp_path
     command = [sys.executable, "-c", "from harness.cli import main; main()", "import", "biaslens"]
     command.append(str(folder))
     proc = subprocess.Popen([*command, "--db", str(db)], cwd=ROOT, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None:
-        # Killed once some commits are in the partial file, long before the end.
-        if any(p.stat().st_size > 2_000_000 for p in partial_files(db) if p.exists()):
-            break
-        time.sleep(0.005)
-    assert proc.poll() is None, "the import ended before it could be killed"
+    _wait_for_commits(proc, db)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     assert not db.exists()  # no half log under the name
@@ -191,12 +196,7 @@ def test_ctrl_c_stops_an_import_cleanly_and_leaves_nothing(tmp_path: Path) -> No
         start_new_session=True,  # its own process group, as a terminal's foreground job
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None:
-        if any(p.stat().st_size > 2_000_000 for p in partial_files(db) if p.exists()):
-            break
-        time.sleep(0.005)
-    assert proc.poll() is None, "the import ended before it could be interrupted"
+    _wait_for_commits(proc, db)
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err

@@ -152,6 +152,7 @@ def plan_import(
 
 
 def count_planned(files: tuple[AnswerFile, ...]) -> int:
+    """How many rows of ``files`` become cases (`count_case_rows`)."""
     return sum(count_case_rows(f.path) for f in files)
 
 
