@@ -142,18 +142,25 @@ SECTION_OPTIONS = {
 def build_report(log: EventReader, campaign: str | None = None, **options: Any) -> list[Table]:
     read = ReportOptions(options)
     ctx = ReportContext(log, log.campaign_id(campaign), read)
-    tables: list[Table] = []
+    sections = sorted(report_sections(), key=lambda s: (s.order, s.name))
+    built: dict[int, list[Table]] = {}
     try:
         # A report of a million-case log builds millions of rows and verdicts: the cyclic
         # collector rescans them again and again and finds no cycles (harness.gc_pause).
         with gc_paused():
-            for section in sorted(report_sections(), key=lambda s: (s.order, s.name)):
-                tables.extend(section.build(ctx))
+            # The core's sections read the verdict counts, which a second process may be
+            # computing meanwhile: they are built last, the tables still come out in order.
+            ctx.count_verdicts_aside()
+            for i, section in sorted(enumerate(sections), key=lambda e: e[1] in CORE_SECTIONS):
+                built[i] = section.build(ctx)
     except sqlite3.Error as exc:
         raise StoreError(
             f"{log.path}: the report could not read the log ({exc}){_first_bad_row(log)}; "
             "the log is damaged: use a copy made before the damage"
         ) from exc
+    finally:
+        ctx.close()
+    tables = [t for i in range(len(sections)) for t in built[i]]
     for name, why in SECTION_OPTIONS.items():
         if options.get(name) is not None and name not in read.read:
             raise ConfigError(

@@ -65,6 +65,16 @@ def report_number(x: float | None, digits: int = 4) -> float | None:
     return round(float(x), digits)
 
 
+def load() -> None:
+    """Imports the libraries the tests below come from (statsmodels pulls in pandas: about
+    1.5-2 s), each of which imports them itself on first use: for a caller with a second
+    process to wait for, so that the wait is not idle."""
+    import scipy.stats  # noqa: F401
+    import statsmodels.stats.contingency_tables
+    import statsmodels.stats.multitest
+    import statsmodels.stats.proportion  # noqa: F401
+
+
 def wilson_interval(successes: int, n: int) -> tuple[float, float]:
     """95 % Wilson score interval of ``successes`` out of ``n`` (NaN, NaN when n = 0)."""
     if n == 0:

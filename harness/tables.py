@@ -13,8 +13,14 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from harness.process_call import ProcessCall, second_core_free
+from harness.stats import load as load_statistics
 from harness.store.reader import EventReader
-from harness.verdict_counts import VerdictCounts, case_key, count_verdicts
+from harness.verdict_counts import VerdictCounts, case_key, count_verdicts, count_verdicts_in
+
+# A log file this large has its verdicts counted in a second process (`count_verdicts_aside`);
+# a smaller one counts them in well under a second, less than a process takes to start.
+ASIDE_MIN_BYTES = 64 * 2**20
 
 # The topic of the Note `harness.rejudge` appends before the first verdict of a judge: the
 # report looks it up to learn whether the log holds any judge verdict at all.
@@ -133,6 +139,29 @@ class ReportContext:
     log: EventReader
     campaign: str
     options: dict[str, Any] = field(default_factory=ReportOptions)
+    _counting: ProcessCall[VerdictCounts] | None = field(default=None, init=False, repr=False)
+
+    def count_verdicts_aside(self) -> None:
+        """Starts counting the verdicts (`verdict_counts`) in a second process when the log
+        is a large SQLite file and a second core is free: the sections that do not read them
+        run meanwhile (`harness.report.build_report` builds the core's, which do, last)."""
+        path = self.log.file
+        if (
+            self._counting is None
+            and "verdict_counts" not in self.__dict__
+            and path is not None
+            and path.stat().st_size >= ASIDE_MIN_BYTES
+            and second_core_free()
+        ):
+            self._counting = ProcessCall(
+                "the process counting the verdicts", count_verdicts_in, path, self.campaign
+            )
+
+    def close(self) -> None:
+        """Stops a count still running in a second process (a report that failed)."""
+        if self._counting is not None:
+            self._counting.close()
+            self._counting = None
 
     def verdicts(
         self, source: str = "relation", relations: Iterable[str] | None = None
@@ -206,8 +235,17 @@ class ReportContext:
 
     @cached_property
     def verdict_counts(self) -> VerdictCounts:
-        """Counts of the relation verdicts (`harness.verdict_counts`), read once per report."""
-        return count_verdicts(self.log.connection, self.campaign)
+        """Counts of the relation verdicts (`harness.verdict_counts`), read once per report
+        (in a second process, if `count_verdicts_aside` started one)."""
+        counting, self._counting = self._counting, None
+        if counting is None:
+            return count_verdicts(self.log.connection, self.campaign)
+        if not counting.ready():
+            load_statistics()  # every reader of the counts tests them: import meanwhile
+        try:
+            return counting.result()
+        finally:
+            counting.close()
 
     @cached_property
     def case_data(self) -> dict[str, dict[str, Any]]:
@@ -230,6 +268,12 @@ class VerdictStream:
         self.wanted = wanted
 
     def __iter__(self) -> Iterator[VerdictRow]:
+        planned = self.ctx.planned_relations
+        if planned and not any(self.wanted(r) for r in planned):
+            # Every case of a campaign comes from its plan: none of these relations has a
+            # verdict here, and a section not concerned waits for no count. (A campaign
+            # whose start names no relation, as hand-made logs do, is read as before.)
+            return iter(())
         present = self.ctx.verdict_counts.relations
         mine = [r for r in present if self.wanted(r)]
         # All relations: no filter in the query (the same rows, read without a test each).

@@ -18,7 +18,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import groupby
 from operator import itemgetter
+from pathlib import Path
 from typing import Any
+
+from harness.store.reader import EventReader
 
 _REPEAT = re.compile(r"/r\d+@")
 _CASE_KEY_SQLITE = "harness_case_key"  # `case_key`, registered on the SQLite connection
@@ -83,6 +86,13 @@ def count_verdicts(conn: sqlite3.Connection, campaign: str) -> VerdictCounts:
     else:
         key = _CASE_KEY_POSTGRES
     return _accumulate(_latest(conn.execute(_VERDICTS.format(key=key), (campaign,))))
+
+
+def count_verdicts_in(path: Path, campaign: str) -> VerdictCounts:
+    """`count_verdicts` over a reader of its own on the SQLite log ``path`` (what a second
+    process runs: `harness.tables.ReportContext.count_verdicts_aside`)."""
+    with EventReader(path) as log:
+        return count_verdicts(log.connection, campaign)
 
 
 def _latest(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:

@@ -154,6 +154,10 @@ class PgEventReader(EventReader):
     def close(self) -> None:
         self._pg.close()
 
+    @property
+    def file(self) -> None:
+        return None
+
     def integrity_ok(self) -> bool:
         """Every payload is JSON (PostgreSQL checks its own pages; this checks the rows)."""
         row = self.connection.execute(

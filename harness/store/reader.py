@@ -64,6 +64,12 @@ class EventReader:
     def connection(self) -> sqlite3.Connection:
         return self._conn
 
+    @property
+    def file(self) -> Path | None:
+        """The SQLite file another process may open to read this log (`ProcessCall`s of
+        a report); None for a log in a database server."""
+        return self.path
+
     # The distinct campaign ids by a skip-scan of the (campaign, kind) index: one index seek
     # per campaign. A filter on kind alone scans the whole table (2 s on a million events).
     _CAMPAIGN_IDS = (

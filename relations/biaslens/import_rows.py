@@ -20,9 +20,7 @@ import hashlib
 import multiprocessing
 import pickle
 import queue
-import signal
 import threading
-import traceback
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -33,6 +31,7 @@ from typing import Any
 from harness.errors import HarnessError
 from harness.gc_pause import gc_paused
 from harness.model import GenerationParams
+from harness.process_call import Failed, sigint_ignored
 from harness.relation import Case, build_relation, seed_deriver
 from relations.biaslens.import_events import EncodedRow, ImportEncoder
 from relations.biaslens.relations import BiasLensAnswer
@@ -142,14 +141,6 @@ def _file_note(src: Path, f: AnswerFile, rows: int, skipped: int, lossy: bool) -
     }
 
 
-@dataclass(frozen=True)
-class _Failed:
-    """The child's exception, or its text when the exception itself does not pickle."""
-
-    error: BaseException | None
-    text: str
-
-
 def _child(job: ImportJob, conn: Connection) -> None:
     try:
         for item in answer_chunks(job):
@@ -158,12 +149,7 @@ def _child(job: ImportJob, conn: Connection) -> None:
     except BrokenPipeError:
         return  # the parent is gone (killed or failed): nothing left to read this
     except BaseException as exc:
-        text = "".join(traceback.format_exception(exc))
-        try:
-            failed = pickle.dumps(_Failed(exc, text))
-        except Exception:
-            failed = pickle.dumps(_Failed(None, text))
-        conn.send_bytes(failed)
+        conn.send_bytes(Failed.pickled(exc))
     finally:
         conn.close()
 
@@ -178,7 +164,7 @@ class ChunksFromProcess:
         context = multiprocessing.get_context("spawn")  # the parent holds threads
         self._receiver, sender = context.Pipe(duplex=False)
         self._process = context.Process(target=_child, args=(job, sender), daemon=True)
-        with _sigint_ignored():
+        with sigint_ignored():
             self._process.start()
         sender.close()  # the child's end: a dead child then reads as EOF here
         self._items: queue.Queue[object] = queue.Queue(maxsize=read_ahead)
@@ -198,8 +184,8 @@ class ChunksFromProcess:
                 try:
                     item = pickle.loads(data)
                 except Exception as exc:  # the consumer must hear of it, not wait forever
-                    item = _Failed(None, f"an item of the reading process did not load: {exc!r}")
-            if not self._put(item) or item is None or item is _DIED or isinstance(item, _Failed):
+                    item = Failed(None, f"an item of the reading process did not load: {exc!r}")
+            if not self._put(item) or item is None or item is _DIED or isinstance(item, Failed):
                 return
 
     def _put(self, item: object) -> bool:
@@ -224,10 +210,8 @@ class ChunksFromProcess:
                 raise HarnessError(
                     f"the import's reading process died (exit code {self._process.exitcode})"
                 )
-            if isinstance(item, _Failed):
-                if item.error is not None:
-                    raise item.error
-                raise HarnessError(f"the import's reading process failed:\n{item.text}")
+            if isinstance(item, Failed):
+                item.raise_it("the import's reading process")
             assert isinstance(item, Chunk | FileRead)
             yield item
 
@@ -248,18 +232,3 @@ class ChunksFromProcess:
 
 
 _DIED = object()  # the pipe closed before the child's last item
-
-
-@contextlib.contextmanager
-def _sigint_ignored() -> Iterator[None]:
-    """SIGINT ignored while the child starts, so it inherits the ignoring: Ctrl-C reaches
-    the whole process group, and the parent, which owns the interruption, stops the child
-    (`close`) instead of the child printing a traceback of its own."""
-    if threading.current_thread() is not threading.main_thread():
-        yield  # only the main thread may set handlers; the child then hears Ctrl-C itself
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)

@@ -14,6 +14,8 @@ from collections import defaultdict
 from typing import Any
 
 from harness.errors import ConfigError
+from harness.process_call import ProcessCall, second_core_free
+from harness.stats import load as load_statistics
 from harness.tables import Heatmap, Paired, ReportContext, ReportSection, Table
 from relations.biaslens.comparisons import (
     ALL_TYPES,
@@ -23,8 +25,15 @@ from relations.biaslens.comparisons import (
     attribute_rates_all_types,
 )
 from relations.biaslens.questionset import ATTRIBUTES, QType
-from relations.biaslens.report_tally import ReportTally
-from relations.biaslens.tally import MODES, RELATION, recorded_row_counts, trial_groups
+from relations.biaslens.report_tally import ReportTally, tally_groups_in
+from relations.biaslens.tally import (
+    MODES,
+    RELATION,
+    GroupPositions,
+    group_positions,
+    recorded_row_counts,
+    trials_at,
+)
 
 TYPES = (QType.YES_NO, QType.CHOICE, QType.WHY)
 
@@ -48,24 +57,44 @@ def _pct(n: int, d: int) -> float | None:
     return round(100 * n / d, 1) if d else None
 
 
+# A report with this many BiasLens cases has its later groups tallied in a second process
+# (`_split`); a smaller one is tallied in about the time such a process takes to start.
+SPLIT_MIN_CASES = 40_000
+
+
 def biaslens_tables(ctx: ReportContext) -> list[Table]:
     if RELATION not in ctx.planned_relations:
         return []  # no BiasLens case to read: no scan of the campaign's cases for one
     conn = ctx.log.connection
-    groups = trial_groups(conn, ctx.campaign)
-    first = next(groups, None)
-    if first is None:
+    groups = group_positions(conn, ctx.campaign)
+    if not groups:
         return []
     mode = _mode(ctx)
     other = "released" if mode == "strict" else "strict"
     tally = ReportTally(mode, recorded_row_counts(conn, ctx.campaign))
-    tally.add(first)
-    # One group's answers at a time: a name still bound to the last group while the next
-    # one is read would hold two.
-    del first
-    for trials in groups:
-        tally.add(trials)
-        del trials
+    mine, theirs = _split(groups, ctx)
+    aside = (
+        ProcessCall(
+            "the process tallying BiasLens groups",
+            tally_groups_in,
+            ctx.log.file,
+            mode,
+            tally.row_counts,
+            [groups.pop(key) for key in theirs],
+        )
+        if theirs
+        else None
+    )
+    try:
+        # One group's answers at a time (invariant 6): each list is dropped once tallied.
+        for key in mine:
+            tally.add(trials_at(conn, groups.pop(key)))
+        if aside is not None:
+            load_statistics()  # the tables below test the tallies: imported while it works
+            tally.merge(aside.result())  # its groups all sort after these
+    finally:
+        if aside is not None:
+            aside.close()
     by_cell = tally.by_cell
     # p_fdr and flagged are filled by the report-wide correction (harness.report.apply_fdr),
     # so BiasLens tests are corrected together with every other test of the report.
@@ -77,6 +106,27 @@ def biaslens_tables(ctx: ReportContext) -> list[Table]:
         _disagreements(tally.disagreements()),
         _strict_invalid(tally.strict_invalid()),
     ]
+
+
+GroupKey = tuple[str, str]
+
+
+def _split(groups: GroupPositions, ctx: ReportContext) -> tuple[list[GroupKey], list[GroupKey]]:
+    """The groups this process tallies and the later ones a second process does, or every
+    group here: a log in a database server, one free core, or too few cases to gain by it.
+    Whole groups in sorted order; this process keeps less than half of the cases, as it
+    also imports the statistics while the other works."""
+    keys = sorted(groups)
+    total = sum(len(groups[k]) for k in keys)
+    if ctx.log.file is None or total < SPLIT_MIN_CASES or len(keys) < 2 or not second_core_free():
+        return keys, []
+    seen = 0
+    for i, key in enumerate(keys):
+        seen += len(groups[key])
+        if seen > total / 2:
+            cut = max(i, 1)
+            return keys[:cut], keys[cut:]
+    return keys, []  # not reached: the loop passes half of a positive total
 
 
 def _table3(by_cell: dict[Any, Any], mode: str, other: str) -> Table:

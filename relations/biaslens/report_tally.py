@@ -14,10 +14,13 @@ order of its base run.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from harness.store.reader import EventReader
 from relations.biaslens.comparisons import paired_variants
 from relations.biaslens.oracles import Vote
 from relations.biaslens.questionset import QType
@@ -31,6 +34,7 @@ from relations.biaslens.tally import (
     cells,
     consistency,
     disagreements,
+    trials_at,
 )
 
 ANSWER_CHARS = 160
@@ -52,6 +56,19 @@ class ReportTally:
     paired_rows: list[list[Any]] = field(default_factory=list)
     disagreement_rows: dict[GroupKey, list[list[Any]]] = field(default_factory=dict)
     strict_invalid_rows: dict[GroupKey, list[list[Any]]] = field(default_factory=dict)
+
+    def merge(self, later: ReportTally) -> None:
+        """Adds ``later``'s tally, of groups that all sort after this one's (the share of a
+        second process): the result is the tally of every group, added in order."""
+        self.cells_by_group.update(later.cells_by_group)
+        for cons_key, c in later.consistency.items():
+            self.consistency.setdefault(cons_key, Consistency()).add(c)
+        self.choice.update(later.choice)
+        for run_key, runs in later.every_run.items():
+            self.every_run.setdefault(run_key, set()).update(runs)
+        self.paired_rows.extend(later.paired_rows)
+        self.disagreement_rows.update(later.disagreement_rows)
+        self.strict_invalid_rows.update(later.strict_invalid_rows)
 
     def add(self, trials: list[Trial]) -> None:
         """Tally one (model, attribute) group: both variants, every run."""
@@ -100,6 +117,19 @@ def tally_groups(
     for trials in groups:
         tally.add(trials)
     return tally
+
+
+def tally_groups_in(
+    path: Path,
+    mode: str,
+    row_counts: dict[tuple[str, str, str, int], int],
+    groups: list[array[int]],
+) -> ReportTally:
+    """The tally of the groups whose cases are at ``groups`` (`tally.group_positions`), in
+    that order, read over a reader of its own on the SQLite log ``path`` (what a second
+    process runs for the BiasLens report)."""
+    with EventReader(path) as log:
+        return tally_groups((trials_at(log.connection, g) for g in groups), mode, row_counts)
 
 
 def _in_group_order(rows: dict[GroupKey, list[list[Any]]]) -> list[list[Any]]:

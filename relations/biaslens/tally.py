@@ -128,15 +128,25 @@ FROM events o WHERE o.gseq IN ({positions}) ORDER BY o.gseq
 _CHUNK = 1000  # cases per query: far below either store's limit on parameters
 
 
+GroupPositions = dict[tuple[str, str], "array[int]"]  # (model, attribute) -> CaseOpened gseqs
+
+
 def trial_groups(conn: sqlite3.Connection, campaign: str) -> Iterator[list[Trial]]:
     """The campaign's trials, one (model, attribute) group at a time (both variants, every
     run), groups in sorted order, each group's trials in the order their cases were opened.
 
     Everything BiasLens reports is decided within such a group (alignment, role vs no-role
     pairs) or summed over groups, so a report holds one group's answers at a time, not the
-    log's (a million answers at six models). A first pass keeps only each case's position
-    in the log (8 bytes a case)."""
-    groups: dict[tuple[str, str], array[int]] = {}
+    log's (a million answers at six models)."""
+    groups = group_positions(conn, campaign)
+    for key in sorted(groups):
+        yield trials_at(conn, groups.pop(key))
+
+
+def group_positions(conn: sqlite3.Connection, campaign: str) -> GroupPositions:
+    """Where each (model, attribute) group's cases are: their CaseOpened gseqs in log order
+    (8 bytes a case), read in one pass; `trials_at` reads a group's trials from them."""
+    groups: GroupPositions = {}
     for gseq, model, attribute in conn.execute(
         "SELECT gseq, json_extract(payload, '$.case.model'),"
         " json_extract(payload, '$.case.data.attribute') FROM events"
@@ -145,14 +155,17 @@ def trial_groups(conn: sqlite3.Connection, campaign: str) -> Iterator[list[Trial
         (campaign, RELATION),
     ):
         groups.setdefault((model, attribute), array("q")).append(gseq)
-    for key in sorted(groups):
-        positions = groups.pop(key)
-        trials: list[Trial] = []
-        for start in range(0, len(positions), _CHUNK):
-            chunk = positions[start : start + _CHUNK].tolist()
-            sql = _TRIALS.format(positions=", ".join("?" * len(chunk)))
-            trials.extend(_trial(*row) for row in conn.execute(sql, chunk))
-        yield trials
+    return groups
+
+
+def trials_at(conn: sqlite3.Connection, positions: array[int]) -> list[Trial]:
+    """The trials of the cases opened at ``positions`` (gseqs), in that order."""
+    trials: list[Trial] = []
+    for start in range(0, len(positions), _CHUNK):
+        chunk = positions[start : start + _CHUNK].tolist()
+        sql = _TRIALS.format(positions=", ".join("?" * len(chunk)))
+        trials.extend(_trial(*row) for row in conn.execute(sql, chunk))
+    return trials
 
 
 def _trial(case_id: str, payload: str, answer: str | None, outcome: str | None) -> Trial:

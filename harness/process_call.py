@@ -1,0 +1,133 @@
+"""One function call computed in a second process while the caller goes on: what a report
+or an import uses to put a machine's second core to work.
+
+`ProcessCall(fn, *args)` spawns a child (not forked: the parent may hold threads and open
+SQLite connections, which a forked child must not touch) that runs ``fn(*args)`` and pipes
+back its pickled result; `result` waits for it. The child's exception is raised in the
+caller (the child's own traceback kept as its text when the exception does not pickle); a
+child that dies is a `HarnessError` naming its exit code. ``fn`` and its arguments must
+pickle: a module-level function and plain data. The child starts with SIGINT ignored, so a
+Ctrl-C is the caller's to handle: `close` (always, e.g. in a ``finally``) kills a child
+still running.
+
+`second_core_free` says whether a call is worth it at all: on a one-core machine the child
+only competes with its parent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import pickle
+import signal
+import threading
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any, Generic, TypeVar
+
+from harness.errors import HarnessError
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A child's exception, or its text when the exception itself does not pickle."""
+
+    error: BaseException | None
+    text: str
+
+    @classmethod
+    def pickled(cls, exc: BaseException) -> bytes:
+        text = "".join(traceback.format_exception(exc))
+        try:
+            return pickle.dumps(cls(exc, text))
+        except Exception:
+            return pickle.dumps(cls(None, text))
+
+    def raise_it(self, what: str) -> None:
+        if self.error is not None:
+            raise self.error
+        raise HarnessError(f"{what} failed:\n{self.text}")
+
+
+def second_core_free() -> bool:
+    """Whether this process may use more than one core (its CPU affinity, not the host's
+    count: a container or `taskset` limits it)."""
+    try:
+        return len(os.sched_getaffinity(0)) >= 2
+    except AttributeError:  # no affinity on this platform
+        return (os.cpu_count() or 1) >= 2
+
+
+def _run(fn: Callable[..., Any], args: tuple[Any, ...], conn: Connection) -> None:
+    try:
+        try:
+            data = pickle.dumps(fn(*args), protocol=pickle.HIGHEST_PROTOCOL)
+        except BaseException as exc:
+            data = Failed.pickled(exc)
+        conn.send_bytes(data)
+    except BrokenPipeError:
+        return  # the caller is gone: nobody reads this
+    finally:
+        conn.close()
+
+
+class ProcessCall(Generic[T]):
+    """``fn(*args)`` running in a spawned child; `result` returns it, `close` stops it."""
+
+    def __init__(self, what: str, fn: Callable[..., T], *args: Any) -> None:
+        self.what = what  # named in errors: "the verdict count's process"
+        context = multiprocessing.get_context("spawn")
+        self._receiver, sender = context.Pipe(duplex=False)
+        self._process = context.Process(target=_run, args=(fn, args, sender), daemon=True)
+        with sigint_ignored():
+            self._process.start()
+        sender.close()  # the child's end: a dead child then reads as EOF here
+        self._done = False
+
+    def ready(self) -> bool:
+        """Whether `result` would return (or raise) without waiting."""
+        return self._done or self._receiver.poll()
+
+    def result(self) -> T:
+        """The call's value; its exception, or the child's death, is raised here."""
+        if self._done:
+            raise HarnessError(f"{self.what}: its result was taken already")
+        try:
+            data = self._receiver.recv_bytes()
+        except (EOFError, OSError):
+            self._process.join(timeout=5)
+            raise HarnessError(f"{self.what} died (exit code {self._process.exitcode})") from None
+        finally:
+            self._done = True
+        value = pickle.loads(data)
+        self._process.join(timeout=5)
+        if isinstance(value, Failed):
+            value.raise_it(self.what)
+        return value
+
+    def close(self) -> None:
+        """Stops the child if it is still running (a result nobody took), then cleans up."""
+        if self._process.is_alive() and not self._done:
+            self._process.kill()
+        self._process.join()
+        self._receiver.close()
+
+
+@contextlib.contextmanager
+def sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored while a child starts, so it inherits the ignoring: Ctrl-C reaches the
+    whole process group, and the parent, which owns the interruption, stops the child
+    instead of the child printing a traceback of its own."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers; the child then hears Ctrl-C itself
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -1,0 +1,115 @@
+"""The BiasLens report on two processes: the later groups tallied in a second process and
+merged, the verdicts counted in another, give the tables of the report built in one.
+
+Reads answers released with the paper from ../shared/data/biaslens (a few hundred rows of
+a few files, under two model names and both variants); skipped when that folder is absent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from pathlib import Path
+
+import pytest
+
+import harness.tables
+import relations.biaslens.report as biaslens_report
+from harness import process_call
+from harness.report import build_report
+from harness.store.reader import EventReader
+from harness.tables import ReportContext
+from relations.biaslens.importer import import_released
+from relations.biaslens.report_tally import ReportTally, tally_groups, tally_groups_in
+from relations.biaslens.tally import group_positions, recorded_row_counts, trials_at
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "biaslens"
+ROWS = 240  # of each file: every question type and attribute has disagreements at this size
+
+
+@pytest.fixture(scope="module")
+def log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    source = DATA / "answers" / "role" / "gpt4omini"
+    if not source.is_dir():
+        pytest.skip(f"the released BiasLens data is not at {DATA} (only on the project's machines)")
+    root = tmp_path_factory.mktemp("split")
+    files = sorted(source.glob("*_answers_0*.csv"))[:9]  # three attributes, three runs each
+    for variant, model in itertools.product(("role", "without_role"), ("m1", "m2")):
+        target = root / "src" / "answers" / variant / model
+        target.mkdir(parents=True)
+        for f in files:
+            lines = f.read_text(encoding="utf-8").splitlines(keepends=True)
+            # Whole CSV records only: a quoted answer may span lines.
+            kept, records = [], 0
+            for line in lines:
+                kept.append(line)
+                if "".join(kept).count('"') % 2 == 0:
+                    records += 1
+                    if records > ROWS:
+                        break
+            (target / f.name).write_text("".join(kept), encoding="utf-8")
+    db = root / "log.db"
+    asyncio.run(import_released(root / "src", db))
+    return db
+
+
+def _fields(t: ReportTally) -> dict[str, object]:
+    return {**vars(t), "consistency order": list(t.consistency)}
+
+
+def test_a_tally_split_anywhere_and_merged_is_the_tally_of_every_group(log: Path) -> None:
+    with EventReader(log) as reader:
+        conn, campaign = reader.connection, reader.latest_campaign()
+        groups = group_positions(conn, campaign)
+        keys = sorted(groups)
+        assert len(keys) == 6  # two models x three attributes
+        counts = recorded_row_counts(conn, campaign)
+        whole = tally_groups((trials_at(conn, groups[k]) for k in keys), "released", counts)
+        assert whole.disagreement_rows and whole.strict_invalid_rows and whole.paired_rows
+        for cut in range(1, len(keys)):
+            first = tally_groups(
+                (trials_at(conn, groups[k]) for k in keys[:cut]), "released", counts
+            )
+            # The later share as the second process computes it: a reader of its own.
+            first.merge(tally_groups_in(log, "released", counts, [groups[k] for k in keys[cut:]]))
+            assert _fields(first) == _fields(whole), cut
+
+
+def test_the_report_on_three_processes_is_the_report_on_one(
+    log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with EventReader(log) as reader, monkeypatch.context() as one:
+        one.setattr(process_call, "second_core_free", lambda: False)
+        one.setattr(harness.tables, "second_core_free", lambda: False)
+        one.setattr(biaslens_report, "second_core_free", lambda: False)
+        serial = build_report(reader, mode="released")
+
+    started: list[str] = []
+    real = process_call.ProcessCall.__init__
+
+    def counted(self: process_call.ProcessCall[object], what: str, *args: object) -> None:
+        started.append(what)
+        real(self, what, *args)
+
+    monkeypatch.setattr(process_call.ProcessCall, "__init__", counted)
+    monkeypatch.setattr(harness.tables, "second_core_free", lambda: True)
+    monkeypatch.setattr(biaslens_report, "second_core_free", lambda: True)
+    monkeypatch.setattr(harness.tables, "ASIDE_MIN_BYTES", 0)
+    monkeypatch.setattr(biaslens_report, "SPLIT_MIN_CASES", 1)
+    with EventReader(log) as reader:
+        split = build_report(reader, mode="released")
+    assert sorted(started) == [
+        "the process counting the verdicts",
+        "the process tallying BiasLens groups",
+    ]
+    assert [t.name for t in split] == [t.name for t in serial]
+    for a, b in zip(split, serial, strict=True):
+        assert a == b, a.name
+
+
+def test_a_section_of_relations_the_campaign_did_not_plan_waits_for_no_count(log: Path) -> None:
+    with EventReader(log) as reader:
+        ctx = ReportContext(reader, reader.latest_campaign())
+        assert list(ctx.relation_verdicts_of(lambda r: r.startswith("metaquerier."))) == []
+        assert "verdict_counts" not in ctx.__dict__  # nothing counted, nothing waited for
+        assert list(ctx.relation_verdicts_of(lambda r: r == "biaslens.answer"))

@@ -1,0 +1,69 @@
+"""`ProcessCall`: a function computed in a spawned child, its value, error or death raised in
+the caller, and a child nobody waits for stopped."""
+
+from __future__ import annotations
+
+import math
+import os
+import pickle
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.errors import HarnessError
+from harness.process_call import Failed, ProcessCall
+
+
+def test_the_value_comes_back() -> None:
+    call = ProcessCall("factorial", math.factorial, 20)
+    try:
+        assert call.result() == math.factorial(20)
+        assert call.ready()
+        with pytest.raises(HarnessError, match="taken already"):
+            call.result()
+    finally:
+        call.close()
+
+
+def test_the_childs_exception_is_raised_in_the_caller() -> None:
+    call = ProcessCall("parse", int, "not a number")
+    try:
+        with pytest.raises(ValueError, match="not a number"):
+            call.result()
+    finally:
+        call.close()
+
+
+def test_a_child_that_dies_is_an_error_naming_its_exit_code() -> None:
+    call = ProcessCall("the dying process", os._exit, 3)
+    try:
+        with pytest.raises(HarnessError, match=r"the dying process died \(exit code 3\)"):
+            call.result()
+    finally:
+        call.close()
+
+
+def test_an_exception_that_does_not_pickle_arrives_as_its_text() -> None:
+    exc = RuntimeError("boom", lambda: None)  # a lambda does not pickle
+    failed = pickle.loads(Failed.pickled(exc))
+    assert failed.error is None and "RuntimeError" in failed.text and "boom" in failed.text
+    with pytest.raises(HarnessError, match=r"(?s)the counting process failed:.*boom"):
+        failed.raise_it("the counting process")
+
+
+def test_close_stops_a_child_still_running_and_the_child_ignores_ctrl_c() -> None:
+    before = signal.getsignal(signal.SIGINT)
+    call = ProcessCall("a long sleep", time.sleep, 60)
+    pid = call._process.pid
+    assert pid is not None
+    status = Path(f"/proc/{pid}/status").read_text()
+    ignored = int(next(ln for ln in status.splitlines() if ln.startswith("SigIgn:")).split()[1], 16)
+    assert ignored & (1 << (signal.SIGINT - 1))  # Ctrl-C is the caller's to handle
+    assert signal.getsignal(signal.SIGINT) == before
+    assert not call.ready()
+    started = time.monotonic()
+    call.close()
+    assert time.monotonic() - started < 10
+    assert not call._process.is_alive()
