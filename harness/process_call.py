@@ -5,7 +5,8 @@ or an import uses to put a machine's second core to work.
 SQLite connections, which a forked child must not touch) that runs ``fn(*args)`` and pipes
 back its pickled result; `result` waits for it. The child's exception is raised in the
 caller (the child's own traceback kept as its text when the exception does not pickle); a
-child that dies is a `HarnessError` naming its exit code. ``fn`` and its arguments must
+child that dies is a `ChildDied` naming its exit code (the caller may then compute the
+value itself). ``fn`` and its arguments must
 pickle: a module-level function and plain data. The child starts with SIGINT ignored, so a
 Ctrl-C is the caller's to handle: `close` (always, e.g. in a ``finally``) kills a child
 still running.
@@ -52,6 +53,11 @@ class Failed:
         if self.error is not None:
             raise self.error
         raise HarnessError(f"{what} failed:\n{self.text}")
+
+
+class ChildDied(HarnessError):
+    """The child ended without a value or an exception (killed, out of memory): the caller
+    may compute the value itself."""
 
 
 def second_core_free() -> bool:
@@ -101,7 +107,7 @@ class ProcessCall(Generic[T]):
             data = self._receiver.recv_bytes()
         except (EOFError, OSError):
             self._process.join(timeout=5)
-            raise HarnessError(f"{self.what} died (exit code {self._process.exitcode})") from None
+            raise ChildDied(f"{self.what} died (exit code {self._process.exitcode})") from None
         finally:
             self._done = True
         value = pickle.loads(data)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from harness.process_call import ProcessCall, second_core_free
+from harness.process_call import ChildDied, ProcessCall, second_core_free
 from harness.stats import load as load_statistics
 from harness.store.reader import EventReader
 from harness.verdict_counts import VerdictCounts, case_key, count_verdicts, count_verdicts_in
@@ -153,9 +153,12 @@ class ReportContext:
             and path.stat().st_size >= ASIDE_MIN_BYTES
             and second_core_free()
         ):
-            self._counting = ProcessCall(
-                "the process counting the verdicts", count_verdicts_in, path, self.campaign
-            )
+            try:
+                self._counting = ProcessCall(
+                    "the process counting the verdicts", count_verdicts_in, path, self.campaign
+                )
+            except OSError:  # no process to be had: the count is made here when read
+                self._counting = None
 
     def close(self) -> None:
         """Stops a count still running in a second process (a report that failed)."""
@@ -244,6 +247,8 @@ class ReportContext:
             load_statistics()  # every reader of the counts tests them: import meanwhile
         try:
             return counting.result()
+        except ChildDied:  # killed from outside (e.g. out of memory): count here instead
+            return count_verdicts(self.log.connection, self.campaign)
         finally:
             counting.close()
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,7 +20,7 @@ import relations.biaslens.report as biaslens_report
 from harness import process_call
 from harness.report import build_report
 from harness.store.reader import EventReader
-from harness.tables import ReportContext
+from harness.tables import ReportContext, Table
 from relations.biaslens.importer import import_released
 from relations.biaslens.report_tally import ReportTally, tally_groups, tally_groups_in
 from relations.biaslens.tally import group_positions, recorded_row_counts, trials_at
@@ -75,19 +77,22 @@ def test_a_tally_split_anywhere_and_merged_is_the_tally_of_every_group(log: Path
             assert _fields(first) == _fields(whole), cut
 
 
-def test_the_report_on_three_processes_is_the_report_on_one(
-    log: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    with EventReader(log) as reader, monkeypatch.context() as one:
-        one.setattr(process_call, "second_core_free", lambda: False)
+@pytest.fixture(scope="module")
+def serial(log: Path) -> list[Table]:
+    """The report built in one process."""
+    with EventReader(log) as reader, pytest.MonkeyPatch.context() as one:
         one.setattr(harness.tables, "second_core_free", lambda: False)
         one.setattr(biaslens_report, "second_core_free", lambda: False)
-        serial = build_report(reader, mode="released")
+        return build_report(reader, mode="released")
 
+
+@pytest.fixture
+def asides(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Second processes wanted for any log, named here as they start."""
     started: list[str] = []
     real = process_call.ProcessCall.__init__
 
-    def counted(self: process_call.ProcessCall[object], what: str, *args: object) -> None:
+    def counted(self: process_call.ProcessCall[object], what: str, *args: Any) -> None:
         started.append(what)
         real(self, what, *args)
 
@@ -96,15 +101,49 @@ def test_the_report_on_three_processes_is_the_report_on_one(
     monkeypatch.setattr(biaslens_report, "second_core_free", lambda: True)
     monkeypatch.setattr(harness.tables, "ASIDE_MIN_BYTES", 0)
     monkeypatch.setattr(biaslens_report, "SPLIT_MIN_CASES", 1)
+    return started
+
+
+def _same(tables: list[Table], serial: list[Table]) -> None:
+    assert [t.name for t in tables] == [t.name for t in serial]
+    for a, b in zip(tables, serial, strict=True):
+        assert a == b, a.name
+
+
+def test_the_report_on_three_processes_is_the_report_on_one(
+    log: Path, serial: list[Table], asides: list[str]
+) -> None:
     with EventReader(log) as reader:
-        split = build_report(reader, mode="released")
-    assert sorted(started) == [
+        _same(build_report(reader, mode="released"), serial)
+    assert sorted(asides) == [
         "the process counting the verdicts",
         "the process tallying BiasLens groups",
     ]
-    assert [t.name for t in split] == [t.name for t in serial]
-    for a, b in zip(split, serial, strict=True):
-        assert a == b, a.name
+
+
+def _die(*args: object) -> None:
+    os._exit(9)  # as a process killed from outside ends: no value, no exception
+
+
+def test_a_second_process_killed_from_outside_is_made_up_for_here(
+    log: Path, serial: list[Table], asides: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(harness.tables, "count_verdicts_in", _die)
+    monkeypatch.setattr(biaslens_report, "tally_groups_in", _die)
+    with EventReader(log) as reader:
+        _same(build_report(reader, mode="released"), serial)
+    assert len(asides) == 2
+
+
+def test_without_a_second_process_the_report_is_built_here(
+    log: Path, serial: list[Table], asides: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refused(self: object, *args: object) -> None:
+        raise OSError("no more processes")
+
+    monkeypatch.setattr(process_call.ProcessCall, "__init__", refused)
+    with EventReader(log) as reader:
+        _same(build_report(reader, mode="released"), serial)
 
 
 def test_a_section_of_relations_the_campaign_did_not_plan_waits_for_no_count(log: Path) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import HarnessError
-from harness.process_call import Failed, ProcessCall
+from harness.process_call import ChildDied, Failed, ProcessCall
 
 
 def test_the_value_comes_back() -> None:
@@ -39,7 +39,7 @@ def test_the_childs_exception_is_raised_in_the_caller() -> None:
 def test_a_child_that_dies_is_an_error_naming_its_exit_code() -> None:
     call = ProcessCall("the dying process", os._exit, 3)
     try:
-        with pytest.raises(HarnessError, match=r"the dying process died \(exit code 3\)"):
+        with pytest.raises(ChildDied, match=r"the dying process died \(exit code 3\)"):
             call.result()
     finally:
         call.close()

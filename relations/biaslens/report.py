@@ -10,11 +10,12 @@ answer strict mode could not read; their tests join the report-wide correction
 
 from __future__ import annotations
 
+from array import array
 from collections import defaultdict
 from typing import Any
 
 from harness.errors import ConfigError
-from harness.process_call import ProcessCall, second_core_free
+from harness.process_call import ChildDied, ProcessCall, second_core_free
 from harness.stats import load as load_statistics
 from harness.tables import Heatmap, Paired, ReportContext, ReportSection, Table
 from relations.biaslens.comparisons import (
@@ -73,25 +74,20 @@ def biaslens_tables(ctx: ReportContext) -> list[Table]:
     other = "released" if mode == "strict" else "strict"
     tally = ReportTally(mode, recorded_row_counts(conn, ctx.campaign))
     mine, theirs = _split(groups, ctx)
-    aside = (
-        ProcessCall(
-            "the process tallying BiasLens groups",
-            tally_groups_in,
-            ctx.log.file,
-            mode,
-            tally.row_counts,
-            [groups.pop(key) for key in theirs],
-        )
-        if theirs
-        else None
-    )
+    aside = _tally_aside(ctx, tally, [groups[key] for key in theirs]) if theirs else None
+    if aside is None:
+        mine, theirs = mine + theirs, []
     try:
         # One group's answers at a time (invariant 6): each list is dropped once tallied.
         for key in mine:
             tally.add(trials_at(conn, groups.pop(key)))
         if aside is not None:
             load_statistics()  # the tables below test the tallies: imported while it works
-            tally.merge(aside.result())  # its groups all sort after these
+            try:
+                tally.merge(aside.result())  # its groups all sort after these
+            except ChildDied:  # killed from outside (e.g. out of memory): tally them here
+                for key in theirs:
+                    tally.add(trials_at(conn, groups[key]))
     finally:
         if aside is not None:
             aside.close()
@@ -109,6 +105,24 @@ def biaslens_tables(ctx: ReportContext) -> list[Table]:
 
 
 GroupKey = tuple[str, str]
+
+
+def _tally_aside(
+    ctx: ReportContext, tally: ReportTally, positions: list[array[int]]
+) -> ProcessCall[ReportTally] | None:
+    """The tally of the groups at ``positions`` started in a second process; None when no
+    process can be started (they are then tallied here)."""
+    try:
+        return ProcessCall(
+            "the process tallying BiasLens groups",
+            tally_groups_in,
+            ctx.log.file,
+            tally.mode,
+            tally.row_counts,
+            positions,
+        )
+    except OSError:
+        return None
 
 
 def _split(groups: GroupPositions, ctx: ReportContext) -> tuple[list[GroupKey], list[GroupKey]]:
