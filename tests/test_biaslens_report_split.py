@@ -67,7 +67,7 @@ def test_a_tally_split_anywhere_and_merged_is_the_tally_of_every_group(log: Path
         assert len(keys) == 6  # two models x three attributes
         counts = recorded_row_counts(conn, campaign)
         whole = tally_groups((trials_at(conn, groups[k]) for k in keys), "released", counts)
-        assert whole.disagreement_rows and whole.strict_invalid_rows and whole.paired_rows
+        assert whole.disagreement_rows and whole.strict_invalid_rows and whole.paired
         for cut in range(1, len(keys)):
             first = tally_groups(
                 (trials_at(conn, groups[k]) for k in keys[:cut]), "released", counts

@@ -130,10 +130,20 @@ def _pair_key(q: AlignedQuestion) -> tuple[str, str, QType, str, str]:
     return (q.model, q.attribute, q.qtype, q.role, without_role(q.question).strip().lower())
 
 
+# (model, attribute, type, pairs, biased with the role, biased without, role only, plain only)
+PairedCounts = tuple[str, str, str, int, int, int, int, int]
+
+
 def paired_variants(questions: Iterable[AlignedQuestion], mode: str) -> list[list[Any]]:
     """One row per (model, attribute, type) asked in both variants, and per (model,
     attribute) over all its types (type `ALL_TYPES`): `PAIRED_COLUMNS` after the key. Pairs
     where either verdict is INVALID (strict mode) are left out."""
+    return [paired_row(counts) for counts in paired_counts(questions, mode)]
+
+
+def paired_counts(questions: Iterable[AlignedQuestion], mode: str) -> list[PairedCounts]:
+    """The counts `paired_variants` tests, without the tests (what a report tallies per
+    group, in a process that needs no statistics library)."""
     firsts: dict[str, dict[tuple[str, str, QType, str, str], Vote]] = defaultdict(dict)
     for q in questions:
         firsts[q.variant].setdefault(_pair_key(q), q.verdict(mode))
@@ -148,36 +158,44 @@ def paired_variants(questions: Iterable[AlignedQuestion], mode: str) -> list[lis
         # All types of an attribute together too: a few pairs per type cannot reach
         # significance (4 discordant pairs give p >= 0.125), the attribute's pairs may.
         diffs[(model, attribute, ALL_TYPES)].append(pair)
-    rows = []
-    for (model, attribute, qtype), pairs in diffs.items():
-        n = len(pairs)
-        with_role = sum(r for r, _ in pairs)
-        plain = sum(p for _, p in pairs)
-        role_only = sum(r and not p for r, p in pairs)
-        plain_only = sum(p and not r for r, p in pairs)
-        low, high = paired_difference_interval(role_only, plain_only, n)
-        rows.append(
-            [
-                model,
-                attribute,
-                qtype,
-                n,
-                with_role,
-                report_number(with_role / n),
-                plain,
-                report_number(plain / n),
-                report_number((with_role - plain) / n),
-                report_number(low),
-                report_number(high),
-                role_only,
-                plain_only,
-                "mcnemar",
-                report_number(mcnemar_exact(role_only, plain_only), 6),
-                None,
-                None,
-            ]
+    return [
+        (
+            model,
+            attribute,
+            qtype,
+            len(pairs),
+            sum(r for r, _ in pairs),
+            sum(p for _, p in pairs),
+            sum(r and not p for r, p in pairs),
+            sum(p and not r for r, p in pairs),
         )
-    return rows
+        for (model, attribute, qtype), pairs in diffs.items()
+    ]
+
+
+def paired_row(counts: PairedCounts) -> list[Any]:
+    """`paired_counts`' counts with their interval and McNemar's exact test."""
+    model, attribute, qtype, n, with_role, plain, role_only, plain_only = counts
+    low, high = paired_difference_interval(role_only, plain_only, n)
+    return [
+        model,
+        attribute,
+        qtype,
+        n,
+        with_role,
+        report_number(with_role / n),
+        plain,
+        report_number(plain / n),
+        report_number((with_role - plain) / n),
+        report_number(low),
+        report_number(high),
+        role_only,
+        plain_only,
+        "mcnemar",
+        report_number(mcnemar_exact(role_only, plain_only), 6),
+        None,
+        None,
+    ]
 
 
 def paired_difference_interval(role_only: int, plain_only: int, pairs: int) -> tuple[float, float]:

@@ -24,6 +24,7 @@ from relations.biaslens.comparisons import (
     RATE_COLUMNS,
     attribute_rates,
     attribute_rates_all_types,
+    paired_row,
 )
 from relations.biaslens.questionset import ATTRIBUTES, QType
 from relations.biaslens.report_tally import ReportTally, tally_groups_in
@@ -97,7 +98,7 @@ def biaslens_tables(ctx: ReportContext) -> list[Table]:
     return [
         _table3(by_cell, mode, other),
         _long_cells(by_cell, mode),
-        *_role_vs_no_role(tally.paired_rows, mode),
+        *_role_vs_no_role([paired_row(c) for c in tally.paired], mode),
         _consistency(tally, mode),
         _disagreements(tally.disagreements()),
         _strict_invalid(tally.strict_invalid()),

@@ -2,8 +2,9 @@
 
 `tally.trial_groups` hands over the trials of one (model, attribute) at a time, both variants
 and every run; each group is aligned into questions (`tally.align`), tallied, and dropped.
-What is kept is counts (cells, consistency, Table 5's Choice counts), the role vs no-role
-rows (one per attribute and type) and the rows a reader asked for (every question the two
+What is kept is counts (cells, consistency, Table 5's Choice counts, the role vs no-role
+pairs per attribute and type, tested by the report at the end: a process that tallies
+groups needs no statistics library) and the rows a reader asked for (every question the two
 modes disagree on, every answer strict mode could not read), so a report of the six-model
 release holds one group's answers, not a million.
 
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.store.reader import EventReader
-from relations.biaslens.comparisons import paired_variants
+from relations.biaslens.comparisons import PairedCounts, paired_counts
 from relations.biaslens.oracles import Vote
 from relations.biaslens.questionset import QType
 from relations.biaslens.table5 import ChoiceKey, choice_by_attribute, combine
@@ -53,7 +54,7 @@ class ReportTally:
     consistency: dict[tuple[str, str, QType], Consistency] = field(default_factory=dict)
     choice: dict[ChoiceKey, tuple[frozenset[int], Consistency]] = field(default_factory=dict)
     every_run: dict[tuple[str, str], set[int]] = field(default_factory=dict)
-    paired_rows: list[list[Any]] = field(default_factory=list)
+    paired: list[PairedCounts] = field(default_factory=list)  # tested by the report
     disagreement_rows: dict[GroupKey, list[list[Any]]] = field(default_factory=dict)
     strict_invalid_rows: dict[GroupKey, list[list[Any]]] = field(default_factory=dict)
 
@@ -66,7 +67,7 @@ class ReportTally:
         self.choice.update(later.choice)
         for run_key, runs in later.every_run.items():
             self.every_run.setdefault(run_key, set()).update(runs)
-        self.paired_rows.extend(later.paired_rows)
+        self.paired.extend(later.paired)
         self.disagreement_rows.update(later.disagreement_rows)
         self.strict_invalid_rows.update(later.strict_invalid_rows)
 
@@ -80,7 +81,7 @@ class ReportTally:
         for key, c in consistency(questions, self.mode).items():
             self.consistency.setdefault(key, Consistency()).add(c)
         self.choice.update(choice_by_attribute(trials))
-        self.paired_rows.extend(paired_variants(questions, self.mode))
+        self.paired.extend(paired_counts(questions, self.mode))
         for q in disagreements(questions):
             rows = self.disagreement_rows.setdefault((q.model, q.variant, q.attribute), [])
             rows.append(_disagreement_row(q))
