@@ -150,6 +150,8 @@ def test_a_tail_decodes_the_same_with_any_hex_key_once_its_params_did(params: st
     for bad in (f'"{_KEY}', f'{_KEY}"', "x", '"\\u12"'):
         tail = f'"params":{params},"request_key":{bad}}}'
         assert not tail_decodes(tail), tail
+    # The same params text under another key, of the same length: no AskSent field.
+    assert not tail_decodes(f'"paramz":{params},"request_key":"{_KEY}"}}')
 
 
 @pytest.mark.parametrize(
