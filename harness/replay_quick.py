@@ -145,31 +145,49 @@ def _ask_matches(payload: str, turn: int, ask_json: str, request_json: str) -> b
 # ``"params":P,"request_key":"K"}`` with K plain hex, as the engine writes it (a sha256).
 _HEX_KEY_END = re.compile(r',"request_key":"[0-9a-f]{1,128}"}\Z')
 _PARAMS_HEAD = '"params":'
-# Params texts seen to decode, each in a tail with a hex key: a model's params are the same
-# text in every AskSent of a campaign, so one pydantic call per model, not per ask.
-_DECODED_PARAMS: set[str] = set()
-_MAX_PARAMS = 4096  # beyond this many distinct texts each tail is validated on its own
+# The engine writes each request's own sampling seed into its params: the params texts of a
+# model differ by that number only. An integer value of a "seed" key, as JSON writes it.
+_SEED_VALUE = re.compile(r'"seed":-?(?:0|[1-9][0-9]{0,17})(?=[,}])')
+# Params texts, their seeds set to 0, seen to decode in a tail with a hex key: one pydantic
+# call per model and answer shape, not per ask.
+_DECODED_SHAPES: set[str] = set()
+_MAX_SHAPES = 4096  # beyond this many distinct shapes each tail is validated on its own
+
+
+def _params_shape(tail: str) -> str | None:
+    """P of a tail ``"params":P,"request_key":"K"}`` (K hex, no backslash anywhere) with
+    each "seed" value written as 0, or None for any other tail."""
+    if not tail.startswith(_PARAMS_HEAD) or "\\" in tail:
+        return None
+    found = _HEX_KEY_END.search(tail)
+    if found is None:
+        return None
+    return _SEED_VALUE.sub('"seed":0', tail[len(_PARAMS_HEAD) : found.start()])
 
 
 def tail_decodes(tail: str) -> bool:
     """True when ``"{" + tail`` decodes as the fields after an AskSent's messages (with
     AskSent's own field types and its forbidding of other keys).
 
-    Whether such a text decodes does not depend on the key when the key is plain hex: a run
-    of hex digits after ``"request_key":"`` is inside that string (or, if P left a string
-    open, after a string, where nothing may follow) in every text. So a params text P that
-    decoded once with some hex key decodes with any: the pydantic call is made once per P.
+    Two tails of one shape (`_params_shape`) both decode or both fail, so the pydantic call
+    is made once per shape. Without a backslash every quote opens or closes a string, so the
+    two texts split into the same JSON tokens and differ only in the digits of (a) the key,
+    a run of hex digits after ``"request_key":"``: inside that string, or, if P left a string
+    open, right after one, where nothing may follow; and (b) integer values right after a
+    ``"seed":`` string: if that string is a key, its value is GenerationParams.seed (any int
+    or None) or sits in a dict of any values (an answer shape's ``verdict_schema``; no other
+    model of the params has a "seed" field); if it is not a key, neither text is JSON.
+    `tests/test_replay_quick_tamper.py` checks the field types this rests on.
     """
-    found = _HEX_KEY_END.search(tail)
-    params = tail[len(_PARAMS_HEAD) : found.start()] if found else None
-    if params is not None and tail.startswith(_PARAMS_HEAD) and params in _DECODED_PARAMS:
+    shape = _params_shape(tail)
+    if shape is not None and shape in _DECODED_SHAPES:
         return True
     try:
         _AskTail.__pydantic_validator__.validate_json("{" + tail)
     except ValidationError:
         return False
-    if params is not None and tail.startswith(_PARAMS_HEAD) and len(_DECODED_PARAMS) < _MAX_PARAMS:
-        _DECODED_PARAMS.add(params)
+    if shape is not None and len(_DECODED_SHAPES) < _MAX_SHAPES:
+        _DECODED_SHAPES.add(shape)
     return True
 
 

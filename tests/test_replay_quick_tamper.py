@@ -10,12 +10,13 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 import harness.replay as replay
 from harness.campaign import parse_campaign
 from harness.errors import EventDecodeError
 from harness.replay import VerifyResult, verify_log
-from harness.replay_quick import QuickCounts, quick_verify, tail_decodes
+from harness.replay_quick import QuickCounts, _AskTail, quick_verify, tail_decodes
 from harness.runner import run_campaign
 
 
@@ -142,6 +143,7 @@ _KEY = "0123456789abcdef" * 4
         "{}",
         '{"temperature":0.0,"max_tokens":null,"seed":3}',
         '{"temperature":0.0},"request_key":"a"',  # a duplicate key: JSON keeps the last
+        '{"temperature":null,"max_tokens":null,"seed":192708272,"top_p":null,"answer_shape":null}',
     ],
 )
 def test_a_tail_decodes_the_same_with_any_hex_key_once_its_params_did(params: str) -> None:
@@ -161,3 +163,43 @@ def test_a_tail_decodes_the_same_with_any_hex_key_once_its_params_did(params: st
 def test_params_that_do_not_decode_never_pass(params: str) -> None:
     for _ in range(2):  # the second time as the first: nothing was remembered
         assert not tail_decodes(f'"params":{params},"request_key":"{_KEY}"}}')
+
+
+_PARAMS = '{"temperature":null,"max_tokens":7,"seed":%s,"top_p":null,"answer_shape":%s}'
+_SHAPE = '{"kind":"json","verdict_schema":{"seed":%s}}'
+
+
+def _pydantic_decodes(tail: str) -> bool:
+    try:
+        _AskTail.model_validate_json("{" + tail)
+    except ValidationError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("shape", ["null", _SHAPE % "3"])
+def test_a_tail_decodes_as_pydantic_decodes_it_whatever_its_seed(shape: str) -> None:
+    # One shape first known to decode; then other seeds, each as the params' seed and (if
+    # the answer shape has one) in the answer shape's verdict schema.
+    assert tail_decodes(f'"params":{_PARAMS % ("12", shape)},"request_key":"{_KEY}"}}')
+    for seed in ("0", "-5", "987654321098765432", '"x"', "1.5", "1e3", "true", "[]", "-"):
+        for answer in {shape, shape.replace("3", seed)}:
+            tail = f'"params":{_PARAMS % (seed, answer)},"request_key":"{_KEY}"}}'
+            assert tail_decodes(tail) == _pydantic_decodes(tail), tail
+    assert not tail_decodes(f'"params":{_PARAMS % ("1.5", shape)},"request_key":"{_KEY}"}}')
+
+
+def test_the_seed_values_a_tail_shape_stands_for_are_any_int() -> None:
+    # `tail_decodes` treats every integer "seed" value alike: true while the params' seed is
+    # a plain int (no bounds) and no model inside the params has a "seed" field of its own.
+    from harness.answer_shape import AnswerShape
+    from harness.model import GenerationParams
+
+    seed = GenerationParams.model_fields["seed"]
+    assert seed.annotation == int | None and seed.metadata == []
+    assert "seed" not in AnswerShape.model_fields
+    assert [
+        name
+        for name, f in GenerationParams.model_fields.items()
+        if f.annotation not in (float | None, int | None)
+    ] == ["answer_shape"]
