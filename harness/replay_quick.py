@@ -143,11 +143,14 @@ def _ask_matches(payload: str, turn: int, ask_json: str, request_json: str) -> b
 
 
 # ``"params":P,"request_key":"K"}`` with K plain hex, as the engine writes it (a sha256).
-_HEX_KEY_END = re.compile(r',"request_key":"[0-9a-f]{1,128}"}\Z')
+_KEY_HEAD = ',"request_key":"'
+_HEX_KEY = re.compile(r'[0-9a-f]{1,128}"}\Z')
 _PARAMS_HEAD = '"params":'
 # The engine writes each request's own sampling seed into its params: the params texts of a
-# model differ by that number only. An integer value of a "seed" key, as JSON writes it.
-_SEED_VALUE = re.compile(r'"seed":-?(?:0|[1-9][0-9]{0,17})(?=[,}])')
+# model differ by that number only. The integer value of a "seed" key, as JSON writes it.
+_SEED = '"seed":'
+_SEED_INT = re.compile(r"-?(?:0|[1-9][0-9]{0,17})(?=[,}])")
+_SEED_VALUE = re.compile(_SEED + _SEED_INT.pattern)
 # Params texts, their seeds set to 0, seen to decode in a tail with a hex key: one pydantic
 # call per model and answer shape, not per ask.
 _DECODED_SHAPES: set[str] = set()
@@ -157,12 +160,19 @@ _MAX_SHAPES = 4096  # beyond this many distinct shapes each tail is validated on
 def _params_shape(tail: str) -> str | None:
     """P of a tail ``"params":P,"request_key":"K"}`` (K hex, no backslash anywhere) with
     each "seed" value written as 0, or None for any other tail."""
-    if not tail.startswith(_PARAMS_HEAD) or "\\" in tail:
+    key = tail.rfind(_KEY_HEAD)
+    if key < 0 or not tail.startswith(_PARAMS_HEAD) or "\\" in tail:
         return None
-    found = _HEX_KEY_END.search(tail)
-    if found is None:
+    if _HEX_KEY.match(tail, key + len(_KEY_HEAD)) is None:
         return None
-    return _SEED_VALUE.sub('"seed":0', tail[len(_PARAMS_HEAD) : found.start()])
+    params = tail[len(_PARAMS_HEAD) : key]
+    seed = params.find(_SEED)
+    if seed < 0:
+        return params
+    if params.find(_SEED, seed + 1) >= 0:  # more than one: each of them
+        return _SEED_VALUE.sub(_SEED + "0", params)
+    found = _SEED_INT.match(params, seed + len(_SEED))
+    return params if found is None else params[: seed + len(_SEED)] + "0" + params[found.end() :]
 
 
 def tail_decodes(tail: str) -> bool:
