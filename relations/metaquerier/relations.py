@@ -7,8 +7,11 @@ social group), and for MR2 ``inserted`` (L, terms not in TL_s).
 from __future__ import annotations
 
 import functools
+import math
+import random
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar, Literal
+from collections.abc import Sequence
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -32,6 +35,8 @@ from relations.metaquerier.termlist import (
 )
 
 THREAD = "conversation"
+
+T = TypeVar("T")
 
 Gender = Literal["female", "male"]
 
@@ -87,12 +92,34 @@ def _pool(groups: tuple[str, ...]) -> tuple[corpora.Term, ...]:
     return tuple(t for g in groups for t in by_group.get(g, ()))
 
 
+def sample(rng: random.Random, population: Sequence[T], k: int) -> list[T]:
+    """``rng.sample(population, k)``: the same draws and the same picks, in a third of its
+    time when ``k`` is small beside the population (replay draws every case of a log again).
+    `tests/test_metaquerier_sample.py` checks it against ``random.Random.sample``."""
+    n = len(population)
+    set_size = 21 if k <= 5 else 21 + 4 ** math.ceil(math.log(k * 3, 4))  # as random.py
+    if not 0 <= k <= n or n <= set_size:
+        return rng.sample(population, k)  # random.py's other way (or its error)
+    # random.py's set way with its ``_randbelow(n)`` inlined: draw bit_length(n) random bits
+    # again while the number is n or more, and again while it was already picked.
+    getrandbits, bits = rng.getrandbits, n.bit_length()
+    picked: set[int] = set()
+    result = []
+    for _ in range(k):
+        j = getrandbits(bits)
+        while j >= n or j in picked:
+            j = getrandbits(bits)
+        picked.add(j)
+        result.append(population[j])
+    return result
+
+
 def _draw_case(options: TermListOptions, index: int, seed: int, *, inserted: int) -> dict[str, Any]:
     rng = case_rng(seed, index, "metaquerier")
     pool = _pool(tuple(options.groups))
     if len(pool) < options.list_size + inserted:
         raise ValueError("the corpus is smaller than list_size + insert_size")
-    chosen = rng.sample(pool, options.list_size + inserted)
+    chosen = sample(rng, pool, options.list_size + inserted)
     source, extra = chosen[: options.list_size], chosen[options.list_size :]
     return {
         "terms": [t.text for t in source],
