@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from harness.cache import cache_key
 from harness.calls import CallLoop
@@ -46,7 +46,7 @@ from harness.relation import (
     Transcript,
     Turn,
     Verdict,
-    derive_seed,
+    seed_deriver,
 )
 from harness.resume_step import InterruptedStep, interrupted_step
 from harness.retry import RetryPolicy
@@ -114,13 +114,26 @@ class AnswerCache(Protocol):
     def lookup(self, key: str, repeat: int) -> Reply | None: ...
 
 
-@dataclass(frozen=True)
-class CallContext:
-    """Which turn a model call belongs to, for backends that answer by turn (replay)."""
+class CallContext(NamedTuple):
+    """Which turn a model call belongs to, for backends that answer by turn (replay).
+
+    A named tuple, not a frozen dataclass: one is built for every call, and a frozen
+    dataclass's ``__init__`` (one ``object.__setattr__`` a field) cost twice as much."""
 
     case_id: str
     turn: int
     repeat: int
+
+
+def turn_seeder(campaign_seed: int) -> Callable[[str, int], int]:
+    """``derive_seed(campaign_seed, case_id, turn)``, the sampling seed of a turn, as a
+    function of (case_id, turn) with the campaign's part joined once: it runs every turn."""
+    seed = seed_deriver(campaign_seed)
+
+    def turn_seed(case_id: str, turn: int) -> int:
+        return seed(f"{case_id}\x1f{turn}")  # derive_seed joins its parts with \x1f
+
+    return turn_seed
 
 
 current_call: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar(
@@ -158,6 +171,7 @@ class Engine:
         specs = {s.name: s for s in [*config.models, *config.judges]}
         self.specs: dict[str, ModelSpec] = specs
         self._merged_params: dict[str, GenerationParams] = {}
+        self._turn_seed = turn_seeder(config.seed)
         self.gates: dict[str, CallGate] = dict(gates or {})
         for model in [*self.models.values(), *self.judges]:
             self.gates.setdefault(model.name, InFlightGate(specs[model.name].max_in_flight))
@@ -431,7 +445,7 @@ class Engine:
             updates["answer_shape"] = ask.answer  # recorded in AskSent.params: the format used
         if merged.seed is None:
             # Seeded per turn so repeats differ while the whole campaign stays reproducible.
-            updates["seed"] = derive_seed(self.config.seed, case.case_id, turn) % (2**31)
+            updates["seed"] = self._turn_seed(case.case_id, turn) % (2**31)
         return merged.model_copy(update=updates) if updates else merged
 
     def _seed_is_derived(self, model: Model) -> bool:

@@ -93,3 +93,13 @@ parts = st.lists(
 @given(parts, st.one_of(seed_texts, st.integers()))
 def test_seed_deriver_is_derive_seed_with_a_last_part(leading: list[object], last: object) -> None:
     assert seed_deriver(*leading)(last) == derive_seed(*leading, last)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(), seed_texts, st.integers(min_value=0))
+def test_turn_seeder_is_derive_seed_of_campaign_case_and_turn(
+    campaign_seed: int, case_id: str, turn: int
+) -> None:
+    from harness.engine import turn_seeder
+
+    assert turn_seeder(campaign_seed)(case_id, turn) == derive_seed(campaign_seed, case_id, turn)
