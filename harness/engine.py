@@ -136,6 +136,8 @@ def turn_seeder(campaign_seed: int) -> Callable[[str, int], int]:
     return turn_seed
 
 
+_NO_TURNS = Transcript()  # a new case's (frozen: shared)
+
 current_call: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar(
     "current_call", default=None
 )
@@ -342,35 +344,19 @@ class Engine:
         or None when the case did not close here.
         """
         state = self._resume.pop(case.case_id, None)
-        if state is None:
+        if state is None:  # a new case: nothing logged to finish first
             log = CaseLog.opened(self.store, self.campaign_id, CaseState(case=case))
+            self.progress.case_started(case)
+            transcript = _NO_TURNS
         elif state.closed:
             return None
         else:
             log = CaseLog(self.store, self.campaign_id, state)
-        self.progress.case_started(case)
-        transcript = log.state.transcript()
-        interrupted = interrupted_step(functools.partial(self._step, relation, case), log.state)
-        if interrupted is not None:
-            # A step cut short by a crash or a stop is finished as the relation asked it.
-            turns = await asyncio.gather(
-                *(self._finish(log, interrupted, i, ask) for i, ask in enumerate(interrupted.asks))
-            )
-            if any(t is None for t in turns):
+            self.progress.case_started(case)
+            resumed = await self._finish_logged_turns(log, case, relation)
+            if resumed is None:
                 return None
-            transcript = interrupted.before.extend([t for t in turns if t is not None])
-        # Otherwise (the log does not follow the relation's steps), turns under way at a
-        # crash (or awaiting a retry) are finished first, with the exact request logged.
-        elif reopened := log.state.open_turns():
-            self.summary.resent_in_flight += sum(1 for t in reopened if t.in_flight)
-            turns = await asyncio.gather(*(self._resend(log, t) for t in reopened))
-            if any(t is None for t in turns):
-                return None
-            # The fold in ``state`` predates the re-sends: add their turns to it, else the
-            # relation would ask the finished turns again.
-            done = {t.index: t for t in transcript.turns}
-            done.update({t.index: t for t in turns if t is not None})
-            transcript = Transcript(turns=tuple(done[i] for i in sorted(done)))
+            transcript = resumed
         while True:
             if self._stop.is_set():
                 return None
@@ -402,6 +388,35 @@ class Engine:
             if any(t is None for t in new_turns):
                 return None  # stopped mid-step; resume finishes it
             transcript = transcript.extend([t for t in new_turns if t is not None])
+
+    async def _finish_logged_turns(
+        self, log: CaseLog, case: Case, relation: Relation
+    ) -> Transcript | None:
+        """The transcript of a case resumed from the log, once the turns it left open are
+        finished (None: stopped before they were)."""
+        transcript = log.state.transcript()
+        interrupted = interrupted_step(functools.partial(self._step, relation, case), log.state)
+        if interrupted is not None:
+            # A step cut short by a crash or a stop is finished as the relation asked it.
+            turns = await asyncio.gather(
+                *(self._finish(log, interrupted, i, ask) for i, ask in enumerate(interrupted.asks))
+            )
+            if any(t is None for t in turns):
+                return None
+            transcript = interrupted.before.extend([t for t in turns if t is not None])
+        # Otherwise (the log does not follow the relation's steps), turns under way at a
+        # crash (or awaiting a retry) are finished first, with the exact request logged.
+        elif reopened := log.state.open_turns():
+            self.summary.resent_in_flight += sum(1 for t in reopened if t.in_flight)
+            turns = await asyncio.gather(*(self._resend(log, t) for t in reopened))
+            if any(t is None for t in turns):
+                return None
+            # The fold in ``state`` predates the re-sends: add their turns to it, else the
+            # relation would ask the finished turns again.
+            done = {t.index: t for t in transcript.turns}
+            done.update({t.index: t for t in turns if t is not None})
+            transcript = Transcript(turns=tuple(done[i] for i in sorted(done)))
+        return transcript
 
     def _step(self, relation: Relation, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
         try:

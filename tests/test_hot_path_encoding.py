@@ -103,3 +103,19 @@ def test_turn_seeder_is_derive_seed_of_campaign_case_and_turn(
     from harness.engine import turn_seeder
 
     assert turn_seeder(campaign_seed)(case_id, turn) == derive_seed(campaign_seed, case_id, turn)
+
+
+@settings(max_examples=200, deadline=None)
+@given(msgs=messages)
+async def test_sim_request_reads_the_messages_as_the_formulas_did(msgs: list[Message]) -> None:
+    """The sim reads prompt, prior turns and request length in one pass over the messages:
+    each as the formula it replaced (a differing one would change the sim's answers)."""
+    from harness.sim import SimHandler, SimRequest
+
+    seen: list[SimRequest] = []
+    model = SimModel("sim:x")
+    model.handlers = [SimHandler("capture", 0, lambda req: seen.append(req) or "[a, b]")]
+    reply = await model.complete(msgs, GenerationParams(seed=1))
+    assert seen[0].prompt == next((m.content for m in reversed(msgs) if m.role == "user"), "")
+    assert seen[0].prior_turns == sum(1 for m in msgs if m.role == "assistant")
+    assert reply.usage.input_tokens == sum(len(m.content) for m in msgs) // 4 + 1
