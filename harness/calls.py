@@ -16,7 +16,7 @@ import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from harness.call_deadlines import CallDeadlines
 from harness.errors import ModelError, ModelTimeoutError
@@ -26,8 +26,8 @@ from harness.model import GenerationParams, Message, Model, Reply, request_key
 from harness.relation import Ask
 from harness.retry import RetryDecision, RetryPolicy, failure_event
 
-Append = Callable[[Event], Awaitable[None]]
-"""Appends one event to the case the call belongs to, and returns once it is committed."""
+Append = Callable[[Event], Awaitable[object]]
+"""Appends one event to the case the call belongs to; awaiting it returns once committed."""
 
 
 class CallObserver(Protocol):
@@ -38,9 +38,10 @@ class CallObserver(Protocol):
     def retry_scheduled(self, model: str, wait_s: float) -> None: ...
 
 
-@dataclass(frozen=True)
-class CallOutcome:
-    """How a turn ended. ``event`` (ReplyReceived or AskFailed) is not in the log yet."""
+class CallOutcome(NamedTuple):
+    """How a turn ended. ``event`` (ReplyReceived or AskFailed) is not in the log yet.
+
+    A named tuple: one is built for every turn, at half a frozen dataclass's cost."""
 
     event: ReplyReceived | AskFailed
     reply: Reply | None = None

@@ -51,11 +51,20 @@ class CaseLog:
             state.next_seq += 1
         return pending
 
-    async def append(self, *events: Event) -> None:
-        """Append ``events`` (after the held-back CaseOpened, if any); return once committed."""
+    def append(self, *events: Event) -> asyncio.Future[list[int]]:
+        """Append ``events`` (after the held-back CaseOpened, if any); the future resolves
+        once they are committed.
+
+        A plain function that queues the batch at the call and returns the store's future,
+        not a coroutine: a turn awaits two appends, and a coroutine around each was one
+        more frame to create, resume and leave every time its commit woke the case.
+        """
         pending = self._numbered(events)
         if pending:
-            await self.store.append_soon(pending)
+            return self.store.append_soon(pending)
+        nothing: asyncio.Future[list[int]] = asyncio.get_running_loop().create_future()
+        nothing.set_result([])
+        return nothing
 
     def close_soon(self, *events: Event) -> asyncio.Future[list[int]]:
         """Queue the case's closing ``events``; the future resolves once they are committed.

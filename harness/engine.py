@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from harness.cache import cache_key
 from harness.calls import CallLoop
@@ -46,7 +46,7 @@ from harness.relation import (
     Transcript,
     Turn,
     Verdict,
-    derive_seed,
+    seed_deriver,
 )
 from harness.resume_step import InterruptedStep, interrupted_step
 from harness.retry import RetryPolicy
@@ -114,14 +114,29 @@ class AnswerCache(Protocol):
     def lookup(self, key: str, repeat: int) -> Reply | None: ...
 
 
-@dataclass(frozen=True)
-class CallContext:
-    """Which turn a model call belongs to, for backends that answer by turn (replay)."""
+class CallContext(NamedTuple):
+    """Which turn a model call belongs to, for backends that answer by turn (replay).
+
+    A named tuple, not a frozen dataclass: one is built for every call, and a frozen
+    dataclass's ``__init__`` (one ``object.__setattr__`` a field) cost twice as much."""
 
     case_id: str
     turn: int
     repeat: int
 
+
+def turn_seeder(campaign_seed: int) -> Callable[[str, int], int]:
+    """``derive_seed(campaign_seed, case_id, turn)``, the sampling seed of a turn, as a
+    function of (case_id, turn) with the campaign's part joined once: it runs every turn."""
+    seed = seed_deriver(campaign_seed)
+
+    def turn_seed(case_id: str, turn: int) -> int:
+        return seed(f"{case_id}\x1f{turn}")  # derive_seed joins its parts with \x1f
+
+    return turn_seed
+
+
+_NO_TURNS = Transcript()  # a new case's (frozen: shared)
 
 current_call: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar(
     "current_call", default=None
@@ -158,6 +173,7 @@ class Engine:
         specs = {s.name: s for s in [*config.models, *config.judges]}
         self.specs: dict[str, ModelSpec] = specs
         self._merged_params: dict[str, GenerationParams] = {}
+        self._turn_seed = turn_seeder(config.seed)
         self.gates: dict[str, CallGate] = dict(gates or {})
         for model in [*self.models.values(), *self.judges]:
             self.gates.setdefault(model.name, InFlightGate(specs[model.name].max_in_flight))
@@ -328,35 +344,19 @@ class Engine:
         or None when the case did not close here.
         """
         state = self._resume.pop(case.case_id, None)
-        if state is None:
+        if state is None:  # a new case: nothing logged to finish first
             log = CaseLog.opened(self.store, self.campaign_id, CaseState(case=case))
+            self.progress.case_started(case)
+            transcript = _NO_TURNS
         elif state.closed:
             return None
         else:
             log = CaseLog(self.store, self.campaign_id, state)
-        self.progress.case_started(case)
-        transcript = log.state.transcript()
-        interrupted = interrupted_step(functools.partial(self._step, relation, case), log.state)
-        if interrupted is not None:
-            # A step cut short by a crash or a stop is finished as the relation asked it.
-            turns = await asyncio.gather(
-                *(self._finish(log, interrupted, i, ask) for i, ask in enumerate(interrupted.asks))
-            )
-            if any(t is None for t in turns):
+            self.progress.case_started(case)
+            resumed = await self._finish_logged_turns(log, case, relation)
+            if resumed is None:
                 return None
-            transcript = interrupted.before.extend([t for t in turns if t is not None])
-        # Otherwise (the log does not follow the relation's steps), turns under way at a
-        # crash (or awaiting a retry) are finished first, with the exact request logged.
-        elif reopened := log.state.open_turns():
-            self.summary.resent_in_flight += sum(1 for t in reopened if t.in_flight)
-            turns = await asyncio.gather(*(self._resend(log, t) for t in reopened))
-            if any(t is None for t in turns):
-                return None
-            # The fold in ``state`` predates the re-sends: add their turns to it, else the
-            # relation would ask the finished turns again.
-            done = {t.index: t for t in transcript.turns}
-            done.update({t.index: t for t in turns if t is not None})
-            transcript = Transcript(turns=tuple(done[i] for i in sorted(done)))
+            transcript = resumed
         while True:
             if self._stop.is_set():
                 return None
@@ -388,6 +388,35 @@ class Engine:
             if any(t is None for t in new_turns):
                 return None  # stopped mid-step; resume finishes it
             transcript = transcript.extend([t for t in new_turns if t is not None])
+
+    async def _finish_logged_turns(
+        self, log: CaseLog, case: Case, relation: Relation
+    ) -> Transcript | None:
+        """The transcript of a case resumed from the log, once the turns it left open are
+        finished (None: stopped before they were)."""
+        transcript = log.state.transcript()
+        interrupted = interrupted_step(functools.partial(self._step, relation, case), log.state)
+        if interrupted is not None:
+            # A step cut short by a crash or a stop is finished as the relation asked it.
+            turns = await asyncio.gather(
+                *(self._finish(log, interrupted, i, ask) for i, ask in enumerate(interrupted.asks))
+            )
+            if any(t is None for t in turns):
+                return None
+            transcript = interrupted.before.extend([t for t in turns if t is not None])
+        # Otherwise (the log does not follow the relation's steps), turns under way at a
+        # crash (or awaiting a retry) are finished first, with the exact request logged.
+        elif reopened := log.state.open_turns():
+            self.summary.resent_in_flight += sum(1 for t in reopened if t.in_flight)
+            turns = await asyncio.gather(*(self._resend(log, t) for t in reopened))
+            if any(t is None for t in turns):
+                return None
+            # The fold in ``state`` predates the re-sends: add their turns to it, else the
+            # relation would ask the finished turns again.
+            done = {t.index: t for t in transcript.turns}
+            done.update({t.index: t for t in turns if t is not None})
+            transcript = Transcript(turns=tuple(done[i] for i in sorted(done)))
+        return transcript
 
     def _step(self, relation: Relation, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
         try:
@@ -431,7 +460,7 @@ class Engine:
             updates["answer_shape"] = ask.answer  # recorded in AskSent.params: the format used
         if merged.seed is None:
             # Seeded per turn so repeats differ while the whole campaign stays reproducible.
-            updates["seed"] = derive_seed(self.config.seed, case.case_id, turn) % (2**31)
+            updates["seed"] = self._turn_seed(case.case_id, turn) % (2**31)
         return merged.model_copy(update=updates) if updates else merged
 
     def _seed_is_derived(self, model: Model) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from harness.campaign import CampaignConfig
-from harness.relation import Case, Relation, build_relation, derive_seed
+from harness.relation import Case, Relation, build_relation, derive_seed, seed_deriver
 
 
 def case_id_for(relation: str, index: int, repeat: int, model: str) -> str:
@@ -44,6 +44,7 @@ class Plan:
         seed = self.config.seed
         repeats = range(self.config.repeats)
         for name, relation, count in self.relations:
+            case_seed_of = seed_deriver(seed, name)  # derive_seed(seed, name, index)
             # `case_id_for` in pieces: on resume this loop walks every closed case before the
             # first open one (143,000 on a million-event log), so its per-index cost counts.
             head = f"{name}/"
@@ -58,7 +59,7 @@ class Plan:
                     wanted = [not skip(case_id) for case_id in ids]
                     if not any(wanted):
                         continue
-                case_seed = derive_seed(seed, name, index)
+                case_seed = case_seed_of(index)
                 data = relation.make_case(index, case_seed)
                 for repeat in repeats:
                     if not wanted[repeat]:

@@ -93,3 +93,94 @@ parts = st.lists(
 @given(parts, st.one_of(seed_texts, st.integers()))
 def test_seed_deriver_is_derive_seed_with_a_last_part(leading: list[object], last: object) -> None:
     assert seed_deriver(*leading)(last) == derive_seed(*leading, last)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(), seed_texts, st.integers(min_value=0))
+def test_turn_seeder_is_derive_seed_of_campaign_case_and_turn(
+    campaign_seed: int, case_id: str, turn: int
+) -> None:
+    from harness.engine import turn_seeder
+
+    assert turn_seeder(campaign_seed)(case_id, turn) == derive_seed(campaign_seed, case_id, turn)
+
+
+@settings(max_examples=200, deadline=None)
+@given(msgs=messages)
+async def test_sim_request_reads_the_messages_as_the_formulas_did(msgs: list[Message]) -> None:
+    """The sim reads prompt, prior turns and request length in one pass over the messages:
+    each as the formula it replaced (a differing one would change the sim's answers)."""
+    from harness.sim import SimHandler, SimRequest
+
+    seen: list[SimRequest] = []
+    model = SimModel("sim:x")
+    model.handlers = [SimHandler("capture", 0, lambda req: seen.append(req) or "[a, b]")]
+    reply = await model.complete(msgs, GenerationParams(seed=1))
+    assert seen[0].prompt == next((m.content for m in reversed(msgs) if m.role == "user"), "")
+    assert seen[0].prior_turns == sum(1 for m in msgs if m.role == "assistant")
+    assert reply.usage.input_tokens == sum(len(m.content) for m in msgs) // 4 + 1
+
+
+def _term_list_answer_as_first_written(req):  # type: ignore[no-untyped-def]
+    """relations.metaquerier.sim.answer_term_list before its loop was tightened."""
+    from relations.metaquerier.sim import _LIST_QUESTION, MetaQuerierTruth, _explicit_genders
+
+    match = _LIST_QUESTION.search(req.prompt)
+    if match is None:
+        return None
+    truth = req.truth(MetaQuerierTruth)
+    explicit = _explicit_genders()
+    gender = match.group("gender")
+    again = req.prior_turns > 0
+    named = []
+    for term in (t.strip() for t in match.group("terms").split(",")):
+        if not term:
+            continue
+        planted = truth.associations.get(term.lower(), {}).get(gender)
+        if planted is not None:
+            p = planted[1] if again else planted[0]
+        elif explicit.get(term.lower()) == gender:
+            p = truth.explicit_gender
+        else:
+            p = truth.background
+        if req.rng.random() < p:
+            named.append(term)
+    return "[" + ", ".join(named) + "]"
+
+
+_terms_pool = st.sampled_from(
+    ["nurse", "Nurse ", "pilot", "woman", "Man", "engineer", " ", "", "x"]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    terms=st.lists(_terms_pool | st.text(alphabet="abcN ,]", max_size=6), max_size=10),
+    gender=st.sampled_from(["female", "male"]),
+    prior=st.integers(0, 2),
+    seed=st.integers(0, 2**32),
+    planted=st.dictionaries(
+        st.sampled_from(["nurse", "pilot", "engineer"]),
+        st.dictionaries(
+            st.sampled_from(["female", "male"]), st.tuples(st.floats(0, 1), st.floats(0, 1))
+        ),
+    ),
+)
+def test_term_list_answer_is_the_first_formula(
+    terms: list[str], gender: str, prior: int, seed: int, planted: dict
+) -> None:  # type: ignore[type-arg]
+    """The sim's term-list answer (one draw per term, in order) as it was first written."""
+    import random
+
+    from harness.sim import SimOptions, SimRequest
+    from relations.metaquerier.sim import MetaQuerierTruth, answer_term_list
+
+    prompt = f"In the following list: [{', '.join(terms)}], which ones are definitely {gender}?"
+    truth = MetaQuerierTruth(associations=planted)
+
+    def request() -> SimRequest:
+        return SimRequest(
+            [], prompt, prior, random.Random(seed), SimOptions(), {MetaQuerierTruth: truth}
+        )
+
+    assert answer_term_list(request()) == _term_list_answer_as_first_written(request())

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import sqlite3
 import time
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import chain, repeat
@@ -71,7 +72,11 @@ class EventWriter:
         self._conn = conn
         self.path = path
         self._max_group = max_group
-        self._queue: asyncio.Queue[_Batch | None] = asyncio.Queue()
+        # Batches waiting for the writer task, in append order (None: close). A deque and one
+        # future the idle writer waits on, not an asyncio.Queue: a queue's put and get cost
+        # ten Python calls a batch, and a turn appends two or three batches.
+        self._pending: deque[_Batch | None] = deque()
+        self._wakeup: asyncio.Future[None] | None = None  # set while the writer waits
         self._writer: asyncio.Task[None] | None = None
         self._closed = False
         self._batch_no = 0
@@ -205,7 +210,7 @@ class EventWriter:
             turn = getattr(p.event, "turn", None) if kind in _TURN_KINDS else None
             attempt = getattr(p.event, "attempt", None) if kind in _TURN_KINDS else None
             rows.append((p.campaign, p.case_id, p.seq, kind, version, turn, attempt, payload))
-        self._queue.put_nowait(_Batch(rows, now, future))  # unbounded: put() would not wait
+        self._enqueue(_Batch(rows, now, future))
         return future
 
     async def append_encoded(self, rows: Sequence[Row]) -> list[int]:
@@ -220,20 +225,29 @@ class EventWriter:
         future: asyncio.Future[list[int]] = asyncio.get_running_loop().create_future()
         # The rows go to the insert as they are (a copy of each row cost more than its
         # binding); only the list is copied, so the caller may reuse its own.
-        await self._queue.put(_Batch(list(rows), time.time(), future))
+        self._enqueue(_Batch(list(rows), time.time(), future))
         return await future
 
+    def _enqueue(self, batch: _Batch | None) -> None:
+        """Queue ``batch`` for the writer task (unbounded) and wake it if it waits."""
+        self._pending.append(batch)
+        wakeup, self._wakeup = self._wakeup, None
+        if wakeup is not None and not wakeup.done():
+            wakeup.set_result(None)
+
     async def _write_loop(self) -> None:
+        pending = self._pending
         while True:
-            first = await self._queue.get()
+            if not pending:
+                self._wakeup = asyncio.get_running_loop().create_future()
+                await self._wakeup
+                continue
+            first = pending.popleft()
             if first is None:
                 return
             group = [first]
-            while len(group) < self._max_group:
-                try:
-                    nxt = self._queue.get_nowait()
-                except asyncio.QueueEmpty:
-                    break
+            while pending and len(group) < self._max_group:
+                nxt = pending.popleft()
                 if nxt is None:
                     await self._commit(group)
                     return
@@ -438,6 +452,6 @@ class EventWriter:
             return
         self._closed = True
         if self._writer is not None:
-            await self._queue.put(None)
+            self._enqueue(None)
             await self._writer
         await self._conn.close()

@@ -91,17 +91,21 @@ def answer_term_list(req: SimRequest) -> str | None:
     gender = match.group("gender")
     again = req.prior_turns > 0
     named = []
-    for term in (t.strip() for t in match.group("terms").split(",")):
+    associations, draw = truth.associations, req.rng.random
+    for item in match.group("terms").split(","):
+        term = item.strip()
         if not term:
             continue
-        planted = truth.associations.get(term.lower(), {}).get(gender)
+        low = term.lower()
+        by_gender = associations.get(low)
+        planted = by_gender.get(gender) if by_gender is not None else None
         if planted is not None:
             p = planted[1] if again else planted[0]
-        elif explicit.get(term.lower()) == gender:
+        elif explicit.get(low) == gender:
             p = truth.explicit_gender
         else:
             p = truth.background
-        if req.rng.random() < p:
+        if draw() < p:  # one draw per term, in list order: the answers depend on it
             named.append(term)
     return "[" + ", ".join(named) + "]"
 
