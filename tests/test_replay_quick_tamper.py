@@ -12,12 +12,11 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-import harness.replay as replay
 from harness.campaign import parse_campaign
 from harness.errors import EventDecodeError
-from harness.replay import VerifyResult, verify_log
-from harness.replay_quick import QuickCounts, _AskTail, quick_verify, tail_decodes
+from harness.replay_quick import _AskTail, tail_decodes
 from harness.runner import run_campaign
+from tests.test_replay_quick import _verify
 
 
 @pytest.fixture(scope="module")
@@ -36,19 +35,6 @@ def log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = tmp_path_factory.mktemp("tamper") / "tamper.db"
     asyncio.run(run_campaign(config, db))
     return db
-
-
-def _verify(db: Path, monkeypatch: pytest.MonkeyPatch, *, quick: bool) -> tuple[VerifyResult, int]:
-    taken = 0
-
-    def counting(*args: object) -> QuickCounts | None:
-        nonlocal taken
-        found = quick_verify(*args) if quick else None  # type: ignore[arg-type]
-        taken += found is not None
-        return found
-
-    monkeypatch.setattr(replay, "quick_verify", counting)
-    return verify_log(db), taken
 
 
 def _tampered(log: Path, tmp_path: Path, where: str, old: str, new: str) -> Path:
