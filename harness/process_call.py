@@ -6,10 +6,11 @@ SQLite connections, which a forked child must not touch) that runs ``fn(*args)``
 back its pickled result; `result` waits for it. The child's exception is raised in the
 caller (the child's own traceback kept as its text when the exception does not pickle); a
 child that dies is a `ChildDied` naming its exit code (the caller may then compute the
-value itself). ``fn`` and its arguments must
-pickle: a module-level function and plain data. The child starts with SIGINT ignored, so a
-Ctrl-C is the caller's to handle: `close` (always, e.g. in a ``finally``) kills a child
-still running.
+value itself). ``fn`` and its arguments must pickle: a module-level function of the
+project and plain data. The child starts with SIGINT ignored, so a Ctrl-C is the caller's
+to handle: `close` (always, e.g. in a ``finally``) kills a child still running; and it is
+started without the caller's ``__main__`` (`spawning`), so a user's script is never run
+twice.
 
 `second_core_free` says whether a call is worth it at all: on a one-core machine the child
 only competes with its parent.
@@ -22,8 +23,10 @@ import multiprocessing
 import os
 import pickle
 import signal
+import sys
 import threading
 import traceback
+import types
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -90,7 +93,7 @@ class ProcessCall(Generic[T]):
         context = multiprocessing.get_context("spawn")
         self._receiver, sender = context.Pipe(duplex=False)
         self._process = context.Process(target=_run, args=(fn, args, sender), daemon=True)
-        with sigint_ignored():
+        with spawning():
             self._process.start()
         sender.close()  # the child's end: a dead child then reads as EOF here
         self._done = False
@@ -122,6 +125,26 @@ class ProcessCall(Generic[T]):
             self._process.kill()
         self._process.join()
         self._receiver.close()
+
+
+@contextlib.contextmanager
+def spawning() -> Iterator[None]:
+    """Around a spawned child's start: SIGINT ignored (`sigint_ignored`) and the caller's
+    ``__main__`` hidden. multiprocessing's spawn has the child import the parent's main
+    module again (to unpickle what was defined there), which runs a script's top level a
+    second time when it lacks an ``if __name__ == "__main__"`` guard: a library user's
+    script that runs a campaign, then reports on it, would run the campaign again. The
+    functions children run here live in the project's modules, never in ``__main__``."""
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        with sigint_ignored():
+            yield
+    finally:
+        if main is None:
+            del sys.modules["__main__"]
+        else:
+            sys.modules["__main__"] = main
 
 
 @contextlib.contextmanager

@@ -7,6 +7,8 @@ import math
 import os
 import pickle
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -67,3 +69,32 @@ def test_close_stops_a_child_still_running_and_the_child_ignores_ctrl_c() -> Non
     call.close()
     assert time.monotonic() - started < 10
     assert not call._process.is_alive()
+
+
+def test_a_script_without_a_main_guard_runs_once(tmp_path: Path) -> None:
+    # A library user's script with no `if __name__ == "__main__"`: a child that imported the
+    # caller's main module again would run its top level (a campaign, say) a second time.
+    marker = tmp_path / "ran"
+    script = tmp_path / "script.py"
+    script.write_text(
+        "import math\n"
+        "from pathlib import Path\n"
+        "from harness.process_call import ProcessCall\n"
+        f"with Path({str(marker)!r}).open('a') as fh:\n"
+        "    fh.write('top level\\n')\n"
+        "call = ProcessCall('factorial', math.factorial, 10)\n"
+        "print(call.result())\n"
+        "call.close()\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(math.factorial(10))
+    assert marker.read_text() == "top level\n"

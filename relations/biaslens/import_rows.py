@@ -31,7 +31,7 @@ from typing import Any
 from harness.errors import HarnessError
 from harness.gc_pause import gc_paused
 from harness.model import GenerationParams
-from harness.process_call import Failed, sigint_ignored
+from harness.process_call import Failed, spawning
 from harness.relation import Case, build_relation, seed_deriver
 from relations.biaslens.import_events import EncodedRow, ImportEncoder
 from relations.biaslens.relations import BiasLensAnswer
@@ -164,7 +164,7 @@ class ChunksFromProcess:
         context = multiprocessing.get_context("spawn")  # the parent holds threads
         self._receiver, sender = context.Pipe(duplex=False)
         self._process = context.Process(target=_child, args=(job, sender), daemon=True)
-        with sigint_ignored():
+        with spawning():
             self._process.start()
         sender.close()  # the child's end: a dead child then reads as EOF here
         self._items: queue.Queue[object] = queue.Queue(maxsize=read_ahead)
