@@ -223,19 +223,17 @@ def _biaslens_trials_of(case_ids: set[str]) -> Iterator[None]:
     every resample would be the whole pool."""
     from relations.biaslens import report as bl_report
 
-    load = bl_report.trial_groups
+    load, split = bl_report.trials_at, bl_report.second_core_free
 
-    def resampled(conn: Any, campaign: str) -> Iterator[list[Any]]:
-        for group in load(conn, campaign):
-            mine = [t for t in group if t.case_id in case_ids]
-            if mine:
-                yield mine
+    def resampled(conn: Any, positions: Any) -> list[Any]:
+        return [t for t in load(conn, positions) if t.case_id in case_ids]
 
-    bl_report.trial_groups = resampled
+    bl_report.trials_at = resampled
+    bl_report.second_core_free = lambda: False  # a second process would read every case
     try:
         yield
     finally:
-        bl_report.trial_groups = load
+        bl_report.trials_at, bl_report.second_core_free = load, split
 
 
 def flagged(tables: list[Table], names: tuple[str, ...] | None) -> bool | None:

@@ -117,6 +117,9 @@ def tally_groups(
     tally = ReportTally(mode, row_counts)
     for trials in groups:
         tally.add(trials)
+        # One group's answers at a time: a name still bound to this group while the next
+        # one is read would hold two.
+        del trials
     return tally
 
 
