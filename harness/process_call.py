@@ -72,7 +72,10 @@ def second_core_free() -> bool:
         return (os.cpu_count() or 1) >= 2
 
 
-def _run(fn: Callable[..., Any], args: tuple[Any, ...], conn: Connection) -> None:
+def _run(
+    fn: Callable[..., Any], args: tuple[Any, ...], conn: Connection, parent: Connection
+) -> None:
+    _end_with(parent)
     try:
         try:
             data = pickle.dumps(fn(*args), protocol=pickle.HIGHEST_PROTOCOL)
@@ -85,6 +88,19 @@ def _run(fn: Callable[..., Any], args: tuple[Any, ...], conn: Connection) -> Non
         conn.close()
 
 
+def _end_with(parent: Connection) -> None:
+    """Ends this child when its parent ends, however it ends (SIGKILL included): a thread
+    waits on a pipe only the parent holds open, which reads as ready once the parent is
+    gone. Without it a child would work on to its end for a caller that no longer waits."""
+
+    def watch() -> None:
+        with contextlib.suppress(OSError):
+            parent.poll(None)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
 class ProcessCall(Generic[T]):
     """``fn(*args)`` running in a spawned child; `result` returns it, `close` stops it."""
 
@@ -92,10 +108,13 @@ class ProcessCall(Generic[T]):
         self.what = what  # named in errors: "the verdict count's process"
         context = multiprocessing.get_context("spawn")
         self._receiver, sender = context.Pipe(duplex=False)
-        self._process = context.Process(target=_run, args=(fn, args, sender), daemon=True)
+        # Never written: the child sees its end ready once this process has ended.
+        watched, self._alive = context.Pipe(duplex=False)
+        self._process = context.Process(target=_run, args=(fn, args, sender, watched), daemon=True)
         with spawning():
             self._process.start()
         sender.close()  # the child's end: a dead child then reads as EOF here
+        watched.close()
         self._done = False
 
     def ready(self) -> bool:
@@ -125,6 +144,7 @@ class ProcessCall(Generic[T]):
             self._process.kill()
         self._process.join()
         self._receiver.close()
+        self._alive.close()
 
 
 @contextlib.contextmanager

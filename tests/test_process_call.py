@@ -98,3 +98,37 @@ def test_a_script_without_a_main_guard_runs_once(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(math.factorial(10))
     assert marker.read_text() == "top level\n"
+
+
+def test_a_child_ends_with_its_parent_killed_outright(tmp_path: Path) -> None:
+    # SIGKILL leaves no `close` to run: the child must not work on for nobody.
+    script = tmp_path / "script.py"
+    script.write_text(
+        "import os, signal, sys, time\n"
+        "from harness.process_call import ProcessCall\n"
+        "call = ProcessCall('a long sleep', time.sleep, 120)\n"
+        "print(call._process.pid, flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == -signal.SIGKILL
+    child = int(done.stdout.split()[0])
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and _running(child):
+        time.sleep(0.1)
+    assert not _running(child)
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"  # a zombie has ended (its parent, init, reaps it)
