@@ -71,6 +71,18 @@ def test_close_stops_a_child_still_running_and_the_child_ignores_ctrl_c() -> Non
     assert not call._process.is_alive()
 
 
+def _run_script(script: Path) -> subprocess.CompletedProcess[str]:
+    """``script`` run by this Python in its own folder, the project importable."""
+    return subprocess.run(
+        [sys.executable, str(script)],
+        cwd=script.parent,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
 def test_a_script_without_a_main_guard_runs_once(tmp_path: Path) -> None:
     # A library user's script with no `if __name__ == "__main__"`: a child that imported the
     # caller's main module again would run its top level (a campaign, say) a second time.
@@ -86,15 +98,7 @@ def test_a_script_without_a_main_guard_runs_once(tmp_path: Path) -> None:
         "print(call.result())\n"
         "call.close()\n"
     )
-    root = Path(__file__).resolve().parents[1]
-    done = subprocess.run(
-        [sys.executable, str(script)],
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(root)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = _run_script(script)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(math.factorial(10))
     assert marker.read_text() == "top level\n"
@@ -110,14 +114,7 @@ def test_a_child_ends_with_its_parent_killed_outright(tmp_path: Path) -> None:
         "print(call._process.pid, flush=True)\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"
     )
-    root = Path(__file__).resolve().parents[1]
-    done = subprocess.run(
-        [sys.executable, str(script)],
-        env={**os.environ, "PYTHONPATH": str(root)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = _run_script(script)
     assert done.returncode == -signal.SIGKILL
     child = int(done.stdout.split()[0])
     deadline = time.monotonic() + 20
