@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from harness.process_call import ChildDied, ProcessCall, second_core_free
+from harness.process_call import ProcessCall, second_core_free
 from harness.stats import load as load_statistics
 from harness.store.reader import EventReader
 from harness.verdict_counts import VerdictCounts, case_key, count_verdicts, count_verdicts_in
@@ -147,18 +147,19 @@ class ReportContext:
         run meanwhile (`harness.report.build_report` builds the core's, which do, last)."""
         path = self.log.file
         if (
-            self._counting is None
-            and "verdict_counts" not in self.__dict__
-            and path is not None
-            and path.stat().st_size >= ASIDE_MIN_BYTES
-            and second_core_free()
+            self._counting is not None
+            or "verdict_counts" in self.__dict__
+            or path is None
+            or not second_core_free()
         ):
-            try:
+            return
+        try:
+            if path.stat().st_size >= ASIDE_MIN_BYTES:
                 self._counting = ProcessCall(
                     "the process counting the verdicts", count_verdicts_in, path, self.campaign
                 )
-            except OSError:  # no process to be had: the count is made here when read
-                self._counting = None
+        except OSError:  # no file there any more, or no process: the count is made here
+            self._counting = None
 
     def close(self) -> None:
         """Stops a count still running in a second process (a report that failed)."""
@@ -247,7 +248,10 @@ class ReportContext:
             load_statistics()  # every reader of the counts tests them: import meanwhile
         try:
             return counting.result()
-        except ChildDied:  # killed from outside (e.g. out of memory): count here instead
+        except Exception:
+            # The child failed in any way (killed from outside, the file gone from its
+            # name, a damaged log): counted here, so an error is raised as one process
+            # raises it.
             return count_verdicts(self.log.connection, self.campaign)
         finally:
             counting.close()

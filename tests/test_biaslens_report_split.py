@@ -152,3 +152,16 @@ def test_a_section_of_relations_the_campaign_did_not_plan_waits_for_no_count(log
         assert list(ctx.relation_verdicts_of(lambda r: r.startswith("metaquerier."))) == []
         assert "verdict_counts" not in ctx.__dict__  # nothing counted, nothing waited for
         assert list(ctx.relation_verdicts_of(lambda r: r == "biaslens.answer"))
+
+
+def test_a_log_removed_while_its_report_reads_it_is_still_reported(
+    log: Path, serial: list[Table], asides: list[str], tmp_path: Path
+) -> None:
+    # The open reader still reads a file whose name is gone; no second process can open it
+    # by name, so the report is built here.
+    copy = tmp_path / "copy.db"
+    copy.write_bytes(log.read_bytes())
+    with EventReader(copy) as reader:
+        copy.unlink()
+        _same(build_report(reader, mode="released"), serial)
+    assert asides == ["the process tallying BiasLens groups"]  # it failed: tallied here

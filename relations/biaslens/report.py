@@ -15,7 +15,7 @@ from collections import defaultdict
 from typing import Any
 
 from harness.errors import ConfigError
-from harness.process_call import ChildDied, ProcessCall, second_core_free
+from harness.process_call import ProcessCall, second_core_free
 from harness.stats import load as load_statistics
 from harness.tables import Heatmap, Paired, ReportContext, ReportSection, Table
 from relations.biaslens.comparisons import (
@@ -86,7 +86,10 @@ def biaslens_tables(ctx: ReportContext) -> list[Table]:
             load_statistics()  # the tables below test the tallies: imported while it works
             try:
                 tally.merge(aside.result())  # its groups all sort after these
-            except ChildDied:  # killed from outside (e.g. out of memory): tally them here
+            except Exception:
+                # The child failed in any way (killed from outside, the file gone from its
+                # name, a damaged log): tallied here, so an error is raised as one process
+                # raises it.
                 for key in theirs:
                     tally.add(trials_at(conn, groups[key]))
     finally:
