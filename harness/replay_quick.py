@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
-from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness.errors import StoreError
 from harness.events import (
@@ -34,7 +34,7 @@ from harness.events import (
     ReplyReceived,
     dump_json,
 )
-from harness.model import GenerationParams, Message
+from harness.model import GenerationParams
 from harness.relation import (
     Case,
     Outcome,
@@ -102,16 +102,6 @@ def raw_cases(
 class QuickCounts:
     asks: int
     verdicts: int = 1
-
-
-_MESSAGES = TypeAdapter(list[Message])  # built once: one serialiser call per request
-
-
-def messages_json(messages: Sequence[Message]) -> str:
-    """A request as its AskSent payload holds it (and as `verify_case` compares it: the
-    list's serialiser writes each message as its own ``model_dump_json`` does, comma-joined
-    in brackets; `tests/test_replay_quick.py` checks the two agree)."""
-    return _MESSAGES.serializer.to_json(list(messages)).decode()
 
 
 def step_safely(relation: Relation, case: Case, transcript: Transcript) -> object:

@@ -30,8 +30,9 @@ def message_json(head: str, content: str) -> str:
 
 class RequestText:
     """The requests of one conversation as turns are added to it, in transcript order:
-    ``json(ask)`` is ``messages_json(messages_for(ask, transcript))`` for the transcript
-    of the turns added so far."""
+    ``json(ask)`` is the JSON list of ``messages_for(ask, transcript)`` (each message as its
+    ``model_dump_json`` writes it, as an AskSent holds the request) for the transcript of the
+    turns added so far."""
 
     def __init__(self) -> None:
         # thread -> the JSON of its answered turns' messages (user, assistant, ...); a thread

@@ -12,9 +12,8 @@ import pytest
 import harness.replay as replay
 from harness.campaign import parse_campaign
 from harness.errors import EventDecodeError
-from harness.model import Message
 from harness.replay import VerifyResult, verify_log
-from harness.replay_quick import QuickCounts, messages_json, quick_verify
+from harness.replay_quick import QuickCounts, quick_verify
 from harness.runner import run_campaign
 
 
@@ -120,22 +119,6 @@ def test_a_tampered_request_alone_leaves_the_quick_path_and_is_listed(
     assert taken == 49
     assert [m.what for m in fast.differences] == ["request"]
     assert _key(fast) == _key(exact)
-
-
-@pytest.mark.parametrize(
-    "messages",
-    [
-        [],
-        [Message(role="user", content="plain")],
-        [
-            Message(role="system", content='quotes " and \\ and \n and é and \u2028 and \x00'),
-            Message(role="user", content="two"),
-            Message(role="assistant", content=""),
-        ],
-    ],
-)
-def test_messages_json_is_the_per_message_dumps_joined(messages: list[Message]) -> None:
-    assert messages_json(messages) == "[" + ",".join(m.model_dump_json() for m in messages) + "]"
 
 
 @pytest.mark.parametrize(

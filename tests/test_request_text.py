@@ -9,9 +9,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.fold import messages_for
+from harness.model import Message
 from harness.relation import Ask, Transcript, Turn
-from harness.replay_quick import messages_json
 from harness.request_text import RequestText
+
+
+def messages_json(messages: list[Message]) -> str:
+    """The oracle: a request as an AskSent holds it, each message's own dump, comma-joined."""
+    return "[" + ",".join(m.model_dump_json() for m in messages) + "]"
+
 
 _threads = st.sampled_from(["a", "b", "c"])  # few names: threads are continued and forked
 _asks = st.builds(
