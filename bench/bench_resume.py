@@ -51,7 +51,7 @@ def build(db: Path, events: int, base_cases: int | None = None) -> None:
     import sqlite3
 
     from harness.campaign import parse_campaign
-    from harness.engine import Engine
+    from harness.engine import Engine, turn_seeder
     from harness.events import (
         AskSent,
         CaseClosed,
@@ -74,6 +74,7 @@ def build(db: Path, events: int, base_cases: int | None = None) -> None:
     engine = Engine.__new__(Engine)  # only its parameter rule (_params_for) is used
     engine.config, engine.specs = cfg, {s.name: s for s in cfg.models}
     engine._merged_params = {}
+    engine._turn_seed = turn_seeder(cfg.seed)
     model = type("M", (), {"name": MODEL})()
     campaign = "bench0000001"
     conn = sqlite3.connect(db, isolation_level=None)
