@@ -47,6 +47,14 @@ def case_key(case_id: str) -> str:
     return _REPEAT.sub("@", case_id, count=1)
 
 
+def case_key_sql(column: str) -> str:
+    """`case_key` of ``column`` in SQLite's SQL, on a connection with the function
+    registered. An id without "@" (an imported case's) is its own key: SQL answers it, and
+    the Python function, a call back into the interpreter for each of a million rows, is
+    asked only of the others (planned cases' ids hold "@")."""
+    return f"CASE WHEN instr({column}, '@') = 0 THEN {column} ELSE {_CASE_KEY_SQLITE}({column}) END"
+
+
 @dataclass
 class OutcomeCounts:
     """Verdicts of one (model, relation) or one model: every verdict by outcome (repeats
@@ -82,7 +90,7 @@ def count_verdicts(conn: sqlite3.Connection, campaign: str) -> VerdictCounts:
     """The counts of the campaign's latest relation verdicts, read from the log."""
     if isinstance(conn, sqlite3.Connection):
         conn.create_function(_CASE_KEY_SQLITE, 1, case_key, deterministic=True)
-        key = f"{_CASE_KEY_SQLITE}(case_id)"
+        key = case_key_sql("case_id")
     else:
         key = _CASE_KEY_POSTGRES
     return _accumulate(_latest(conn.execute(_VERDICTS.format(key=key), (campaign,))))
