@@ -207,3 +207,26 @@ def test_answer_verdicts_shared_between_answers_are_the_ones_built_per_answer(
         expected = _verdict(vote, _evidence(data, q), q)
     assert relation.answer_verdict(data, answer) == expected
     assert relation.answer_verdict(dict(data), answer) == expected  # the shared one
+
+
+def test_verdicts_encoded_once_are_told_apart_from_later_ones() -> None:
+    """The encoder keeps a shared verdict's payload by the verdict's identity: a verdict made
+    after another was dropped (which may reuse its id) still gets its own payload, and so
+    does one past the kept entries."""
+    relation = build_relation(RELATION, OPTIONS)
+    assert isinstance(relation, BiasLensAnswer)
+    encoder = ImportEncoder(relation, GenerationParams())
+    data = {"attribute": "age", "type": "Yes/No", "question": "Q?", "role": "r", "run": 1}
+    case = Case(case_id="k", relation=RELATION, model="m", index=0, repeat=0, seed=1, data=data)
+    for n in range(5_000):
+        verdict = Verdict(outcome=Outcome.HELD, reason=f"reason {n}", evidence={"n": n})
+        rows = encoder.rows("c", case, "Yes", verdict)
+        assert rows[3][7] == encode_event(VerdictReached(verdict=verdict))[2]
+        del verdict, rows
+    shared = relation.answer_verdict(data, "Yes")
+    assert shared is not None
+    for _ in range(2):
+        assert (
+            encoder.rows("c", case, "Yes", shared)[3][7]
+            == encode_event(VerdictReached(verdict=shared))[2]
+        )

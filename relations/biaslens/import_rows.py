@@ -32,7 +32,7 @@ from harness.errors import HarnessError
 from harness.gc_pause import gc_paused
 from harness.model import GenerationParams
 from harness.process_call import Failed, spawning
-from harness.relation import Case, build_relation, seed_deriver
+from harness.relation import build_relation, seed_deriver
 from relations.biaslens.import_events import EncodedRow, ImportEncoder
 from relations.biaslens.relations import BiasLensAnswer
 from relations.biaslens.released import AnswerFile, read_answer_rows, row_case_data
@@ -99,22 +99,25 @@ def answer_chunks(job: ImportJob) -> Iterator[Chunk | FileRead]:
                 if data is None:
                     skipped += 1
                     continue
-                case = Case(
-                    case_id=case_id_of(model, f, row_no),
-                    relation=RELATION,
-                    model=model,
-                    index=offset + row_no,
-                    repeat=f.run - 1,
-                    seed=seed(offset + row_no),  # what replay re-derives
-                    data=data,
-                )
+                case_id = case_id_of(model, f, row_no)
                 answer = row.get("Answer", "")
                 # The recorded answer fixes the verdict: the relation's own decision (what
                 # its step returns for this one-turn transcript), without the transcript.
                 verdict = relation.answer_verdict(data, answer)
                 if verdict is None:
-                    raise AssertionError(f"{case.case_id}: a released answer must fix its verdict")
-                chunk.rows += encoder.rows(job.campaign, case, answer, verdict)
+                    raise AssertionError(f"{case_id}: a released answer must fix its verdict")
+                # The Case's fields, encoded without building it (`ImportEncoder.answer_rows`).
+                chunk.rows += encoder.answer_rows(
+                    job.campaign,
+                    case_id,
+                    model,
+                    offset + row_no,
+                    f.run - 1,
+                    seed(offset + row_no),  # what replay re-derives
+                    data,
+                    answer,
+                    verdict,
+                )
                 chunk.outcomes[verdict.outcome.value] += 1
                 if len(chunk.rows) >= 5 * job.chunk_answers:
                     yield chunk
