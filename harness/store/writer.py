@@ -87,6 +87,9 @@ class EventWriter:
         self._compact: CompactInserter | None = None
         self._table = "events"
         self._unsummarised = 0  # events appended since the log's summaries last moved
+        # A log built whole has one writer: the rows a summary move covers are the ones it
+        # appended since the last, which it keeps for that move (`log_summary.HeldRows`).
+        self._held: log_summary.HeldRows | None = None
 
     @classmethod
     async def open(
@@ -170,6 +173,8 @@ class EventWriter:
         if table == "log":
             store._compact, store._table = CompactInserter(blocks), "log"
         store._batch_no = int(last[0]) if last else 0
+        if bulk and table == "events":
+            store._held = log_summary.HeldRows()
         store._writer = asyncio.create_task(store._write_loop(), name="event-store-writer")
         return store
 
@@ -336,27 +341,41 @@ class EventWriter:
                     self._insert_one(conn, b, n) for b, n in zip(group, numbers, strict=True)
                 ]
             if self._compact is None:
-                self._move_summaries(conn, group)
+                self._move_summaries(conn, group, results)
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
             self._forget()
+            if self._held is not None:
+                self._held.moved(None)  # what it holds may not be in the log
             error = StoreError(f"commit to {self.path} failed: {exc}")
             error.__cause__ = exc
             results = [error] * len(group)
         return results
 
-    def _move_summaries(self, conn: sqlite3.Connection, group: list[_Batch]) -> None:
+    def _move_summaries(
+        self,
+        conn: sqlite3.Connection,
+        group: list[_Batch],
+        results: list[list[int] | BaseException],
+    ) -> None:
         # Derived data, moved in the transaction of the events it covers (see
         # `harness.store.log_summary`); every REFRESH_EVERY events, so a commit pays for it
         # rarely and a resume reads at most about that many events past the summary.
         started = [row[0] for b in group for row in b.rows if row[3] == "CampaignStarted"]
         for campaign in started:
             log_summary.start(conn, campaign)
+        if self._held is not None:  # the batches written (a conflicting one is not)
+            for b, result in zip(group, results, strict=True):
+                if not isinstance(result, BaseException):
+                    self._held.add(b.rows)
         self._unsummarised += sum(len(b.rows) for b in group)
         if started or self._unsummarised >= log_summary.REFRESH_EVERY:
-            log_summary.advance(conn)
+            if self._held is None:
+                log_summary.advance(conn)
+            else:
+                log_summary.advance(conn, held=self._held)
             self._unsummarised = 0
 
     async def record_summary(self, campaign: str, summary: log_summary.Summary) -> None:
