@@ -149,6 +149,15 @@ def summary_tables(db: Path) -> tuple[list[tuple[object, ...]], list[tuple[objec
     return marks, cases
 
 
+def event_rows(db: Path) -> list[tuple[object, ...]]:
+    columns = "gseq, campaign, case_id, seq, kind, schema_version, turn, attempt, batch, payload"
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(f"SELECT {columns} FROM events ORDER BY gseq").fetchall()
+    conn.close()
+    assert {r[6] is None for r in rows} == {True, False}
+    return rows
+
+
 def costless(events: list[PendingEvent]) -> list[PendingEvent]:
     """The batch with every reply's cost removed (as imported replies have none)."""
     out = []
@@ -193,6 +202,8 @@ async def test_a_log_built_whole_keeps_the_summaries_a_live_log_keeps(
     marks, cases = summary_tables(tmp_path / "bulk.db")
     assert (marks, cases) == summary_tables(tmp_path / "live.db")
     assert [m[0] for m in marks] == ["camp", "free", "late"]
+    # The events too (`EventWriter._insert_bulk`: rows without a turn bind no None).
+    assert event_rows(tmp_path / "bulk.db") == event_rows(tmp_path / "live.db")
     for campaign in ("camp", "free", "late"):
         with EventReader(tmp_path / "bulk.db") as log:
             got = log.summary(campaign)
