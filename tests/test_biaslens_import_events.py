@@ -230,3 +230,38 @@ def test_verdicts_encoded_once_are_told_apart_from_later_ones() -> None:
             encoder.rows("c", case, "Yes", shared)[3][7]
             == encode_event(VerdictReached(verdict=shared))[2]
         )
+
+
+COLUMN = st.sampled_from(
+    ["Role", "Question Type", "Question", "Answer", "LLM 1", "LLM 2", "LLM 3", "final", "", "x"]
+)
+CELL = st.one_of(st.sampled_from(TYPES + ["Yes", "No", ""]), st.text(max_size=12))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    header=st.lists(COLUMN, max_size=10),
+    rows=st.lists(st.lists(CELL, max_size=11), max_size=8),
+)
+def test_case_rows_equal_the_rows_read_as_dicts(
+    tmp_path_factory: pytest.TempPathFactory, header: list[str], rows: list[list[str]]
+) -> None:
+    """`answer_case_rows` (cells by column, no dict per row) gives each row's number, case
+    data and answer as `read_answer_rows` and `row_case_data` do: for any header (repeated,
+    missing or blank names) and rows of any length, blank lines included."""
+    import csv
+    import io
+
+    from relations.biaslens.released import answer_case_rows, read_answer_rows
+
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(header)
+    writer.writerows(rows)
+    path = tmp_path_factory.mktemp("rows") / "age_answers_1.csv"
+    path.write_text(out.getvalue(), encoding="utf-8")
+    f = AnswerFile("m", "role", "age", 1, path)
+    dicts, lossy = read_answer_rows(path)
+    count, got, got_lossy = answer_case_rows(f)
+    want = [(n, row_case_data(f, n, row), row.get("Answer", "")) for n, row in enumerate(dicts)]
+    assert (count, list(got), got_lossy) == (len(dicts), want, lossy)

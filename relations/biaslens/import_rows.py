@@ -35,7 +35,7 @@ from harness.process_call import Failed, spawning
 from harness.relation import build_relation, seed_deriver
 from relations.biaslens.import_events import EncodedRow, ImportEncoder
 from relations.biaslens.relations import BiasLensAnswer
-from relations.biaslens.released import AnswerFile, read_answer_rows, row_case_data
+from relations.biaslens.released import AnswerFile, answer_case_rows
 
 RELATION = "biaslens.answer"
 CAMPAIGN_SEED = 0
@@ -91,16 +91,14 @@ def answer_chunks(job: ImportJob) -> Iterator[Chunk | FileRead]:
     offset = 0  # case index of the file's first row: rows of every file, skipped included
     with gc_paused():
         for f in job.files:
-            rows, lossy = read_answer_rows(f.path)
+            count, rows, lossy = answer_case_rows(f)
             model = f"released:{f.model}"
             skipped = 0
-            for row_no, row in enumerate(rows):
-                data = row_case_data(f, row_no, row)
+            for row_no, data, answer in rows:
                 if data is None:
                     skipped += 1
                     continue
                 case_id = case_id_of(model, f, row_no)
-                answer = row.get("Answer", "")
                 # The recorded answer fixes the verdict: the relation's own decision (what
                 # its step returns for this one-turn transcript), without the transcript.
                 verdict = relation.answer_verdict(data, answer)
@@ -122,11 +120,11 @@ def answer_chunks(job: ImportJob) -> Iterator[Chunk | FileRead]:
                 if len(chunk.rows) >= 5 * job.chunk_answers:
                     yield chunk
                     chunk = Chunk()
-            offset += len(rows)
+            offset += count
             if chunk.rows:
                 yield chunk
                 chunk = Chunk()
-            yield FileRead(_file_note(job.src, f, len(rows), skipped, lossy), skipped)
+            yield FileRead(_file_note(job.src, f, count, skipped, lossy), skipped)
             del rows  # the next file replaces this one: one file's rows at a time
 
 
