@@ -235,7 +235,7 @@ def test_verdicts_encoded_once_are_told_apart_from_later_ones() -> None:
 COLUMN = st.sampled_from(
     ["Role", "Question Type", "Question", "Answer", "LLM 1", "LLM 2", "LLM 3", "final", "", "x"]
 )
-CELL = st.one_of(st.sampled_from(TYPES + ["Yes", "No", ""]), st.text(max_size=12))
+CELL = st.one_of(st.sampled_from([*TYPES, "Yes", "No", ""]), st.text(max_size=12))
 
 
 @settings(max_examples=200, deadline=None)
