@@ -265,3 +265,43 @@ def test_case_rows_equal_the_rows_read_as_dicts(
     count, got, got_lossy = answer_case_rows(f)
     want = [(n, row_case_data(f, n, row), row.get("Answer", "")) for n, row in enumerate(dicts)]
     assert (count, list(got), got_lossy) == (len(dicts), want, lossy)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    qtype=st.sampled_from(TYPES),
+    question=TEXT,
+    answer=st.one_of(st.sampled_from(["Yes", "No.", "(A)", "B", "I cannot"]), TEXT),
+    judges=st.lists(LABELS, min_size=3, max_size=3),
+    others=st.lists(
+        st.tuples(TEXT, st.integers(1, 3), st.integers(0, 9_999), LABELS, st.booleans()),
+        min_size=2,
+        max_size=2,
+    ),
+)
+def test_answers_with_one_verdict_key_have_one_verdict(
+    qtype: str,
+    question: str,
+    answer: str,
+    judges: list[str],
+    others: list[tuple[str, int, int, str, bool]],
+) -> None:
+    """The import decides an answer once per `verdict_key`: answers that differ only in what
+    the key leaves out (role, variant, run, row, question id, the released final label) get
+    the same verdict from the relation."""
+    from relations.biaslens.import_rows import verdict_key
+
+    relation = build_relation(RELATION, OPTIONS)
+    assert isinstance(relation, BiasLensAnswer)
+    f = AnswerFile("m", "role", "age", 1, Path("x.csv"))
+    cases = []
+    for role, run, row_no, final, no_role in others:
+        row = {"Role": role, "Question Type": qtype, "Question": question, "Answer": answer}
+        row |= {"LLM 1": judges[0], "LLM 2": judges[1], "LLM 3": judges[2], "final": final}
+        variant = AnswerFile("m", "no_role" if no_role else "role", "age", run, f.path)
+        data = row_case_data(variant, row_no, row)
+        assert data is not None
+        cases.append(data)
+    first, second = cases
+    assert verdict_key(first, answer) == verdict_key(second, answer)
+    assert relation.answer_verdict(first, answer) == relation.answer_verdict(second, answer)

@@ -32,7 +32,7 @@ from harness.errors import HarnessError
 from harness.gc_pause import gc_paused
 from harness.model import GenerationParams
 from harness.process_call import Failed, spawning
-from harness.relation import build_relation, seed_deriver
+from harness.relation import Verdict, build_relation, seed_deriver
 from relations.biaslens.import_events import EncodedRow, ImportEncoder
 from relations.biaslens.relations import BiasLensAnswer
 from relations.biaslens.released import AnswerFile, answer_case_rows
@@ -79,6 +79,23 @@ def case_id_of(model: str, f: AnswerFile, row_no: int) -> str:
     return f"{RELATION}/{model}/{f.variant}/{f.attribute}/r{f.run}/{row_no:05d}"
 
 
+VERDICTS_KEPT = 16_384  # answers' verdicts kept: a question's runs are read one after another
+
+
+def verdict_key(data: dict[str, Any], answer: str) -> tuple[Any, ...]:
+    """What `BiasLensAnswer.answer_verdict` reads of an answer's case data, and the answer:
+    answers with the same key have the same verdict (tests/test_biaslens_import_events.py
+    holds the relation to it)."""
+    judges = data.get("released_judges")
+    return (
+        data["type"],
+        data["question"],
+        data["attribute"],
+        None if judges is None else tuple(judges),
+        answer,
+    )
+
+
 def answer_chunks(job: ImportJob) -> Iterator[Chunk | FileRead]:
     """Every answer of ``job``'s files as rows, in chunks of ``chunk_answers`` answers, a
     `FileRead` after each file's last. One file's rows are held at a time."""
@@ -87,6 +104,7 @@ def answer_chunks(job: ImportJob) -> Iterator[Chunk | FileRead]:
         raise TypeError(f"{RELATION} is not BiasLens's answer relation")
     encoder = ImportEncoder(relation, GenerationParams(), templates=job.templates)
     seed = seed_deriver(CAMPAIGN_SEED, RELATION)  # derive_seed(.., .., index)
+    verdicts: dict[tuple[Any, ...], Verdict | None] = {}
     chunk = Chunk()
     offset = 0  # case index of the file's first row: rows of every file, skipped included
     with gc_paused():
@@ -100,8 +118,16 @@ def answer_chunks(job: ImportJob) -> Iterator[Chunk | FileRead]:
                     continue
                 case_id = case_id_of(model, f, row_no)
                 # The recorded answer fixes the verdict: the relation's own decision (what
-                # its step returns for this one-turn transcript), without the transcript.
-                verdict = relation.answer_verdict(data, answer)
+                # its step returns for this one-turn transcript), without the transcript;
+                # once per distinct answer to a question (a third of the answers repeat
+                # one of an earlier run).
+                key = verdict_key(data, answer)
+                verdict = verdicts.get(key)
+                if verdict is None:
+                    verdict = relation.answer_verdict(data, answer)
+                    if len(verdicts) >= VERDICTS_KEPT:
+                        verdicts.clear()
+                    verdicts[key] = verdict
                 if verdict is None:
                     raise AssertionError(f"{case_id}: a released answer must fix its verdict")
                 # The Case's fields, encoded without building it (`ImportEncoder.answer_rows`).
