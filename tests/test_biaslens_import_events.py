@@ -252,7 +252,7 @@ def test_case_rows_equal_the_rows_read_as_dicts(
     import csv
     import io
 
-    from relations.biaslens.released import answer_case_rows, read_answer_rows
+    from relations.biaslens.released import answer_case_rows, count_case_rows, read_answer_rows
 
     out = io.StringIO()
     writer = csv.writer(out)
@@ -265,6 +265,7 @@ def test_case_rows_equal_the_rows_read_as_dicts(
     count, got, got_lossy = answer_case_rows(f)
     want = [(n, row_case_data(f, n, row), row.get("Answer", "")) for n, row in enumerate(dicts)]
     assert (count, list(got), got_lossy) == (len(dicts), want, lossy)
+    assert count_case_rows(path) == sum(data is not None for _, data, _ in want)
 
 
 @settings(max_examples=300, deadline=None)

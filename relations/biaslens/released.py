@@ -97,14 +97,9 @@ def count_case_rows(path: Path) -> int:
     if "Question Type" not in header:
         return 0
     col = header.index("Question Type")
-    known = 0
-    for cells in cells_list:
-        try:
-            QType.parse(cells[col] if col < len(cells) else "")
-        except ValueError:
-            continue
-        known += 1
-    return known
+    return sum(
+        _parse_type(cells[col] if col < len(cells) else "") is not None for cells in cells_list
+    )
 
 
 @functools.lru_cache(maxsize=8_192)  # a question's runs are read one file after another
