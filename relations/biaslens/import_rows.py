@@ -79,7 +79,7 @@ def case_id_of(model: str, f: AnswerFile, row_no: int) -> str:
     return f"{RELATION}/{model}/{f.variant}/{f.attribute}/r{f.run}/{row_no:05d}"
 
 
-VERDICTS_KEPT = 16_384  # answers' verdicts kept: a question's runs are read one after another
+VERDICTS_KEPT = 16_384  # answers' verdicts kept at most (a group's runs: ~9,000 answers)
 
 
 def verdict_key(data: dict[str, Any], answer: str) -> tuple[Any, ...]:
@@ -105,10 +105,16 @@ def answer_chunks(job: ImportJob) -> Iterator[Chunk | FileRead]:
     encoder = ImportEncoder(relation, GenerationParams(), templates=job.templates)
     seed = seed_deriver(CAMPAIGN_SEED, RELATION)  # derive_seed(.., .., index)
     verdicts: dict[tuple[Any, ...], Verdict | None] = {}
+    group: tuple[str, str, str] | None = None  # the files' (model, variant, attribute)
     chunk = Chunk()
     offset = 0  # case index of the file's first row: rows of every file, skipped included
     with gc_paused():
         for f in job.files:
+            if (f.model, f.variant, f.attribute) != group:
+                # The key holds the attribute: an earlier group's answers never match again,
+                # and dropping them keeps the memory one group's (its runs' files).
+                group = (f.model, f.variant, f.attribute)
+                verdicts.clear()
             count, rows, lossy = answer_case_rows(f)
             model = f"released:{f.model}"
             skipped = 0
