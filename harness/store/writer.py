@@ -458,6 +458,8 @@ class EventWriter:
                         self._BULK_ROW_WITHOUT_TURN if bare else self._BULK_ROW for bare in pattern
                     )
                 )
+                if len(statements) >= 256:  # a copy of an irregular log: keep it bounded
+                    statements.clear()
                 statements[pattern] = sql
             values: list[object] = []
             extend, append = values.extend, values.append
