@@ -207,3 +207,102 @@ def test_answer_verdicts_shared_between_answers_are_the_ones_built_per_answer(
         expected = _verdict(vote, _evidence(data, q), q)
     assert relation.answer_verdict(data, answer) == expected
     assert relation.answer_verdict(dict(data), answer) == expected  # the shared one
+
+
+def test_verdicts_encoded_once_are_told_apart_from_later_ones() -> None:
+    """The encoder keeps a shared verdict's payload by the verdict's identity: a verdict made
+    after another was dropped (which may reuse its id) still gets its own payload, and so
+    does one past the kept entries."""
+    relation = build_relation(RELATION, OPTIONS)
+    assert isinstance(relation, BiasLensAnswer)
+    encoder = ImportEncoder(relation, GenerationParams())
+    data = {"attribute": "age", "type": "Yes/No", "question": "Q?", "role": "r", "run": 1}
+    case = Case(case_id="k", relation=RELATION, model="m", index=0, repeat=0, seed=1, data=data)
+    for n in range(5_000):
+        verdict = Verdict(outcome=Outcome.HELD, reason=f"reason {n}", evidence={"n": n})
+        rows = encoder.rows("c", case, "Yes", verdict)
+        assert rows[3][7] == encode_event(VerdictReached(verdict=verdict))[2]
+        del verdict, rows
+    shared = relation.answer_verdict(data, "Yes")
+    assert shared is not None
+    for _ in range(2):
+        assert (
+            encoder.rows("c", case, "Yes", shared)[3][7]
+            == encode_event(VerdictReached(verdict=shared))[2]
+        )
+
+
+COLUMN = st.sampled_from(
+    ["Role", "Question Type", "Question", "Answer", "LLM 1", "LLM 2", "LLM 3", "final", "", "x"]
+)
+CELL = st.one_of(st.sampled_from([*TYPES, "Yes", "No", ""]), st.text(max_size=12))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    header=st.lists(COLUMN, max_size=10),
+    rows=st.lists(st.lists(CELL, max_size=11), max_size=8),
+)
+def test_case_rows_equal_the_rows_read_as_dicts(
+    tmp_path_factory: pytest.TempPathFactory, header: list[str], rows: list[list[str]]
+) -> None:
+    """`answer_case_rows` (cells by column, no dict per row) gives each row's number, case
+    data and answer as `read_answer_rows` and `row_case_data` do: for any header (repeated,
+    missing or blank names) and rows of any length, blank lines included."""
+    import csv
+    import io
+
+    from relations.biaslens.released import answer_case_rows, count_case_rows, read_answer_rows
+
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(header)
+    writer.writerows(rows)
+    path = tmp_path_factory.mktemp("rows") / "age_answers_1.csv"
+    path.write_text(out.getvalue(), encoding="utf-8")
+    f = AnswerFile("m", "role", "age", 1, path)
+    dicts, lossy = read_answer_rows(path)
+    count, got, got_lossy = answer_case_rows(f)
+    want = [(n, row_case_data(f, n, row), row.get("Answer", "")) for n, row in enumerate(dicts)]
+    assert (count, list(got), got_lossy) == (len(dicts), want, lossy)
+    assert count_case_rows(path) == sum(data is not None for _, data, _ in want)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    qtype=st.sampled_from(TYPES),
+    question=TEXT,
+    answer=st.one_of(st.sampled_from(["Yes", "No.", "(A)", "B", "I cannot"]), TEXT),
+    judges=st.lists(LABELS, min_size=3, max_size=3),
+    others=st.lists(
+        st.tuples(TEXT, st.integers(1, 3), st.integers(0, 9_999), LABELS, st.booleans()),
+        min_size=2,
+        max_size=2,
+    ),
+)
+def test_answers_with_one_verdict_key_have_one_verdict(
+    qtype: str,
+    question: str,
+    answer: str,
+    judges: list[str],
+    others: list[tuple[str, int, int, str, bool]],
+) -> None:
+    """The import decides an answer once per `verdict_key`: answers that differ only in what
+    the key leaves out (role, variant, run, row, question id, the released final label) get
+    the same verdict from the relation."""
+    from relations.biaslens.import_rows import verdict_key
+
+    relation = build_relation(RELATION, OPTIONS)
+    assert isinstance(relation, BiasLensAnswer)
+    f = AnswerFile("m", "role", "age", 1, Path("x.csv"))
+    cases = []
+    for role, run, row_no, final, no_role in others:
+        row = {"Role": role, "Question Type": qtype, "Question": question, "Answer": answer}
+        row |= {"LLM 1": judges[0], "LLM 2": judges[1], "LLM 3": judges[2], "final": final}
+        variant = AnswerFile("m", "no_role" if no_role else "role", "age", run, f.path)
+        data = row_case_data(variant, row_no, row)
+        assert data is not None
+        cases.append(data)
+    first, second = cases
+    assert verdict_key(first, answer) == verdict_key(second, answer)
+    assert relation.answer_verdict(first, answer) == relation.answer_verdict(second, answer)

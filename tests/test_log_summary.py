@@ -139,3 +139,93 @@ async def test_a_resume_of_a_log_without_summaries_records_one(tmp_path: Path) -
     again = load_resume_point(db)
     assert again.summary is not None and again.summary.found
     assert again.closed == point.closed and again.spent_usd == pytest.approx(point.spent_usd)
+
+
+def summary_tables(db: Path) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+    with sqlite3.connect(db) as conn:
+        marks = conn.execute("SELECT * FROM summary_marks ORDER BY campaign").fetchall()
+        cases = conn.execute("SELECT * FROM summary_cases ORDER BY campaign, case_id").fetchall()
+    conn.close()
+    return marks, cases
+
+
+def event_rows(db: Path) -> list[tuple[object, ...]]:
+    columns = "gseq, campaign, case_id, seq, kind, schema_version, turn, attempt, batch, payload"
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(f"SELECT {columns} FROM events ORDER BY gseq").fetchall()
+    conn.close()
+    assert {r[6] is None for r in rows} == {True, False}
+    return rows
+
+
+def costless(events: list[PendingEvent]) -> list[PendingEvent]:
+    """The batch with every reply's cost removed (as imported replies have none)."""
+    out = []
+    for p in events:
+        if isinstance(p.event, ReplyReceived):
+            reply = p.event.reply.model_copy(update={"cost_usd": None})
+            p = p._replace(event=p.event.model_copy(update={"reply": reply}))
+        out.append(p)
+    return out
+
+
+async def write_mixed(db: Path, *, bulk: bool) -> None:
+    """Three campaigns appended one batch a commit: "camp" with paid replies, "free" with
+    none, "late" with rows before its CampaignStarted; and a batch that conflicts."""
+    from harness.errors import ConcurrencyError
+
+    config = parse_campaign(CONFIG, source="test")
+    rng, seqs = random.Random(11), {"camp": {}, "free": {}, "late": {}}  # type: ignore[var-annotated]
+    async with await EventWriter.open(db, bulk=bulk) as store:
+        for campaign in ("camp", "free"):
+            await store.append([PendingEvent(campaign, "", 1, campaign_started(config, 5))])
+        for n in range(90):
+            campaign = ("camp", "free", "late")[n % 3]
+            events = batch(campaign, rng, seqs[campaign])
+            await store.append(events if campaign == "camp" else costless(events))
+            if n == 30:
+                await store.append([PendingEvent("late", "", 1, campaign_started(config, 5))])
+            if n == 50:
+                with pytest.raises(ConcurrencyError):
+                    await store.append([*costless(batch("free", rng, {})), events[0]])
+
+
+@pytest.mark.parametrize("refresh", [1, 13, 200])
+async def test_a_log_built_whole_keeps_the_summaries_a_live_log_keeps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, refresh: int
+) -> None:
+    """A bulk writer moves the summaries from the rows it holds; its tables are the ones a
+    writer moving them from the log writes, row for row, and agree with a full scan."""
+    monkeypatch.setattr(log_summary, "REFRESH_EVERY", refresh)
+    await write_mixed(tmp_path / "live.db", bulk=False)
+    await write_mixed(tmp_path / "bulk.db", bulk=True)
+    marks, cases = summary_tables(tmp_path / "bulk.db")
+    assert (marks, cases) == summary_tables(tmp_path / "live.db")
+    assert [m[0] for m in marks] == ["camp", "free", "late"]
+    # The events too (`EventWriter._insert_bulk`: rows without a turn bind no None).
+    assert event_rows(tmp_path / "bulk.db") == event_rows(tmp_path / "live.db")
+    for campaign in ("camp", "free", "late"):
+        with EventReader(tmp_path / "bulk.db") as log:
+            got = log.summary(campaign)
+        assert got.found
+        assert_same(got, full(tmp_path / "bulk.db", campaign))
+
+
+async def test_a_log_built_whole_moves_summaries_without_reading_its_rows_back(
+    tmp_path: Path,
+) -> None:
+    """Replies without a cost (an import's): no summary move reads the events table."""
+    config = parse_campaign(CONFIG, source="test")
+    rng, seqs = random.Random(12), {}  # type: ignore[var-annotated]
+    statements: list[str] = []
+    async with await EventWriter.open(tmp_path / "bulk.db", bulk=True) as store:
+        await store._conn.set_trace_callback(statements.append)
+        await store.append([PendingEvent("c", "", 1, campaign_started(config, 5))])
+        for _ in range(3 * log_summary.REFRESH_EVERY // 5):
+            await store.append(costless(batch("c", rng, seqs)))
+    reads = [s for s in statements if "SELECT" in s and "FROM events" in s and "+campaign" in s]
+    assert reads == []
+    marks, cases = summary_tables(tmp_path / "bulk.db")
+    assert marks[0][1] > 1 and cases
+    with EventReader(tmp_path / "bulk.db") as log:
+        assert_same(log.summary("c"), full(tmp_path / "bulk.db", "c"))

@@ -18,13 +18,20 @@ every summary forward, in the transaction of the events it covers, every `REFRES
 events; a resume of a log without a summary records the one it computed (`record`). A
 summary and the events it covers commit together or not at all, and a writer of older code
 that appends without moving it only lengthens the tail.
+
+A writer that alone writes its file (a new log built whole, `harness.store.fresh_log`) knows
+every row a move covers: it appended them. It hands them to `advance` as `HeldRows`, which
+moves a campaign's summary from them instead of reading them back (the reading was a quarter
+of a bulk import's writer thread besides its inserts); a campaign whose covered rows it does
+not all hold, or whose replies may have a cost, is moved by the SQL as before.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 SCHEMA = """
@@ -174,6 +181,90 @@ def _store_mark(conn: sqlite3.Connection, campaign: str, through: int, usd: floa
     )
 
 
+# A reply payload whose every "cost_usd" key is followed by null: its
+# json_extract('$.reply.cost_usd') is NULL, whatever the JSON around it. (Inside a JSON
+# string a quote is escaped, so the text '"cost_usd":null' there is never found; a key
+# spelled with escapes holds a backslash-u, and such a payload is left to the SQL.)
+_NULL_COST = '"cost_usd":null'
+
+
+def _cost_is_null(payload: str) -> bool:
+    """Whether the reply payload's (or payloads', joined) costs are all null: every
+    occurrence of cost_usd is in a null key (each such key holds one)."""
+    return payload.count("cost_usd") == payload.count(_NULL_COST) and "\\u" not in payload
+
+
+class HeldRows:
+    """The rows a sole writer appended since the summaries last moved, by campaign: each
+    case id with whether its CaseClosed is among them, and whether every reply's cost is
+    known to be none. `advance` moves a summary from them when they are all the rows its
+    move covers: the writer holds every row of its file (a new log built whole) since
+    ``since``, the top of the last move, or for a campaign first seen since then, all of
+    its rows. ``since`` None: unknown (a commit failed), the next move reads everything."""
+
+    def __init__(self) -> None:
+        self.since: int | None = 0  # a new, empty file: every row is held
+        self.cases: dict[str, dict[str, int]] = {}  # campaign -> case id -> closed (0/1)
+        self.costly: set[str] = set()  # campaigns with a reply whose cost may not be none
+        self.seen_before: set[str] = set()  # campaigns with rows before ``since``
+
+    def add(self, rows: Sequence[Sequence[Any]]) -> None:
+        """Adds appended rows (campaign, case_id, seq, kind, schema_version, turn, attempt,
+        payload), as committed."""
+        # C-level passes over the rows (maps, comprehensions, dict and str methods): one
+        # Python loop a row cost twice the SQL this replaces.
+        campaigns = set(map(itemgetter(0), rows))
+        if len(campaigns) == 1:
+            self._add(campaigns.pop(), rows)
+            return
+        for campaign in sorted(campaigns):
+            self._add(campaign, [row for row in rows if row[0] == campaign])
+
+    def _add(self, campaign: str, rows: Sequence[Sequence[Any]]) -> None:
+        cases = dict.fromkeys(map(itemgetter(1), rows), 0)
+        earlier = self.cases.get(campaign)
+        if earlier:
+            cases.update(earlier)  # its closings stay
+        cases.update(dict.fromkeys([r[1] for r in rows if r[3] == "CaseClosed"], 1))
+        cases.pop("", None)  # campaign-level events: no case
+        self.cases[campaign] = cases
+        # A campaign-level reply is checked too: more often the SQL, never a wrong sum.
+        replies = [r[7] for r in rows if r[3] == "ReplyReceived"]
+        if replies and not _cost_is_null("\n".join(replies)):  # "\n" is in no pattern
+            self.costly.add(campaign)
+
+    def covers(self, campaign: str, through: int) -> bool:
+        """Whether these rows are all of ``campaign``'s rows after ``through``."""
+        if self.since is None:
+            return False
+        if through == self.since:
+            return True
+        return through == 0 and campaign not in self.seen_before
+
+    def moved(self, top: int | None) -> None:
+        """The summaries now cover every row up to ``top`` (None: unknown, a commit failed)."""
+        self.seen_before.update(self.cases)
+        self.cases.clear()
+        self.costly.clear()
+        self.since = top
+
+
+_MOVE_HELD = (
+    "INSERT INTO summary_cases (campaign, case_id, closed) VALUES {}"
+    " ON CONFLICT (campaign, case_id) DO UPDATE SET closed = max(closed, excluded.closed)"
+)
+_HELD_PER_STATEMENT = 333  # 3 parameters a row, under SQLite's oldest limit of 999
+
+
+def _move_held(conn: sqlite3.Connection, campaign: str, cases: dict[str, int]) -> None:
+    """`_MOVE_CASES` of a range whose case ids and closings are known."""
+    values = [v for case_id, closed in cases.items() for v in (campaign, case_id, closed)]
+    step = 3 * _HELD_PER_STATEMENT
+    for i in range(0, len(values), step):
+        chunk = values[i : i + step]
+        conn.execute(_MOVE_HELD.format(",".join(["(?,?,?)"] * (len(chunk) // 3))), chunk)
+
+
 def start(conn: sqlite3.Connection, campaign: str) -> None:
     """A summary covering nothing yet, for a campaign whose CampaignStarted is being
     committed (`advance` in the same transaction adds the campaign's rows)."""
@@ -183,15 +274,20 @@ def start(conn: sqlite3.Connection, campaign: str) -> None:
     )
 
 
-def advance(conn: sqlite3.Connection, top: int | None = None) -> None:
+def advance(conn: sqlite3.Connection, top: int | None = None, held: HeldRows | None = None) -> None:
     """Moves every campaign's summary to ``top`` (default: the log's last row), inside the
-    caller's write transaction."""
+    caller's write transaction; from ``held`` where it holds all the rows a move covers."""
     if top is None:
         (top,) = conn.execute("SELECT coalesce(max(gseq), 0) FROM events").fetchone()
     marks = conn.execute(
         "SELECT campaign, through_gseq, usd FROM summary_marks WHERE through_gseq < ?", (top,)
     ).fetchall()
     for campaign, through, usd in marks:
+        if held is not None and held.covers(campaign, through) and campaign not in held.costly:
+            # The same rows as the SQL's, and no reply with a cost: the spend stays.
+            _move_held(conn, campaign, held.cases.get(campaign, {}))
+            _store_mark(conn, campaign, int(top), float(usd))
+            continue
         # The cases in one statement (an executemany of ~1,000 upserts cost more than the
         # events' own inserts of a commit); the spend in Python, summed in gseq order from
         # the recorded one, as `Summary.add_rows` sums it, so the float is the same.
@@ -201,6 +297,8 @@ def advance(conn: sqlite3.Connection, top: int | None = None) -> None:
             if cost and not cached:
                 spend += float(cost)
         _store_mark(conn, campaign, int(top), spend)
+    if held is not None:
+        held.moved(int(top))
 
 
 def record(conn: sqlite3.Connection, campaign: str, summary: Summary) -> None:

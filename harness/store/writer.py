@@ -87,6 +87,10 @@ class EventWriter:
         self._compact: CompactInserter | None = None
         self._table = "events"
         self._unsummarised = 0  # events appended since the log's summaries last moved
+        # A log built whole has one writer: the rows a summary move covers are the ones it
+        # appended since the last, which it keeps for that move (`log_summary.HeldRows`).
+        self._held: log_summary.HeldRows | None = None
+        self._bulk_statements: dict[bytes, str] = {}  # `_insert_bulk`'s, by pattern
 
     @classmethod
     async def open(
@@ -170,6 +174,8 @@ class EventWriter:
         if table == "log":
             store._compact, store._table = CompactInserter(blocks), "log"
         store._batch_no = int(last[0]) if last else 0
+        if bulk and table == "events":
+            store._held = log_summary.HeldRows()
         store._writer = asyncio.create_task(store._write_loop(), name="event-store-writer")
         return store
 
@@ -322,7 +328,8 @@ class EventWriter:
                     row = conn.execute("SELECT last_insert_rowid()").fetchone()
                     last = int(row[0]) if row else 0
                 else:
-                    last = self._insert_many(conn, group, numbers)
+                    insert = self._insert_many if self._held is None else self._insert_bulk
+                    last = insert(conn, group, numbers)
                 first_id = last - sum(len(b.rows) for b in group) + 1
                 offset = 0
                 for b in group:
@@ -336,27 +343,41 @@ class EventWriter:
                     self._insert_one(conn, b, n) for b, n in zip(group, numbers, strict=True)
                 ]
             if self._compact is None:
-                self._move_summaries(conn, group)
+                self._move_summaries(conn, group, results)
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
             self._forget()
+            if self._held is not None:
+                self._held.moved(None)  # what it holds may not be in the log
             error = StoreError(f"commit to {self.path} failed: {exc}")
             error.__cause__ = exc
             results = [error] * len(group)
         return results
 
-    def _move_summaries(self, conn: sqlite3.Connection, group: list[_Batch]) -> None:
+    def _move_summaries(
+        self,
+        conn: sqlite3.Connection,
+        group: list[_Batch],
+        results: list[list[int] | BaseException],
+    ) -> None:
         # Derived data, moved in the transaction of the events it covers (see
         # `harness.store.log_summary`); every REFRESH_EVERY events, so a commit pays for it
         # rarely and a resume reads at most about that many events past the summary.
         started = [row[0] for b in group for row in b.rows if row[3] == "CampaignStarted"]
         for campaign in started:
             log_summary.start(conn, campaign)
+        if self._held is not None:  # the batches written (a conflicting one is not)
+            for b, result in zip(group, results, strict=True):
+                if not isinstance(result, BaseException):
+                    self._held.add(b.rows)
         self._unsummarised += sum(len(b.rows) for b in group)
         if started or self._unsummarised >= log_summary.REFRESH_EVERY:
-            log_summary.advance(conn)
+            if self._held is None:
+                log_summary.advance(conn)
+            else:
+                log_summary.advance(conn, held=self._held)
             self._unsummarised = 0
 
     async def record_summary(self, campaign: str, summary: log_summary.Summary) -> None:
@@ -409,6 +430,48 @@ class EventWriter:
             chunk = values[i : i + step]
             sql = self._INSERT_APPENDED + ",(?,?,?,?,?,?,?,?,?,?)" * (len(chunk) // per_row - 1)
             last = conn.execute(sql, chunk).lastrowid or 0
+        return last
+
+    _BULK_ROW = "(?,?,?,?,?,?,?,?,?,?)"
+    _BULK_ROW_WITHOUT_TURN = "(?,?,?,?,?,NULL,NULL,?,?,?)"
+
+    def _insert_bulk(
+        self, conn: sqlite3.Connection, group: list[_Batch], numbers: list[int]
+    ) -> int:
+        """`_insert_many` for a log built whole, whose rows are mostly not turns (an import:
+        three of an answer's five): a row without turn and attempt is inserted with NULL
+        literals, not two bound Nones (the sqlite3 module binds a None through its adapter
+        lookup, about 8x an int's cost). The statements' texts, one per pattern of such rows,
+        are kept."""
+        rows = [(row, n, b.ts) for b, n in zip(group, numbers, strict=True) for row in b.rows]
+        statements = self._bulk_statements
+        last = 0
+        for i in range(0, len(rows), self._ROWS_PER_STATEMENT):
+            chunk = rows[i : i + self._ROWS_PER_STATEMENT]
+            pattern = bytes([row[5] is None and row[6] is None for row, _, _ in chunk])
+            sql = statements.get(pattern)
+            if sql is None:
+                sql = (
+                    self._INSERT_APPENDED.split("VALUES")[0]
+                    + "VALUES "
+                    + ",".join(
+                        self._BULK_ROW_WITHOUT_TURN if bare else self._BULK_ROW for bare in pattern
+                    )
+                )
+                if len(statements) >= 256:  # a copy of an irregular log: keep it bounded
+                    statements.clear()
+                statements[pattern] = sql
+            values: list[object] = []
+            extend, append = values.extend, values.append
+            for row, n, ts in chunk:
+                if row[5] is None and row[6] is None:
+                    extend(row[:5])
+                    append(row[7])
+                else:
+                    extend(row)
+                append(n)
+                append(ts)
+            last = conn.execute(sql, values).lastrowid or 0
         return last
 
     def _insert_one(

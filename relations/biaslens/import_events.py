@@ -8,9 +8,11 @@ pydantic models encode each event once with marker values in its varying fields,
 case fills that JSON (`_Slots`) with its own values dumped by pydantic_core's serialiser,
 the one the models use: a question's AskSent (its prompt, twice, and its request key, whose
 hashed text is filled the same way), the verdict's reason and evidence, the answer text.
-The Case is dumped by its model. tests/test_biaslens_import_events.py checks, over
-generated cases and answers, that the rows carry exactly `encode_event`'s output for the
-pydantic events.
+The Case is not built at all: CaseOpened is a template too, with holes for the case's fields
+(building and validating a Case cost about as much as encoding all five events). A verdict
+shared by many answers (`relations.biaslens.relations._decided`) is encoded once.
+tests/test_biaslens_import_events.py checks, over generated cases and answers, that the rows
+carry exactly `encode_event`'s output for the pydantic events.
 """
 
 from __future__ import annotations
@@ -52,6 +54,18 @@ ROWS_PER_ANSWER = 5  # CaseOpened, AskSent, ReplyReceived, VerdictReached, CaseC
 # Stand for the varying parts in a template (no real text holds a NUL between these words).
 _MARK = "\x00biaslens-import-part\x00"
 _OTHER_MARK = "\x00biaslens-import-other-part\x00"
+# A CaseOpened's holes: its case's fields, in their order. Strings are marked by strings;
+# the integers by negative numbers no case has, none the prefix of another.
+_CASE_MARKS = {
+    "case_id": "\x00biaslens-import-case-id\x00",
+    "relation": "\x00biaslens-import-relation\x00",
+    "model": "\x00biaslens-import-model\x00",
+    "index": -7_130_000_001,
+    "repeat": -7_130_000_002,
+    "seed": -7_130_000_003,
+    "data": {"\x00biaslens-import-data\x00": 0},
+}
+_VERDICTS_KEPT = 4_096  # encoded verdicts kept by identity (the shared ones: a few hundred)
 
 
 def _json(value: Any) -> str:
@@ -103,8 +117,19 @@ class ImportEncoder:
         self.params = params
         self.templates = templates
         mark = _json(_MARK)
-        probe = Case(case_id="", relation="", model="", index=0, repeat=0, seed=0, data={})
-        self._case = _around(CaseOpened(case=probe), probe.model_dump_json())
+        probe = Case(**_CASE_MARKS)  # type: ignore[arg-type]
+        opened = _Slots(
+            encode_event(CaseOpened(case=probe))[2],
+            {name: _json(value) for name, value in _CASE_MARKS.items()},
+        )
+        # Joined in the order of the Case's fields (a str.format by name cost 4x as much).
+        if tuple(opened.names) != tuple(_CASE_MARKS):
+            raise AssertionError(f"CaseOpened's fields moved: {opened.names}")
+        self._case_pieces = tuple(opened.pieces)
+        self._relation_json = _json(relation.name)
+        # VerdictReached payloads by the verdict's identity, the verdict held so that its id
+        # is not reused while its entry lives.
+        self._reached: dict[int, tuple[Verdict, str]] = {}
         # The reply's JSON around its text, as a template: log format 2 then splits a reply
         # without scanning its constant JSON (any store writes the payload text unchanged).
         self._reply_parts = _around(ReplyReceived(turn=0, reply=Reply(text=_MARK)), mark)
@@ -161,27 +186,74 @@ class ImportEncoder:
         before, after = self._reply_parts
         return before + answer + after
 
-    def rows(self, campaign: str, case: Case, answer: str, verdict: Verdict) -> list[EncodedRow]:
-        """The rows of CaseOpened, AskSent, ReplyReceived, VerdictReached and CaseClosed of
-        an answered case (its data has no "prompt": the imported prompt is the bare question)."""
-        data = case.data
-        case_id, v = case.case_id, self._versions
-        ask = self.ask_sent(case.model, data["question"], data["type"])
-        case_before, case_after = self._case
+    def _verdict_reached(self, verdict: Verdict) -> str:
+        kept = self._reached.get(id(verdict))
+        if kept is not None and kept[0] is verdict:
+            return kept[1]
         reached = self._verdicts[verdict.outcome].fill(
             {"reason": _json(verdict.reason), "evidence": _json(verdict.evidence)}
         )
-        return [
+        if len(self._reached) >= _VERDICTS_KEPT:
+            self._reached.clear()
+        self._reached[id(verdict)] = (verdict, reached)
+        return reached
+
+    def rows(self, campaign: str, case: Case, answer: str, verdict: Verdict) -> list[EncodedRow]:
+        """The rows of CaseOpened, AskSent, ReplyReceived, VerdictReached and CaseClosed of
+        an answered case (its data has no "prompt": the imported prompt is the bare question)."""
+        return self.answer_rows(
+            campaign,
+            case.case_id,
+            case.model,
+            case.index,
+            case.repeat,
+            case.seed,
+            case.data,
+            answer,
+            verdict,
+            relation=case.relation,
+        )
+
+    def answer_rows(
+        self,
+        campaign: str,
+        case_id: str,
+        model: str,
+        index: int,
+        repeat: int,
+        seed: int,
+        data: dict[str, Any],
+        answer: str,
+        verdict: Verdict,
+        relation: str | None = None,
+    ) -> list[EncodedRow]:
+        """`rows` of the case these fields make (the relation's own), without building it:
+        the fields must be of the Case's types (str, int, a dict of JSON values), as the
+        importer derives them. ``relation``: the encoder's own unless named."""
+        v = self._versions
+        ask = self.ask_sent(model, data["question"], data["type"])
+        p0, p1, p2, p3, p4, p5, p6, p7 = self._case_pieces
+        opened = "".join(
             (
-                campaign,
-                case_id,
-                1,
-                "CaseOpened",
-                v["CaseOpened"],
-                None,
-                None,
-                case_before + dump_json(case) + case_after,
-            ),
+                p0,
+                _json(case_id),
+                p1,
+                self._relation_json if relation is None else _json(relation),
+                p2,
+                _json(model),
+                p3,
+                str(index),
+                p4,
+                str(repeat),
+                p5,
+                str(seed),
+                p6,
+                _json(data),
+                p7,
+            )
+        )
+        return [
+            (campaign, case_id, 1, "CaseOpened", v["CaseOpened"], None, None, opened),
             (campaign, case_id, 2, "AskSent", v["AskSent"], 0, 1, ask),
             (
                 campaign,
@@ -193,7 +265,16 @@ class ImportEncoder:
                 1,
                 self._reply_text(_json(answer)),
             ),
-            (campaign, case_id, 4, "VerdictReached", v["VerdictReached"], None, None, reached),
+            (
+                campaign,
+                case_id,
+                4,
+                "VerdictReached",
+                v["VerdictReached"],
+                None,
+                None,
+                self._verdict_reached(verdict),
+            ),
             (
                 campaign,
                 case_id,

@@ -32,10 +32,10 @@ from harness.errors import HarnessError
 from harness.gc_pause import gc_paused
 from harness.model import GenerationParams
 from harness.process_call import Failed, spawning
-from harness.relation import Case, build_relation, seed_deriver
+from harness.relation import Verdict, build_relation, seed_deriver
 from relations.biaslens.import_events import EncodedRow, ImportEncoder
 from relations.biaslens.relations import BiasLensAnswer
-from relations.biaslens.released import AnswerFile, read_answer_rows, row_case_data
+from relations.biaslens.released import AnswerFile, answer_case_rows
 
 RELATION = "biaslens.answer"
 CAMPAIGN_SEED = 0
@@ -79,6 +79,23 @@ def case_id_of(model: str, f: AnswerFile, row_no: int) -> str:
     return f"{RELATION}/{model}/{f.variant}/{f.attribute}/r{f.run}/{row_no:05d}"
 
 
+VERDICTS_KEPT = 16_384  # answers' verdicts kept at most (a group's runs: ~9,000 answers)
+
+
+def verdict_key(data: dict[str, Any], answer: str) -> tuple[Any, ...]:
+    """What `BiasLensAnswer.answer_verdict` reads of an answer's case data, and the answer:
+    answers with the same key have the same verdict (tests/test_biaslens_import_events.py
+    holds the relation to it)."""
+    judges = data.get("released_judges")
+    return (
+        data["type"],
+        data["question"],
+        data["attribute"],
+        None if judges is None else tuple(judges),
+        answer,
+    )
+
+
 def answer_chunks(job: ImportJob) -> Iterator[Chunk | FileRead]:
     """Every answer of ``job``'s files as rows, in chunks of ``chunk_answers`` answers, a
     `FileRead` after each file's last. One file's rows are held at a time."""
@@ -87,43 +104,59 @@ def answer_chunks(job: ImportJob) -> Iterator[Chunk | FileRead]:
         raise TypeError(f"{RELATION} is not BiasLens's answer relation")
     encoder = ImportEncoder(relation, GenerationParams(), templates=job.templates)
     seed = seed_deriver(CAMPAIGN_SEED, RELATION)  # derive_seed(.., .., index)
+    verdicts: dict[tuple[Any, ...], Verdict | None] = {}
+    group: tuple[str, str, str] | None = None  # the files' (model, variant, attribute)
     chunk = Chunk()
     offset = 0  # case index of the file's first row: rows of every file, skipped included
     with gc_paused():
         for f in job.files:
-            rows, lossy = read_answer_rows(f.path)
+            if (f.model, f.variant, f.attribute) != group:
+                # The key holds the attribute: an earlier group's answers never match again,
+                # and dropping them keeps the memory one group's (its runs' files).
+                group = (f.model, f.variant, f.attribute)
+                verdicts.clear()
+            count, rows, lossy = answer_case_rows(f)
             model = f"released:{f.model}"
             skipped = 0
-            for row_no, row in enumerate(rows):
-                data = row_case_data(f, row_no, row)
+            for row_no, data, answer in rows:
                 if data is None:
                     skipped += 1
                     continue
-                case = Case(
-                    case_id=case_id_of(model, f, row_no),
-                    relation=RELATION,
-                    model=model,
-                    index=offset + row_no,
-                    repeat=f.run - 1,
-                    seed=seed(offset + row_no),  # what replay re-derives
-                    data=data,
-                )
-                answer = row.get("Answer", "")
+                case_id = case_id_of(model, f, row_no)
                 # The recorded answer fixes the verdict: the relation's own decision (what
-                # its step returns for this one-turn transcript), without the transcript.
-                verdict = relation.answer_verdict(data, answer)
+                # its step returns for this one-turn transcript), without the transcript;
+                # once per distinct answer to a question (a third of the answers repeat
+                # one of an earlier run).
+                key = verdict_key(data, answer)
+                verdict = verdicts.get(key)
                 if verdict is None:
-                    raise AssertionError(f"{case.case_id}: a released answer must fix its verdict")
-                chunk.rows += encoder.rows(job.campaign, case, answer, verdict)
+                    verdict = relation.answer_verdict(data, answer)
+                    if len(verdicts) >= VERDICTS_KEPT:
+                        verdicts.clear()
+                    verdicts[key] = verdict
+                if verdict is None:
+                    raise AssertionError(f"{case_id}: a released answer must fix its verdict")
+                # The Case's fields, encoded without building it (`ImportEncoder.answer_rows`).
+                chunk.rows += encoder.answer_rows(
+                    job.campaign,
+                    case_id,
+                    model,
+                    offset + row_no,
+                    f.run - 1,
+                    seed(offset + row_no),  # what replay re-derives
+                    data,
+                    answer,
+                    verdict,
+                )
                 chunk.outcomes[verdict.outcome.value] += 1
                 if len(chunk.rows) >= 5 * job.chunk_answers:
                     yield chunk
                     chunk = Chunk()
-            offset += len(rows)
+            offset += count
             if chunk.rows:
                 yield chunk
                 chunk = Chunk()
-            yield FileRead(_file_note(job.src, f, len(rows), skipped, lossy), skipped)
+            yield FileRead(_file_note(job.src, f, count, skipped, lossy), skipped)
             del rows  # the next file replaces this one: one file's rows at a time
 
 

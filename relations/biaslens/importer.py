@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from harness.campaign import CampaignConfig, RelationSpec
 from harness.events import CampaignFinished, Event, Note, encode_event
+from harness.gc_pause import gc_paused
 from harness.model import ModelSpec
 from harness.runner import campaign_started
 from harness.store.fresh_log import FreshLog
@@ -201,6 +202,13 @@ async def import_released(
         compact=compact,
         batch_events=batch_events,
     )
+    with gc_paused():  # see _write_campaign
+        await _write_log(target, write, summary)
+    summary.elapsed_s = time.monotonic() - started
+    return summary
+
+
+async def _write_log(target: Path, write: functools.partial[Any], summary: ImportSummary) -> None:
     if target.exists():
         # Another log: this campaign is appended among its others, each commit durable, so
         # a killed import leaves the log readable and its campaign "unfinished, N of M".
@@ -212,8 +220,6 @@ async def import_released(
             summary.dead_partials_removed = fresh.dead_partials_removed
             await write(fresh.partial, bulk=True)
             fresh.publish()
-    summary.elapsed_s = time.monotonic() - started
-    return summary
 
 
 async def _write_campaign(
@@ -229,7 +235,10 @@ async def _write_campaign(
     batch_events: int,
 ) -> None:
     """Every answer of the plan's files as one campaign appended to ``db``; ``bulk``: a
-    log built whole (`EventWriter.open`'s ``bulk``)."""
+    log built whole (`EventWriter.open`'s ``bulk``). Runs with the cyclic collector paused
+    (`harness.gc_pause`): the chunks the reading process hands over are half a million
+    row tuples, which made it scan the held chunks and batches again and again, and
+    nothing here makes cycles worth reclaiming early."""
     async with await EventWriter.open(db, max_group=8, compact=compact, bulk=bulk) as store:
         reading = ChunksFromProcess(dataclasses.replace(job, templates=store.splits_payloads))
         try:

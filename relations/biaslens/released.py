@@ -13,6 +13,7 @@ import csv
 import functools
 import hashlib
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -96,14 +97,9 @@ def count_case_rows(path: Path) -> int:
     if "Question Type" not in header:
         return 0
     col = header.index("Question Type")
-    known = 0
-    for cells in cells_list:
-        try:
-            QType.parse(cells[col] if col < len(cells) else "")
-        except ValueError:
-            continue
-        known += 1
-    return known
+    return sum(
+        _parse_type(cells[col] if col < len(cells) else "") is not None for cells in cells_list
+    )
 
 
 @functools.lru_cache(maxsize=8_192)  # a question's runs are read one file after another
@@ -113,11 +109,32 @@ def question_key(role: str, qtype: str, question: str) -> str:
 
 def row_case_data(f: AnswerFile, row_no: int, row: dict[str, str]) -> dict[str, Any] | None:
     """The case data of one released row; None when its question type is unknown."""
-    try:
-        qtype = QType.parse(row.get("Question Type", ""))
-    except ValueError:
+    return case_data(
+        f,
+        row_no,
+        row.get("Role", ""),
+        row.get("Question Type", ""),
+        row.get("Question", ""),
+        row,
+    )
+
+
+_JUDGE_COLUMNS = ("LLM 1", "LLM 2", "LLM 3")
+
+
+def case_data(
+    f: AnswerFile,
+    row_no: int,
+    role: str,
+    type_text: str,
+    question: str,
+    judges: Mapping[str, str],
+) -> dict[str, Any] | None:
+    """`row_case_data` of a row's cells: ``judges`` gives the judge columns and "final"
+    (read for a Why question only)."""
+    qtype = _parse_type(type_text)
+    if qtype is None:
         return None
-    role, question = row.get("Role", ""), row.get("Question", "")
     data: dict[str, Any] = {
         "question_id": f"{f.attribute}:{question_key(role, qtype.value, question)}",
         "attribute": f.attribute,
@@ -130,9 +147,73 @@ def row_case_data(f: AnswerFile, row_no: int, row: dict[str, str]) -> dict[str, 
         "imported": True,
     }
     if qtype is QType.WHY:
-        data["released_judges"] = [row.get(f"LLM {i}", "") for i in (1, 2, 3)]
-        data["released_final"] = row.get("final", "")
+        data["released_judges"] = [judges.get(name, "") for name in _JUDGE_COLUMNS]
+        data["released_final"] = judges.get("final", "")
     return data
+
+
+@functools.lru_cache(maxsize=64)  # a file's few spellings of its types
+def _parse_type(text: str) -> QType | None:
+    try:
+        return QType.parse(text)
+    except ValueError:
+        return None
+
+
+class _Cells(Mapping[str, str]):
+    """A row's cells by column name (the first column of a name; "" past the row's end or
+    for a column the header lacks), as `read_answer_rows`' dicts give them."""
+
+    def __init__(self, index: dict[str, int], cells: list[str]) -> None:
+        self._index = index
+        self._cells = cells
+
+    def __getitem__(self, name: str) -> str:
+        i = self._index.get(name)
+        if i is None:
+            raise KeyError(name)
+        return self._cells[i] if i < len(self._cells) else ""
+
+    def get(self, name: str, default: Any = None) -> Any:
+        i = self._index.get(name)
+        if i is None:
+            return default
+        return self._cells[i] if i < len(self._cells) else ""
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+
+def answer_case_rows(
+    f: AnswerFile,
+) -> tuple[int, Iterator[tuple[int, dict[str, Any] | None, str]], bool]:
+    """The rows of ``f`` (counting blank-line-free rows as `read_answer_rows` does), and
+    for each its number, `row_case_data` and its answer, without a dict per row; and
+    whether undecodable bytes had to be dropped."""
+    header, cells_list, lossy = _answer_cells(f.path)
+    index = {name: i for i, name in reversed(list(enumerate(header))) if name}
+    missing = len(header) + max((len(c) for c in cells_list), default=0)  # past every row
+    role, qtype, question, answer = (
+        index.get(name, missing) for name in ("Role", "Question Type", "Question", "Answer")
+    )
+
+    def rows() -> Iterator[tuple[int, dict[str, Any] | None, str]]:
+        for row_no, cells in enumerate(cells_list):
+            n = len(cells)
+            data = case_data(
+                f,
+                row_no,
+                cells[role] if role < n else "",
+                cells[qtype] if qtype < n else "",
+                cells[question] if question < n else "",
+                _Cells(index, cells),
+            )
+            yield row_no, data, cells[answer] if answer < n else ""
+
+    return len(cells_list), rows(), lossy
 
 
 @dataclass(frozen=True)
