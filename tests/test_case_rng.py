@@ -44,6 +44,7 @@ class _Odd(int):
 
 
 def test_case_rng_joins_str_of_each_part() -> None:
-    assert case_rng(_Odd(1), _Odd(2), "s").getstate() == random.Random(
-        derive_seed("odd", "odd", "s")
-    ).getstate()
+    assert (
+        case_rng(_Odd(1), _Odd(2), "s").getstate()
+        == random.Random(derive_seed("odd", "odd", "s")).getstate()
+    )

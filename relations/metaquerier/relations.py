@@ -201,10 +201,11 @@ class _TermListRelation(RelationBase, ABC):
         """The relation's oracle over both parsed replies."""
 
     def step(self, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
-        turns = transcript.thread(THREAD)
         data = case.data
         terms: tuple[str, ...] = tuple(data["terms"])
         gender: str = data["gender"]
+        # A new case's transcript is empty: no thread to pick out of it.
+        turns = transcript.thread(THREAD) if transcript.turns else []
         if not turns:
             return [_ask(terms, gender)]
         first = turns[0]
