@@ -131,7 +131,7 @@ def case_rng(seed: int, index: int, salt: str = "") -> random.Random:
     digest = _sha256(f"{seed!s}\x1f{index!s}\x1f{salt!s}".encode()).digest()
     rng = _new_random(random.Random)
     _seed_generator(rng, int.from_bytes(digest[:8], "big") >> 1)
-    rng.gauss_next = None
+    rng.gauss_next = None  # type: ignore[attr-defined]  # set by Random.__init__, untyped
     return rng
 
 

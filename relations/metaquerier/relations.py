@@ -177,7 +177,7 @@ def _parse(
     return parsed
 
 
-def _ask(terms: Sequence[str], gender: str) -> Ask:
+def _ask(terms: list[str] | tuple[str, ...], gender: str) -> Ask:
     return Ask(thread=THREAD, prompt=list_prompt(terms, gender), answer=AnswerShape.terms(terms))
 
 
