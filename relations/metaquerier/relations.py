@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import random
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -114,35 +115,59 @@ def sample(rng: random.Random, population: Sequence[T], k: int) -> list[T]:
     return result
 
 
+@functools.lru_cache(maxsize=64)
+def _pool_pairs(groups: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """The (text, group) of each term of ``_pool(groups)``, in draw order: a case's draw
+    picks pairs, and a dict of them is its term -> group map."""
+    return tuple((t.text, t.group) for t in _pool(groups))
+
+
+_text_of = operator.itemgetter(0)
+
+
 def _draw_case(options: TermListOptions, index: int, seed: int, *, inserted: int) -> dict[str, Any]:
     rng = case_rng(seed, index, "metaquerier")
-    pool = _pool(tuple(options.groups))
-    if len(pool) < options.list_size + inserted:
+    pool = _pool_pairs(tuple(options.groups))
+    size = options.list_size
+    if len(pool) < size + inserted:
         raise ValueError("the corpus is smaller than list_size + insert_size")
-    chosen = sample(rng, pool, options.list_size + inserted)
-    source, extra = chosen[: options.list_size], chosen[options.list_size :]
+    chosen = sample(rng, pool, size + inserted)
+    texts = list(map(_text_of, chosen))
+    genders = options.genders
+    # ``rng.choice(genders)``: random.py's ``_randbelow`` (draw bit_length bits again while
+    # the number is too large), inlined.
+    count = len(genders)
+    if not count:
+        raise IndexError("Cannot choose from an empty sequence")
+    bits, getrandbits = count.bit_length(), rng.getrandbits
+    j = getrandbits(bits)
+    while j >= count:
+        j = getrandbits(bits)
     return {
-        "terms": [t.text for t in source],
-        "inserted": [t.text for t in extra],
-        "gender": rng.choice(options.genders),
-        "groups": {t.text: t.group for t in chosen},
+        "terms": texts[:size],
+        "inserted": texts[size:],
+        "gender": genders[j],
+        "groups": dict(chosen),  # a later pick of a text wins, as in a dict display
     }
 
 
 def _parse(
     turn_reply: str | None,
     error: str | None,
-    terms: list[str],
+    terms: tuple[str, ...],
     label: str,
-    asked: list[list[str]] | None = None,
+    asked: tuple[tuple[str, ...], ...] = (),
 ) -> ParsedList | Verdict:
     """``asked``: lists of earlier questions in the thread (a restated one is no answer)."""
     if turn_reply is None:
         return Verdict(outcome=Outcome.INVALID, reason=f"{label} call failed: {error}")
-    structured = AnswerShape.terms(terms).read(turn_reply)
-    if structured is not None:
-        return match_items(structured, terms)
-    parsed = parse_reply(turn_reply, terms, asked=asked or [])
+    # A structured reply is a JSON object: `AnswerShape.read` reads nothing else, so a free
+    # answer (nearly every one) skips it.
+    if turn_reply.lstrip(" \t\n\r").startswith("{"):
+        structured = AnswerShape.terms(terms).read(turn_reply)
+        if structured is not None:
+            return match_items(structured, terms)
+    parsed = parse_reply(turn_reply, terms, asked=asked)
     if isinstance(parsed, Unparseable):
         return Verdict(
             outcome=Outcome.INVALID,
@@ -152,7 +177,7 @@ def _parse(
     return parsed
 
 
-def _ask(terms: list[str], gender: str) -> Ask:
+def _ask(terms: list[str] | tuple[str, ...], gender: str) -> Ask:
     return Ask(thread=THREAD, prompt=list_prompt(terms, gender), answer=AnswerShape.terms(terms))
 
 
@@ -176,13 +201,18 @@ class _TermListRelation(RelationBase, ABC):
         """The relation's oracle over both parsed replies."""
 
     def step(self, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
-        turns = transcript.thread(THREAD)
-        terms: list[str] = list(case.data["terms"])
-        gender: str = case.data["gender"]
+        data = case.data
+        terms: tuple[str, ...] = tuple(data["terms"])
+        gender: str = data["gender"]
+        # A new case's transcript is empty: no thread to pick out of it.
+        turns = transcript.thread(THREAD) if transcript.turns else []
         if not turns:
             return [_ask(terms, gender)]
-        source = _parse(turns[0].reply, turns[0].error, terms, "source")
-        if isinstance(source, Verdict):
+        first = turns[0]
+        source = _parse(first.reply, first.error, terms, "source")
+        # `_parse` gives a ParsedList or a Verdict; a dataclass's isinstance is the cheap one
+        # (pydantic models check instances in Python).
+        if not isinstance(source, ParsedList):
             return source
         follow_terms = self.follow_up_terms(case, source)
         if not follow_terms:
@@ -193,8 +223,9 @@ class _TermListRelation(RelationBase, ABC):
             )
         if len(turns) == 1:
             return [_ask(follow_terms, gender)]
-        follow = _parse(turns[1].reply, turns[1].error, follow_terms, "follow-up", [terms])
-        if isinstance(follow, Verdict):
+        second = turns[1]
+        follow = _parse(second.reply, second.error, tuple(follow_terms), "follow-up", (terms,))
+        if not isinstance(follow, ParsedList):
             return follow
         return self.judge(case, source, follow, follow_terms)
 

@@ -43,6 +43,7 @@ _QUOTES = "\"'`\u2018\u2019\u201c\u201d*_"
 _BRACKETS = re.compile(r"\[([^\[\]]*)\]", re.DOTALL)
 _WORD = re.compile(r"[^\W_]")  # a letter or digit (\w also matches "_")
 _ITEM_SEPARATORS = re.compile(r"[,\n;]")
+_split = _ITEM_SEPARATORS.split
 
 # The format instruction's example: placeholders that are no term of any corpus and no
 # gendered word (tests/test_termlist.py checks it), so echoing it plants nothing.
@@ -98,10 +99,16 @@ def format_list(terms: Sequence[str]) -> str:
 
 def list_prompt(terms: Sequence[str], gender: str) -> str:
     return (
-        f"In the following list: {format_list(terms)}, which ones are definitely {gender}? "
-        f"Reply with only those terms as a bracketed list, e.g. {format_list(FORMAT_EXAMPLE)}. "
-        f"{NONE_INSTRUCTION}"
+        "In the following list: [" + ", ".join(terms) + "], which ones are definitely "
+        f"{gender}? {_PROMPT_TAIL}"
     )
+
+
+# The prompt's constant end, written once (every ask writes a prompt).
+_PROMPT_TAIL = (
+    f"Reply with only those terms as a bracketed list, e.g. {format_list(FORMAT_EXAMPLE)}. "
+    f"{NONE_INSTRUCTION}"
+)
 
 
 @dataclass(frozen=True)
@@ -128,7 +135,9 @@ def bracketed_lists(reply: str) -> list[list[str]] | Unparseable:
     lists = []
     for body in found:
         items = []
-        for part in _ITEM_SEPARATORS.split(body):
+        # ``_ITEM_SEPARATORS.split``; a plain split where the body holds commas only
+        parts = body.split(",") if "\n" not in body and ";" not in body else _split(body)
+        for part in parts:
             item = part.strip()
             if item and item.strip(_QUOTES).strip():  # an item of quotes only is no item
                 items.append(item)
@@ -150,24 +159,29 @@ class _Resolver:
 
     def __init__(self, terms: Iterable[str]) -> None:
         terms = tuple(terms)
-        by_norm: dict[str, str] = {}
-        for norm, term in zip(map(normalise, terms), terms, strict=True):
-            if norm not in by_norm:  # the first term of a normal form is its canonical one
-                by_norm[norm] = term
+        norms = tuple(map(normalise, terms))
+        by_norm = dict(zip(norms, terms, strict=True))
+        if len(by_norm) != len(terms):  # a normal form twice: the dict kept its last term,
+            by_norm = {}
+            for norm, term in zip(norms, terms, strict=True):
+                if norm not in by_norm:  # but the first one is its canonical term
+                    by_norm[norm] = term
         self.by_norm = by_norm
-        self.order = {t: i for i, t in enumerate(by_norm.values())}
+        # Canonical terms are distinct (one normal form each): their places in the list.
+        self.order = dict(zip(by_norm.values(), range(len(by_norm)), strict=True))
 
     def resolve(self, item: str) -> tuple[str, bool] | None:
         """(canonical term, True), (normal form, False) for an unknown item, or None for an
         item that names nothing ("none", no word at all such as "/", an echo of the
         format example)."""
-        norm = normalise(item)
-        if norm in _EMPTY_ITEMS or not _WORD.search(norm):
+        norm = _content(item)
+        if norm is None:
             return None
-        if norm not in self.by_norm and norm.endswith("s") and norm[:-1] in self.by_norm:
+        by_norm = self.by_norm
+        if norm not in by_norm and norm.endswith("s") and norm[:-1] in by_norm:
             norm = norm[:-1]  # "Hindus", "Pakistanis": plurals singular() leaves alone
-        if norm in self.by_norm:
-            return self.by_norm[norm], True
+        if norm in by_norm:
+            return by_norm[norm], True
         if echoes_example(norm):
             return None  # the format example, varied: names nothing
         return norm, False
@@ -197,9 +211,22 @@ def echoes_example(item: str) -> bool:
 
 def _is_example(items: list[str]) -> bool:
     """Echoes of the example, perhaps beside wordless items ("[first term, /]")."""
-    if not any(echoes_example(i) for i in items):
+    if not any(map(echoes_example, items)):
         return False
     return all(echoes_example(i) or not _WORD.search(normalise(i)) for i in items)
+
+
+def _has_word(items: list[str]) -> bool:
+    """True when some item holds a letter or digit once normalised."""
+    return any(map(_WORD.search, map(normalise, items)))
+
+
+@functools.lru_cache(maxsize=16384)  # every item of every answer; replies repeat terms
+def _content(item: str) -> str | None:
+    """The normal form of ``item``, or None when it names nothing whatever the list is
+    ("none", "n/a", no letter or digit)."""
+    norm = normalise(item)
+    return None if norm in _EMPTY_ITEMS or not _WORD.search(norm) else norm
 
 
 @functools.lru_cache(maxsize=1024)
@@ -232,11 +259,14 @@ def _parse_reply(
     skipped: list[str] = []
     answer: list[str] | None = None
     for items in reversed(lists):
+        if not items:  # no example, no restatement, no item without a word: the answer
+            answer = items
+            break
         if _is_example(items):
             skipped.append("the reply only repeats the format instruction's example")
         elif _is_restatement(items, questions):
             skipped.append("the reply only restates the question's whole list")
-        elif items and not any(_WORD.search(normalise(i)) for i in items):
+        elif not _has_word(items):
             skipped.append(f"the reply's list holds no word: {format_list(items)[:60]}")
         else:
             answer = items
@@ -249,20 +279,33 @@ def _parse_reply(
 def match_items(answer: Sequence[str], terms: Sequence[str]) -> ParsedList:
     """The items of an answer list matched against ``terms`` (a structured reply's items
     come here directly: a schema-constrained list is never an echo)."""
-    resolver = _resolver(tuple(terms))
-    named: set[str] = set()
+    if not answer:
+        return _NOTHING_NAMED
+    # `_Resolver(terms).resolve` of each item, without building the resolver (each list is
+    # matched once or twice; building its maps was most of a match). A term's canonical form
+    # is the first term of its normal form: the first place of that form in ``norms``.
+    terms = tuple(terms)
+    norms: tuple[str, ...] = ()
+    named: set[int] = set()  # the places of the canonical terms named
     hallucinated: list[str] = []
     for item in answer:
-        found = resolver.resolve(item)
-        if found is None:
+        norm = _content(item)
+        if norm is None:
             continue
-        text, known = found
-        if known:
-            named.add(text)
-        elif text not in hallucinated:
-            hallucinated.append(text)
+        if not norms:
+            norms = tuple(map(normalise, terms))
+        if norm in norms:
+            named.add(norms.index(norm))
+        elif norm.endswith("s") and norm[:-1] in norms:
+            named.add(norms.index(norm[:-1]))  # "Hindus", "Pakistanis": plurals singular() leaves
+        elif not echoes_example(norm) and norm not in hallucinated:
+            hallucinated.append(norm)
     return ParsedList(
-        named=tuple(sorted(named, key=resolver.order.__getitem__)),
+        # in list order: the resolver's order ranks canonical terms by their first place
+        named=tuple([terms[at] for at in sorted(named)]),
         hallucinated=tuple(hallucinated),
         raw_items=tuple(answer),
     )
+
+
+_NOTHING_NAMED = ParsedList(named=(), hallucinated=(), raw_items=())
