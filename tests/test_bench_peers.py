@@ -5,26 +5,10 @@ The benchmark itself (servers, peers installed from PyPI and npm) is not part of
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
-
 import pytest
+from fixtures.bench_scripts import load_bench_script
 
-BENCH = Path(__file__).resolve().parents[1] / "bench"
-
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_peers", BENCH / "bench_peers.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("bench_peers", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-bench_peers = _load()
+bench_peers = load_bench_script("bench_peers")
 Sample = bench_peers.Sample
 
 

@@ -5,27 +5,15 @@ quick path on a clean log. The builder broke once unnoticed when the engine's se
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
+
+from fixtures.bench_scripts import load_bench_script
 
 from harness.replay import verify_log
 
-BENCH = Path(__file__).resolve().parents[1] / "bench"
-
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_resume", BENCH / "bench_resume.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("bench_resume", module)
-    spec.loader.exec_module(module)
-    return module
-
 
 def test_a_built_replay_log_verifies_without_a_difference(tmp_path: Path) -> None:
-    bench_resume = _load()
+    bench_resume = load_bench_script("bench_resume")
     db = tmp_path / "replay.db"
     closed = 60
     bench_resume.build(db, closed * bench_resume.EVENTS_PER_CASE, base_cases=closed)
