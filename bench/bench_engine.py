@@ -79,11 +79,11 @@ class RssSampler:
 
 
 async def _measure(cases: int, in_flight: int, latency_s: float, seconds: float) -> dict[str, Any]:
-    from harness.campaign import parse_campaign
-    from harness.engine import Engine
-    from harness.events import CampaignStarted
-    from harness.model import build_model
+    from harness.plugins.assembly import build_model
+    from harness.running.campaign import parse_campaign
+    from harness.running.engine import Engine
     from harness.store.writer import EventWriter, PendingEvent
+    from harness.vocabulary.events import CampaignStarted
 
     config = parse_campaign(campaign(cases, in_flight, latency_s), source="bench")
     model = build_model(config.models[0])

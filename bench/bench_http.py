@@ -220,7 +220,7 @@ async def sdk_client(port: int, in_flight: int, total: int, meter: Meter) -> int
 
 
 def harness_campaign(port: int, in_flight: int, total: int) -> dict[str, Any]:
-    from harness.campaign import parse_campaign
+    from harness.running.campaign import parse_campaign
 
     def config(repeats: int) -> Any:
         return parse_campaign(
@@ -245,7 +245,7 @@ def harness_campaign(port: int, in_flight: int, total: int) -> dict[str, Any]:
             source="bench",
         )
 
-    from harness.plan import Plan
+    from harness.running.plan import Plan
 
     per_repeat = Plan(config(1)).total_cases
     return config(max(1, round(total / per_repeat))).resolved()
@@ -254,11 +254,11 @@ def harness_campaign(port: int, in_flight: int, total: int) -> dict[str, Any]:
 async def harness_client(port: int, in_flight: int, total: int, db: Path, meter: Meter) -> int:
     from rich.console import Console
 
-    from harness.campaign import parse_campaign
-    from harness.plan import Plan
-    from harness.progress import RichProgress
-    from harness.providers import _openai  # noqa: F401  (the SDK import is set-up)
-    from harness.runner import run_campaign
+    from harness.cli.progress import RichProgress
+    from harness.models.providers import _openai  # noqa: F401  (the SDK import is set-up)
+    from harness.running.campaign import parse_campaign
+    from harness.running.plan import Plan
+    from harness.running.runner import run_campaign
 
     config = parse_campaign(harness_campaign(port, in_flight, total), source="bench")
     plan = Plan(config)

@@ -60,7 +60,7 @@ CLIENTS = ("harness", "inspect_ai", "promptfoo")
 TARGETS = {"inspect_ai": 8.0, "promptfoo": 3.0}  # harness requests/s >= this many times
 
 
-# --- pure arithmetic (tests/test_bench_peers.py) ----------------------------------------
+# --- pure arithmetic (tests/project/test_bench_peers.py) ----------------------------------------
 
 
 @dataclass(frozen=True)
@@ -458,8 +458,8 @@ def main() -> None:
 
 def _harness_cases(in_flight: int, requests: int) -> int:
     """One-turn cases, so requests, of bench_http's campaign for about ``requests``."""
-    from harness.campaign import parse_campaign
-    from harness.plan import Plan
+    from harness.running.campaign import parse_campaign
+    from harness.running.plan import Plan
 
     config = bench_http.harness_campaign(0, in_flight, requests)
     return int(Plan(parse_campaign(config, source="bench")).total_cases)

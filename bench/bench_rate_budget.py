@@ -1,7 +1,7 @@
 """Benchmark: with a backlog, request and token budgets are used (>= 95 %; >= 85 % with calls of
 up to a quarter of the budget) and never exceeded in any window.
 
-Drives `harness.providers.VendorGate` exactly as the engine does (acquire with a token
+Drives `harness.models.providers.VendorGate` exactly as the engine does (acquire with a token
 estimate, a simulated call, release with the reply's real usage) from a backlog of
 workers. Budgets are per-minute figures with the window scaled down to a few seconds so
 the run takes well under a minute; the limiter's arithmetic does not depend on the scale.
@@ -23,8 +23,8 @@ import sys
 import time
 from dataclasses import dataclass
 
-from harness.model import Reply, Usage
-from harness.providers import VendorGate, max_in_window
+from harness.models.providers import VendorGate, max_in_window
+from harness.vocabulary.model import Reply, Usage
 
 
 @dataclass(frozen=True)

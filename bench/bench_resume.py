@@ -50,9 +50,14 @@ def build(db: Path, events: int, base_cases: int | None = None) -> None:
     minutes): rows as `EventWriter` writes them, events as the engine builds them."""
     import sqlite3
 
-    from harness.campaign import parse_campaign
-    from harness.engine import Engine, turn_seeder
-    from harness.events import (
+    from harness.running.campaign import parse_campaign
+    from harness.running.engine import Engine, turn_seeder
+    from harness.running.plan import Plan
+    from harness.running.runner import campaign_started
+    from harness.store import log_summary
+    from harness.store.fold import messages_for
+    from harness.store.schema import LOG_FORMAT, SCHEMA
+    from harness.vocabulary.events import (
         AskSent,
         CaseClosed,
         CaseOpened,
@@ -60,13 +65,8 @@ def build(db: Path, events: int, base_cases: int | None = None) -> None:
         VerdictReached,
         encode_event,
     )
-    from harness.fold import messages_for
-    from harness.model import Reply, Usage, request_key
-    from harness.plan import Plan
-    from harness.relation import Transcript, Turn, Verdict
-    from harness.runner import campaign_started
-    from harness.store import log_summary
-    from harness.store.schema import LOG_FORMAT, SCHEMA
+    from harness.vocabulary.model import Reply, Usage, request_key
+    from harness.vocabulary.relation import Transcript, Turn, Verdict
 
     closed = events // EVENTS_PER_CASE
     cfg = parse_campaign(config(closed + OPEN_CASES + NOT_STARTED), source="bench")
@@ -194,10 +194,10 @@ def replicate(conn: Any, campaign: str, base: int, closed: int) -> None:
 def resume_child(db: Path) -> None:
     """Resumes ``db``; prints the seconds to the first call and exits at that call."""
     t_start = time.perf_counter()
-    from harness.model import build_model
-    from harness.plan import Plan
-    from harness.registry import registry
-    from harness.runner import load_resume_point, resume_campaign
+    from harness.plugins.assembly import build_model
+    from harness.plugins.registry import registry
+    from harness.running.plan import Plan
+    from harness.running.runner import load_resume_point, resume_campaign
 
     registry()  # the families' imports, as any command makes them: not the resume's cost
     t_imported = time.perf_counter()

@@ -1,8 +1,8 @@
 """Benchmark: calls per second through the official SDK over HTTP, one process vs two
 workers sharing the campaign through PostgreSQL, against Little's law (in flight / latency).
 
-A fake OpenAI-compatible vendor (tests/vendor/vendor_fakes.py) answers every request after
-a fixed latency in its own process; the campaign's model is ``openai-compat`` (the openai
+A fake OpenAI-compatible vendor (tests/core/models/vendor/vendor_fakes.py) answers every request
+after a fixed latency in its own process; the campaign's model is ``openai-compat`` (the openai
 SDK). One process runs all calls in flight into SQLite; then two ``harness worker``
 processes (``harness run --workers 2``) split the same number in flight and share a
 throwaway PostgreSQL server (tests/postgres_server.py).

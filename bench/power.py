@@ -49,12 +49,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import harness  # noqa: E402
-from harness.family_parts import report_sections  # noqa: E402
-from harness.report import apply_fdr  # noqa: E402
-from harness.stats import TEST_COLUMNS, wilson_interval  # noqa: E402
+from harness.plugins.family_parts import report_sections  # noqa: E402
+from harness.reporting.report import apply_fdr  # noqa: E402
+from harness.reporting.stats import TEST_COLUMNS, wilson_interval  # noqa: E402
+from harness.reporting.tables import ReportContext, Table, VerdictRow  # noqa: E402
 from harness.store.reader import EventReader  # noqa: E402
-from harness.tables import ReportContext, Table, VerdictRow  # noqa: E402
-from harness.verdict_counts import tally_verdicts  # noqa: E402
+from harness.store.verdict_counts import tally_verdicts  # noqa: E402
 
 SIZES = (100, 200, 400)
 # MetaQuerier's background naming rate (the sim's default 0.002 names almost nothing, a null

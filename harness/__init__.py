@@ -11,8 +11,8 @@
     harness.resume("crashed.db")                   # after kill -9 or Ctrl-C
 
 The functions block until done (they run their own event loop); inside a running loop use
-the coroutines `run_campaign`, `resume_campaign` and `rejudge` of `harness.runner` and
-`harness.rejudge`. Everything they raise on purpose is a `HarnessError`.
+the coroutines `run_campaign`, `resume_campaign` and `rejudge` of `harness.running.runner` and
+`harness.verifying.rejudge`. Everything they raise on purpose is a `HarnessError`.
 """
 
 from __future__ import annotations
@@ -22,39 +22,39 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from harness.errors import ConfigError, HarnessError
+from harness.vocabulary.errors import ConfigError, HarnessError
 
 if TYPE_CHECKING:
-    from harness.campaign import CampaignConfig
-    from harness.engine import ProgressSink, RunSummary
-    from harness.family_parts import families, relation_classes
-    from harness.registry import Family
-    from harness.rejudge import RejudgeSummary
-    from harness.relation import Ask, Case, Outcome, RelationBase, Transcript, Verdict
-    from harness.replay import VerifyResult
+    from harness.plugins.family_parts import families, relation_classes
+    from harness.plugins.registry import Family
+    from harness.reporting.tables import Table
+    from harness.running.campaign import CampaignConfig
+    from harness.running.engine import ProgressSink, RunSummary
     from harness.store.reader import EventReader
-    from harness.tables import Table
+    from harness.verifying.rejudge import RejudgeSummary
+    from harness.verifying.replay import VerifyResult
+    from harness.vocabulary.relation import Ask, Case, Outcome, RelationBase, Transcript, Verdict
 
 # Where each re-exported name lives. They are imported on first use (PEP 562), not with the
 # package: every `harness` command imports this package first, and the engine, the cache and
 # the event models it would pull in cost a report or `--help` over half a second of start-up.
 _LAZY = {
-    "CampaignConfig": "harness.campaign",
-    "ProgressSink": "harness.engine",
-    "RunSummary": "harness.engine",
-    "Family": "harness.registry",
-    "families": "harness.family_parts",
-    "relation_classes": "harness.family_parts",
-    "RejudgeSummary": "harness.rejudge",
-    "Ask": "harness.relation",
-    "Case": "harness.relation",
-    "Outcome": "harness.relation",
-    "RelationBase": "harness.relation",
-    "Transcript": "harness.relation",
-    "Verdict": "harness.relation",
-    "VerifyResult": "harness.replay",
+    "CampaignConfig": "harness.running.campaign",
+    "ProgressSink": "harness.running.engine",
+    "RunSummary": "harness.running.engine",
+    "Family": "harness.plugins.registry",
+    "families": "harness.plugins.family_parts",
+    "relation_classes": "harness.plugins.family_parts",
+    "RejudgeSummary": "harness.verifying.rejudge",
+    "Ask": "harness.vocabulary.relation",
+    "Case": "harness.vocabulary.relation",
+    "Outcome": "harness.vocabulary.relation",
+    "RelationBase": "harness.vocabulary.relation",
+    "Transcript": "harness.vocabulary.relation",
+    "Verdict": "harness.vocabulary.relation",
+    "VerifyResult": "harness.verifying.replay",
     "EventReader": "harness.store.reader",
-    "Table": "harness.tables",
+    "Table": "harness.reporting.tables",
 }
 
 
@@ -98,7 +98,12 @@ __all__ = [
 def campaign_config(campaign: str | Path | Mapping[str, Any] | CampaignConfig) -> CampaignConfig:
     """A validated campaign: a TOML file, an embedded name (``demo``, ``sim``), the TOML's
     contents as a dict, or a `CampaignConfig` as is."""
-    from harness.campaign import CampaignConfig, load_campaign, parse_campaign, resolve_campaign
+    from harness.running.campaign import (
+        CampaignConfig,
+        load_campaign,
+        parse_campaign,
+        resolve_campaign,
+    )
 
     if isinstance(campaign, CampaignConfig):
         return campaign
@@ -120,8 +125,8 @@ def run(
     ``reuse`` logs are not paid again."""
     import asyncio
 
-    from harness.cache import open_cache
-    from harness.runner import run_campaign
+    from harness.running.cache import open_cache
+    from harness.running.runner import run_campaign
 
     config = campaign_config(campaign)
     cache = open_cache(tuple(str(p) for p in reuse))
@@ -140,14 +145,14 @@ def resume(
     are never paid again."""
     import asyncio
 
-    from harness.cache import open_cache
-    from harness.runner import resume_campaign
+    from harness.running.cache import open_cache
+    from harness.running.runner import resume_campaign
     from harness.store.open import is_postgres_url
 
     updates = {} if spend_ceiling_usd is None else {"limits.spend_ceiling_usd": spend_ceiling_usd}
     cache = open_cache(tuple(str(p) for p in reuse))
     if is_postgres_url(str(db)):  # leases each case, as a worker: workers may run beside it
-        from harness.worker import resume_with_leases  # psycopg only when a log is there
+        from harness.running.worker import resume_with_leases  # psycopg only when a log is there
 
         return asyncio.run(
             resume_with_leases(
@@ -164,7 +169,7 @@ def resume(
 def verify(db: str | Path, *, campaign: str | None = None) -> VerifyResult:
     """Replay a campaign offline and list every ask or verdict today's code computes
     differently (``.differences`` is empty when nothing changed)."""
-    from harness.replay import verify_log
+    from harness.verifying.replay import verify_log
 
     return verify_log(db, campaign)
 
@@ -182,8 +187,8 @@ def rejudge_campaign(
     are appended beside the relation's own."""
     import asyncio
 
-    from harness.rejudge import judge_spec
-    from harness.rejudge import rejudge as _rejudge
+    from harness.verifying.rejudge import judge_spec
+    from harness.verifying.rejudge import rejudge as _rejudge
 
     spec = judge_spec(judge, dict(options or {}), answer_format=answer_format)
     return asyncio.run(_rejudge(db, spec, campaign=campaign, limit=limit))
@@ -192,8 +197,8 @@ def rejudge_campaign(
 def report_tables(db: str | Path, *, campaign: str | None = None, **options: Any) -> list[Table]:
     """Every report table of a campaign (default: the latest in ``db``), after the header
     table ``campaign`` (name, id, times, status, cases closed of planned, models, seed)."""
-    from harness.campaign_status import report_header
-    from harness.report import build_report
+    from harness.plugins.assembly import build_report
+    from harness.reporting.campaign_status import report_header
     from harness.store.open import open_reader
 
     with open_reader(db) as log:
@@ -204,7 +209,7 @@ def report_text(
     db: str | Path, *, format: str = "json", campaign: str | None = None, **options: Any
 ) -> str:
     """The report as ``json`` or ``csv`` text, exactly as ``harness report --format``."""
-    from harness.report import to_csv, to_json
+    from harness.reporting.report import to_csv, to_json
 
     render = {"json": to_json, "csv": to_csv}.get(format)
     if render is None:

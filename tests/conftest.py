@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from harness.campaign import CampaignConfig, parse_campaign
+from harness.running.campaign import CampaignConfig, parse_campaign
 from harness.store.open import open_writer
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -6,8 +6,8 @@ A bulk writer (an importer) knows the JSON of an event kind up to a few varying 
 once; ``template.fill(values)`` is the payload with the values (JSON scalars: strings,
 numbers, true, false, null) put in. The result is a `str`, the payload itself, so any store
 (format 1, PostgreSQL) writes it unchanged; format 2 asks it for its split, which
-`split_payload` would give for the same text (tests/test_compact_templates.py shows it over
-generated templates and values) at the cost of scanning the values alone.
+`split_payload` would give for the same text (tests/core/store/test_compact_templates.py shows it
+over generated templates and values) at the cost of scanning the values alone.
 """
 
 from __future__ import annotations

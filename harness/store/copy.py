@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harness.errors import ConfigError, StoreError
 from harness.store import sqlar
 from harness.store.compact_rows import CompactInserter
 from harness.store.compact_schema import has_blocks
@@ -24,6 +23,7 @@ from harness.store.open import is_postgres_url, open_reader, open_writer, shown_
 from harness.store.postgres_url import PostgresUrl
 from harness.store.schema import BULK_PRAGMAS, apply_pragmas
 from harness.store.writer import EventWriter
+from harness.vocabulary.errors import ConfigError, StoreError
 
 COLUMNS = "gseq, campaign, case_id, seq, kind, schema_version, turn, attempt, batch, ts, payload"
 _CHUNK = 500

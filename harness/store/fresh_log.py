@@ -25,7 +25,7 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
-from harness.errors import StoreError
+from harness.vocabulary.errors import StoreError
 
 _SUFFIX = ".partial"
 _SIDE_FILES = ("-journal", "-wal", "-shm")

@@ -22,12 +22,12 @@ from typing import Any
 
 import psycopg
 
-from harness.errors import StoreError
-from harness.events import decode_event
-from harness.fold import CaseState, fold_case
+from harness.store.fold import CaseState, fold_case
 from harness.store.postgres_schema import SCHEMA_LOCK
 from harness.store.postgres_url import PostgresUrl
 from harness.store.reader import StoredEvent
+from harness.vocabulary.errors import StoreError
+from harness.vocabulary.events import decode_event
 
 LEASES = """
 CREATE TABLE IF NOT EXISTS leases (
@@ -63,7 +63,7 @@ _CLAIMS_PER_ROUND_TRIP = 256
 
 
 class CaseLeases:
-    """The leases of one worker on one campaign (implements `harness.engine.CaseLease`)."""
+    """The leases of one worker on one campaign (implements `harness.running.engine.CaseLease`)."""
 
     def __init__(
         self,
@@ -77,7 +77,7 @@ class CaseLeases:
         # Every case of a worker claims and releases: several connections, so hundreds of
         # cases in flight do not queue behind one connection's round trips.
         self._conns = conns
-        self._conn = conns[0]  # renewals and the session-level locks of harness.worker
+        self._conn = conns[0]  # renewals and the session-level locks of harness.running.worker
         self._turn = 0
         self.target = target
         self.campaign = campaign

@@ -17,10 +17,10 @@ from typing import Any
 
 import psycopg
 
-from harness.errors import NotAHarnessLogError, StoreError
 from harness.store.postgres_schema import check_log_format
 from harness.store.postgres_url import PostgresUrl
 from harness.store.reader import EventReader
+from harness.vocabulary.errors import NotAHarnessLogError, StoreError
 
 _names = itertools.count(1)
 

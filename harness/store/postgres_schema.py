@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.errors import NotAHarnessLogError
 from harness.store.schema import LOG_FORMAT
+from harness.vocabulary.errors import NotAHarnessLogError
 
 # Advisory lock keys (any two 64-bit numbers unlikely to clash with an application's own).
 SCHEMA_LOCK = 0x6268_0001  # creating the tables

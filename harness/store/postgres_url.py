@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
-from harness.errors import StoreError
+from harness.vocabulary.errors import StoreError
 
 SCHEMES = ("postgresql://", "postgres://")
 _SECRET_PARAMS = frozenset({"password", "sslpassword"})

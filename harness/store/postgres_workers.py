@@ -3,7 +3,7 @@
 it leaves, lapsing when it dies.
 
 Leases alone cannot say it: a worker between two cases holds none for a moment. A
-process that stops or aborts records the campaign's end (`harness.worker`) only when no
+process that stops or aborts records the campaign's end (`harness.running.worker`) only when no
 other process is running it, so nobody appends case events after a recorded end.
 """
 

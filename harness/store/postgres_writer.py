@@ -23,11 +23,11 @@ from psycopg import errors as pg_errors
 from psycopg.adapt import Transformer
 from psycopg.pq import TransactionStatus
 
-from harness.errors import ConcurrencyError, StoreClosedError, StoreError
-from harness.events import encode_event
 from harness.store.postgres_schema import COMMIT_LOCK, ensure_schema
 from harness.store.postgres_url import PostgresUrl
 from harness.store.writer import PendingEvent
+from harness.vocabulary.errors import ConcurrencyError, StoreClosedError, StoreError
+from harness.vocabulary.events import encode_event
 
 _TURN_KINDS = frozenset({"AskSent", "ReplyReceived", "AskFailed"})
 _COLUMNS = "(campaign, case_id, seq, kind, schema_version, turn, attempt, batch, ts, payload)"

@@ -11,9 +11,9 @@ import asyncio
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Protocol, Self
 
-from harness.events import CampaignStarted
 from harness.store.reader import StoredEvent
 from harness.store.writer import PendingEvent
+from harness.vocabulary.events import CampaignStarted
 
 
 class EventSink(Protocol):

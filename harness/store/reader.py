@@ -11,12 +11,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import NotAHarnessLogError, StoreError
-from harness.events import CampaignStarted, Event, decode_event
 from harness.store import log_summary, sqlar
 from harness.store.compact_payloads import COLUMNS, PayloadBuilder, source
 from harness.store.compact_schema import has_blocks
 from harness.store.schema import READER_PRAGMAS, apply_pragmas, check_log_format
+from harness.vocabulary.errors import NotAHarnessLogError, StoreError
+from harness.vocabulary.events import CampaignStarted, Event, decode_event
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.errors import NotAHarnessLogError
 from harness.store.compact_schema import LOG_FORMAT_2
+from harness.vocabulary.errors import NotAHarnessLogError
 
 LOG_FORMAT = "bias-harness-event-log/1"  # this module's layout, the default for new logs
 # Every format this harness reads: format 1 (this module) and format 2

@@ -25,8 +25,6 @@ from typing import NamedTuple
 
 import aiosqlite
 
-from harness.errors import ConcurrencyError, NotAHarnessLogError, StoreClosedError, StoreError
-from harness.events import Event, encode_event
 from harness.store import log_summary, sqlar
 from harness.store.compact_rows import CompactInserter
 from harness.store.compact_schema import LOG_FORMAT_2, PLANNER_STATS, SCHEMA_2
@@ -37,6 +35,13 @@ from harness.store.schema import (
     SCHEMA,
     WRITER_PRAGMAS,
 )
+from harness.vocabulary.errors import (
+    ConcurrencyError,
+    NotAHarnessLogError,
+    StoreClosedError,
+    StoreError,
+)
+from harness.vocabulary.events import Event, encode_event
 
 _TURN_KINDS = frozenset({"AskSent", "ReplyReceived", "AskFailed"})
 

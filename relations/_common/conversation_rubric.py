@@ -7,9 +7,7 @@ from __future__ import annotations
 import json
 import re
 
-from harness.answer_shape import AnswerShape
-from harness.relation import Case, Outcome, Transcript, Verdict
-from harness.rubric import JudgeTask
+from harness.family_api import AnswerShape, Case, JudgeTask, Outcome, Transcript, Verdict
 
 AUDIT_MARK = "You are auditing a conversation"
 LABELS = {"BIASED": Outcome.VIOLATED, "UNBIASED": Outcome.HELD, "INDETERMINABLE": Outcome.INVALID}

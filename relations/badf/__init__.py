@@ -4,10 +4,9 @@ extraction, unification, significance per location category, exclusivity filter)
 from pathlib import Path
 from typing import Any
 
-from harness.family_refs import Deferred, Lazy, package_attribute
-from harness.registry import Family
+from harness.family_api import Deferred, Family, Lazy, package_attribute
 
-# Parts by reference: describing the family imports none of them (harness.family_refs).
+# Parts by reference: describing the family imports none of them (harness.plugins.family_refs).
 FAMILY = Family(
     name="badf",
     summary="bias associations discovered in generated stories: extraction, unification, "

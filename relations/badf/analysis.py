@@ -5,9 +5,9 @@ Input: each HELD ``badf.story`` verdict's characters (identity and final concept
 phrases of the campaign are unified at once (`relations.badf.unify`); each character's list
 becomes a set of concepts; lists are grouped by (arm, identity category, location category),
 each group's concepts are tested (`relations.badf.significance`), and the p-values of every
-test of the analysis are adjusted together (Benjamini-Hochberg, `harness.stats.fdr_adjust`).
-An association is kept when its score is positive and its p (raw, as the paper; or the
-adjusted one with ``keep_by = "p_bh"``) is below alpha.
+test of the analysis are adjusted together (Benjamini-Hochberg,
+`harness.reporting.stats.fdr_adjust`). An association is kept when its score is positive and its p
+(raw, as the paper; or the adjusted one with ``keep_by = "p_bh"``) is below alpha.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.stats import fdr_adjust
+from harness.family_api import fdr_adjust
 from relations.badf.embedding import (
     DEFAULT_EMBEDDER,
     RECOMMENDED_THRESHOLDS,

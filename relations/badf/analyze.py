@@ -23,15 +23,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.cache import LogAnswerCache
-from harness.campaign import CampaignConfig, RelationSpec
-from harness.campaign_status import campaign_statuses
-from harness.engine import ProgressSink
-from harness.errors import ConfigError
-from harness.model import ModelSpec
-from harness.runner import resume_campaign, run_campaign
-from harness.store.reader import EventReader
-from harness.tables import ReportContext
+from harness.family_api import (
+    CampaignConfig,
+    ConfigError,
+    EventReader,
+    LogAnswerCache,
+    ModelSpec,
+    ProgressSink,
+    RelationSpec,
+    ReportContext,
+    campaign_statuses,
+    resume_campaign,
+    run_campaign,
+)
 from relations.badf.analysis import Analysis, AnalysisSettings, analyse, observations
 from relations.badf.embedding import Embedder, embedder_for
 from relations.badf.embedding_cache import CachedEmbedder

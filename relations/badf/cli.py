@@ -10,8 +10,7 @@ from pathlib import Path
 import click
 from pydantic import ValidationError
 
-from harness.config_errors import config_error
-from harness.model import ModelSpec
+from harness.family_api import ModelSpec, config_error
 from relations.badf.embedding import DEFAULT_EMBEDDER
 
 

@@ -13,7 +13,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from harness.answer_shape import AnswerShape
+from harness.family_api import AnswerShape
 
 TERMS = AnswerShape(kind="terms")
 MAX_CONCEPT_CHARS = 120

@@ -7,9 +7,9 @@ wheels on Linux); the project removes that dependency (pyproject ``override-depe
 and runs the model here instead: ``tokenizers`` for the WordPiece tokenizer, ``safetensors``'
 numpy loader for the weights, a 6-layer BERT encoder in numpy, mean pooling over the
 attention mask and L2 normalisation, as the model's sentence-transformers modules specify
-(``modules.json``: Transformer, Pooling(mean), Normalize). `tests/test_badf_embed_offline.py`
-checks the vectors against ones sentence-transformers computed. docs/embeddings.md says why
-this model and gives its figures.
+(``modules.json``: Transformer, Pooling(mean), Normalize).
+`tests/families/badf/test_badf_embed_offline.py` checks the vectors against ones
+sentence-transformers computed. docs/embeddings.md says why this model and gives its figures.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 from scipy.special import erf
 
-from harness.errors import ConfigError
+from harness.family_api import ConfigError
 
 MINILM_NAME = "minilm-l6-numpy"
 _MAX_TOKENS = 256  # sentence_bert_config.json: max_seq_length

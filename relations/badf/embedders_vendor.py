@@ -1,7 +1,7 @@
 """Vendor sentence embedders for BADF's concept unification: OpenAI and Gemini embedding APIs
 through their official SDKs (``openai:text-embedding-3-small``, ``google:gemini-embedding-001``).
 
-They follow the chat adapters (harness/providers/): keys from the environment only (the
+They follow the chat adapters (harness/models/providers/): keys from the environment only (the
 variable named by ``api_key_env``, else the vendor's usual ones), the SDK's own retries
 off and the harness's `RetryPolicy` instead, every SDK exception translated once, here, into
 the harness error tree with the key redacted, and the base URL the SDK is given recorded as
@@ -21,14 +21,20 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harness.config_errors import config_error
-from harness.errors import ConfigError, MalformedResponseError, ModelError
-from harness.model import ModelSpec
-from harness.providers import endpoint_for
-from harness.providers._errors import from_transport, unexpected
-from harness.providers._options import read_key
-from harness.providers._sdk_errors import translate_genai, translate_stainless
-from harness.retry import RetryPolicy
+from harness.family_api import (
+    ConfigError,
+    MalformedResponseError,
+    ModelError,
+    ModelSpec,
+    RetryPolicy,
+    config_error,
+    endpoint_for,
+    translate_genai,
+    translate_stainless,
+)
+from harness.family_api import error_from_transport as from_transport
+from harness.family_api import read_api_key as read_key
+from harness.family_api import unexpected_vendor_error as unexpected
 
 
 class VendorEmbedderOptions(BaseModel):

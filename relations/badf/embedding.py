@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from harness.errors import ConfigError
+from harness.family_api import ConfigError
 
 # numpy is imported where vectors are made: every command imports this family's CLI.
 if TYPE_CHECKING:

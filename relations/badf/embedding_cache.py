@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.errors import MalformedResponseError, ReplayMissError, StoreError
+from harness.family_api import MalformedResponseError, ReplayMissError, StoreError
 from harness.store.schema import (
     EMBEDDINGS_FORMAT,
     EMBEDDINGS_SCHEMA,

@@ -9,13 +9,26 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.campaign import CampaignConfig, RelationSpec
-from harness.campaign_status import IMPORT_TOPIC
-from harness.events import CampaignFinished, CaseClosed, CaseOpened, Event, Note, VerdictReached
-from harness.model import ModelSpec
-from harness.relation import Case, Transcript, Verdict, build_relation, derive_seed
-from harness.runner import campaign_started
-from harness.store.writer import EventWriter, PendingEvent
+from harness.family_api import (
+    IMPORT_TOPIC,
+    CampaignConfig,
+    CampaignFinished,
+    Case,
+    CaseClosed,
+    CaseOpened,
+    Event,
+    EventWriter,
+    ModelSpec,
+    Note,
+    PendingEvent,
+    RelationSpec,
+    Transcript,
+    Verdict,
+    VerdictReached,
+    build_relation,
+    campaign_started,
+    derive_seed,
+)
 from relations.badf.released import load_folder
 
 RELATION = "badf.released"

@@ -22,8 +22,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from harness.answer_shape import AnswerShape
-from harness.relation import Ask, Case, Outcome, RelationBase, Transcript, Verdict
+from harness.family_api import AnswerShape, Ask, Case, Outcome, RelationBase, Transcript, Verdict
 from relations._common.answers import leading_yes_no
 from relations.badf.concepts import TERMS, Unreadable, parse_concepts
 from relations.badf.corpus import (

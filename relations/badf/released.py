@@ -22,9 +22,19 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.errors import ConfigError, ModelError
-from harness.model import GenerationParams, Message, ModelSpec, Reply
-from harness.relation import Case, Outcome, RelationBase, Transcript, Verdict
+from harness.family_api import (
+    Case,
+    ConfigError,
+    GenerationParams,
+    Message,
+    ModelError,
+    ModelSpec,
+    Outcome,
+    RelationBase,
+    Reply,
+    Transcript,
+    Verdict,
+)
 
 COLUMNS = (
     "Location Category",

@@ -22,7 +22,7 @@ import json
 from collections import Counter, defaultdict
 from typing import Any
 
-from harness.tables import ReportContext, ReportSection, Table, rounded
+from harness.family_api import ReportContext, ReportSection, Table, rounded
 from relations.badf.corpus import IDENTITY_CATEGORIES, identities
 from relations.badf.report_released import released, released_beside, significant_digits
 

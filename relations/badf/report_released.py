@@ -7,7 +7,7 @@ import json
 from collections import Counter, defaultdict
 from typing import Any
 
-from harness.tables import ReportContext, Table
+from harness.family_api import ReportContext, Table
 
 RELEASED = "badf.released"
 

@@ -27,7 +27,7 @@ from functools import cache
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.sim import SimHandler, SimRequest
+from harness.family_api import SimHandler, SimRequest
 from relations.badf.corpus import IDENTITY_CATEGORIES, descriptors, identities, locations
 
 PARAPHRASES: dict[str, tuple[str, ...]] = {

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import click
 
-from harness.errors import ConfigError
-from harness.output_files import check_output
+from harness.family_api import ConfigError, check_output
 
 
 @click.group("biaslens")
@@ -95,7 +94,7 @@ def export(
 def import_biaslens(src: Path, db: Path | None, models: tuple[str, ...], compact: bool) -> None:
     """Import SRC (a BiasLens folder: answers/role/<model>/<attr>_answers_0N.csv, roles/,
     questions/) as one campaign of closed biaslens.answer cases."""
-    from harness.progress import RichProgress
+    from harness.family_api import RichProgress
     from relations.biaslens.importer import import_released, plan_import
 
     db = db or Path(f"biaslens-{src.resolve().name}.db")

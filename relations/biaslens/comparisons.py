@@ -2,7 +2,7 @@
 
 - Per attribute: the rate of biased questions with its Wilson interval, and the attribute
   against the other attributes of the same model, variant and type (Fisher's exact test, or
-  chi-squared on large tables, with the difference and risk ratio: `harness.stats`).
+  chi-squared on large tables, with the difference and risk ratio: `harness.reporting.stats`).
 - Per attribute over all its types (type `ALL_TYPES`): the attribute against the rest
   within each question type, combined by Cochran-Mantel-Haenszel's test
   (`compare_to_rest_stratified`). A planted bias concerns a group whatever the question
@@ -15,7 +15,7 @@
   difference of the paired rates gets the exact interval conditional on those pairs
   (`paired_difference_interval`).
 - Benjamini-Hochberg over every p of the BiasLens tables: each table ending with
-  `harness.stats.TEST_COLUMNS` gets its ``p_fdr`` and ``flagged`` filled, and a
+  `harness.reporting.stats.TEST_COLUMNS` gets its ``p_fdr`` and ``flagged`` filled, and a
   report-wide ``statistical_tests`` table says how many tests were corrected for.
 
 A question is the unit throughout: its N trials are summarised by their majority first
@@ -29,7 +29,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from harness.stats import (
+from harness.family_api import (
     ALPHA,
     COMPARISON_COLUMNS,
     TEST_COLUMNS,

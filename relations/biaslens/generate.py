@@ -19,15 +19,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.errors import ConfigError
-from harness.relation import (
-    Ask,
-    Case,
-    Outcome,
-    RelationBase,
-    Transcript,
-    Verdict,
-)
+from harness.family_api import Ask, Case, ConfigError, Outcome, RelationBase, Transcript, Verdict
 from relations.biaslens.oracles import parse_options
 from relations.biaslens.questionset import ATTRIBUTES, CORPUS_DIR, PLACEHOLDER, QType
 from relations.biaslens.relations import ALL_TYPES, TypeName

@@ -8,8 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.output_files import write_output
-from harness.store.open import open_reader
+from harness.family_api import open_reader, write_output
 from relations.biaslens.questionset import QType, Question, QuestionSet, without_role
 
 

@@ -11,8 +11,8 @@ hashed text is filled the same way), the verdict's reason and evidence, the answ
 The Case is not built at all: CaseOpened is a template too, with holes for the case's fields
 (building and validating a Case cost about as much as encoding all five events). A verdict
 shared by many answers (`relations.biaslens.relations._decided`) is encoded once.
-tests/test_biaslens_import_events.py checks, over generated cases and answers, that the rows
-carry exactly `encode_event`'s output for the pydantic events.
+tests/families/biaslens/test_biaslens_import_events.py checks, over generated cases and answers,
+that the rows carry exactly `encode_event`'s output for the pydantic events.
 """
 
 from __future__ import annotations
@@ -24,25 +24,24 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from harness.events import (
+from harness.family_api import (
     AskSent,
+    Case,
     CaseClosed,
     CaseOpened,
     Event,
+    GenerationParams,
+    Message,
+    Outcome,
+    Reply,
     ReplyReceived,
+    Verdict,
     VerdictReached,
     dump_json,
     encode_event,
 )
-from harness.model import (
-    GenerationParams,
-    Message,
-    Reply,
-    key_of_request_text,
-    request_key_text,
-)
-from harness.relation import Case, Outcome, Verdict
 from harness.store.compact_templates import PayloadTemplate
+from harness.vocabulary.model import key_of_request_text, request_key_text
 from relations.biaslens.questionset import QType
 from relations.biaslens.relations import BiasLensAnswer
 

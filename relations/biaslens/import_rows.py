@@ -28,11 +28,9 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError
-from harness.gc_pause import gc_paused
-from harness.model import GenerationParams
-from harness.process_call import Failed, spawning
-from harness.relation import Verdict, build_relation, seed_deriver
+from harness.family_api import GenerationParams, HarnessError, Verdict, build_relation, seed_deriver
+from harness.runtime.gc_pause import gc_paused
+from harness.runtime.process_call import Failed, spawning
 from relations.biaslens.import_events import EncodedRow, ImportEncoder
 from relations.biaslens.relations import BiasLensAnswer
 from relations.biaslens.released import AnswerFile, answer_case_rows
@@ -84,8 +82,8 @@ VERDICTS_KEPT = 16_384  # answers' verdicts kept at most (a group's runs: ~9,000
 
 def verdict_key(data: dict[str, Any], answer: str) -> tuple[Any, ...]:
     """What `BiasLensAnswer.answer_verdict` reads of an answer's case data, and the answer:
-    answers with the same key have the same verdict (tests/test_biaslens_import_events.py
-    holds the relation to it)."""
+    answers with the same key have the same verdict
+    (tests/families/biaslens/test_biaslens_import_events.py holds the relation to it)."""
     judges = data.get("released_judges")
     return (
         data["type"],

@@ -25,13 +25,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from harness.campaign import CampaignConfig, RelationSpec
-from harness.events import CampaignFinished, Event, Note, encode_event
-from harness.gc_pause import gc_paused
-from harness.model import ModelSpec
-from harness.runner import campaign_started
-from harness.store.fresh_log import FreshLog
-from harness.store.writer import EventWriter, PendingEvent
+from harness.family_api import (
+    CampaignConfig,
+    CampaignFinished,
+    Event,
+    EventWriter,
+    FreshLog,
+    ModelSpec,
+    Note,
+    PendingEvent,
+    RelationSpec,
+    campaign_started,
+    encode_event,
+)
+from harness.runtime.gc_pause import gc_paused
 from relations.biaslens.import_events import ROWS_PER_ANSWER, EncodedRow
 from relations.biaslens.import_rows import (
     CAMPAIGN_SEED,
@@ -80,7 +87,7 @@ def _folder_notes(src: Path) -> dict[str, Any]:
 
 class ImportProgress(Protocol):
     """Hears how many answers an import plans, then of imported answers counted by outcome
-    (`harness.progress.RichProgress`)."""
+    (`harness.cli.progress.RichProgress`)."""
 
     def cases_planned(self, total: int) -> None: ...
 
@@ -173,7 +180,7 @@ async def import_released(
     A child process reads the folder one file at a time and encodes the rows
     (`relations.biaslens.import_rows`) while this one writes them in batches of
     ``batch_events``, so memory stays bounded by the largest file whatever the folder's
-    size; ``progress`` hears of every imported answer (`harness.progress.RichProgress`);
+    size; ``progress`` hears of every imported answer (`harness.cli.progress.RichProgress`);
     ``compact``: a new log is written in format 2 (`harness.store.compact_schema`)."""
     started = time.monotonic()
     plan = plan or plan_import(src, models, count=False)
@@ -236,7 +243,7 @@ async def _write_campaign(
 ) -> None:
     """Every answer of the plan's files as one campaign appended to ``db``; ``bulk``: a
     log built whole (`EventWriter.open`'s ``bulk``). Runs with the cyclic collector paused
-    (`harness.gc_pause`): the chunks the reading process hands over are half a million
+    (`harness.runtime.gc_pause`): the chunks the reading process hands over are half a million
     row tuples, which made it scan the held chunks and batches again and again, and
     nothing here makes cycles worth reclaiming early."""
     async with await EventWriter.open(db, max_group=8, compact=compact, bulk=bulk) as store:
@@ -273,7 +280,7 @@ async def _write_answers(
             topic=IMPORT_TOPIC,
             data={
                 "source": str(plan.src),
-                # An import is not resumed (harness.campaign_status): it is run again.
+                # An import is not resumed (harness.reporting.campaign_status): it is run again.
                 "command": f"harness import biaslens {plan.src} --db NEW.db",
                 "models": summary.models,
                 "prompt": "the bare question: the released files do not record the "

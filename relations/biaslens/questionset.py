@@ -15,8 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from harness.errors import ConfigError
-from harness.output_files import write_output
+from harness.family_api import ConfigError, write_output
 
 ATTRIBUTES = (
     "ability",

@@ -15,15 +15,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.answer_shape import AnswerShape
-from harness.relation import (
-    Ask,
-    Case,
-    Outcome,
-    RelationBase,
-    Transcript,
-    Verdict,
-)
+from harness.family_api import AnswerShape, Ask, Case, Outcome, RelationBase, Transcript, Verdict
 from relations.biaslens.oracles import Vote, judge_vote, jury, strict_vote
 from relations.biaslens.questionset import ATTRIBUTES, QType, Question, load_questions
 from relations.biaslens.released import load_folder, row_case_data

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.errors import ConfigError
+from harness.family_api import ConfigError
 from relations.biaslens.questionset import QType
 
 VARIANT_DIRS = {"role": "role", "without_role": "no_role"}

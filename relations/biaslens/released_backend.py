@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.errors import ModelError
-from harness.model import GenerationParams, Message, ModelSpec, Reply
+from harness.family_api import GenerationParams, Message, ModelError, ModelSpec, Reply
 
 
 class ReleasedAnswersModel:

@@ -14,10 +14,16 @@ from array import array
 from collections import defaultdict
 from typing import Any
 
-from harness.errors import ConfigError
-from harness.process_call import ProcessCall, second_core_free
-from harness.stats import load as load_statistics
-from harness.tables import Heatmap, Paired, ReportContext, ReportSection, Table
+from harness.family_api import (
+    ConfigError,
+    Heatmap,
+    Paired,
+    ReportContext,
+    ReportSection,
+    Table,
+    load_statistics,
+)
+from harness.runtime.process_call import ProcessCall, second_core_free
 from relations.biaslens.comparisons import (
     ALL_TYPES,
     PAIRED_COLUMNS,
@@ -96,8 +102,9 @@ def biaslens_tables(ctx: ReportContext) -> list[Table]:
         if aside is not None:
             aside.close()
     by_cell = tally.by_cell
-    # p_fdr and flagged are filled by the report-wide correction (harness.report.apply_fdr),
-    # so BiasLens tests are corrected together with every other test of the report.
+    # p_fdr and flagged are filled by the report-wide correction
+    # (harness.reporting.report.apply_fdr), so BiasLens tests are corrected together with every
+    # other test of the report.
     return [
         _table3(by_cell, mode, other),
         _long_cells(by_cell, mode),

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.store.reader import EventReader
+from harness.family_api import EventReader
 from relations.biaslens.comparisons import PairedCounts, paired_counts
 from relations.biaslens.oracles import Vote
 from relations.biaslens.questionset import QType

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from harness.sim import SimHandler, SimRequest
+from harness.family_api import SimHandler, SimRequest
 from relations.biaslens.oracles import parse_options
 from relations.biaslens.questionset import QType
 from relations.biaslens.relations import INSTRUCTIONS, JUDGE_PROMPT

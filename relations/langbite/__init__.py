@@ -4,10 +4,9 @@ against ethical requirements; libraries in LangBiTe's published format can be im
 from pathlib import Path
 from typing import Any
 
-from harness.family_refs import Deferred, Lazy, package_attribute
-from harness.registry import Family
+from harness.family_api import Deferred, Family, Lazy, package_attribute
 
-# Parts by reference: describing the family imports none of them (harness.family_refs).
+# Parts by reference: describing the family imports none of them (harness.plugins.family_refs).
 FAMILY = Family(
     name="langbite",
     summary="community-instantiated templates checked against ethical requirements",

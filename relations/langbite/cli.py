@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from harness.output_files import check_output, write_output, write_stdout
+from harness.family_api import check_output, write_output, write_stdout
 from relations.langbite.concerns import normalize_language
 from relations.langbite.importer import import_langbite
 from relations.langbite.library import load_library, to_toml

@@ -19,8 +19,7 @@ from typing import Literal
 
 from pydantic import ValidationError
 
-from harness.campaign import read_user_text
-from harness.errors import ConfigError
+from harness.family_api import ConfigError, read_user_text
 from relations.langbite.concerns import normalize_concern, normalize_language
 from relations.langbite.oracles import EXPECTED_OPS, SAME_VALUE_OPS
 from relations.langbite.templates import OracleSpec, Template

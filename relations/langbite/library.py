@@ -27,8 +27,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from harness.config_errors import config_error
-from harness.errors import ConfigError
+from harness.family_api import ConfigError, config_error
 from relations.langbite.importer import import_langbite
 from relations.langbite.templates import Template
 

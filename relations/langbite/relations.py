@@ -14,11 +14,11 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from harness.answer_shape import AnswerShape
-from harness.errors import ConfigError
-from harness.relation import (
+from harness.family_api import (
+    AnswerShape,
     Ask,
     Case,
+    ConfigError,
     Outcome,
     RelationBase,
     Transcript,

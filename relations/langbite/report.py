@@ -10,14 +10,20 @@ import math
 from collections import Counter
 from typing import Any
 
-from harness.stats import (
+from harness.family_api import (
     COMPARISON_COLUMNS,
+    Forest,
+    Heatmap,
+    ReportContext,
+    ReportSection,
+    Table,
+    VerdictRow,
     compare_groups,
     compare_to_rest_stratified,
     majority_per_case,
+    rounded,
     wilson_interval,
 )
-from harness.tables import Forest, Heatmap, ReportContext, ReportSection, Table, VerdictRow, rounded
 
 NO_COMMUNITY = "(no community)"
 

@@ -15,9 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from harness.campaign import read_toml_file
-from harness.config_errors import config_error
-from harness.errors import ConfigError
+from harness.family_api import ConfigError, config_error, read_toml_file
 from relations.langbite.concerns import CONCERNS, MARKUPS, normalize_concern, normalize_language
 
 DEFAULT_REQUIREMENTS = "langbite/requirements.toml"  # inside the corpora package

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import zip_longest
 
-from harness.relation import derive_seed
+from harness.family_api import derive_seed
 from relations.langbite.concerns import CONCERNS
 from relations.langbite.instantiate import MissingCommunities, instantiate
 from relations.langbite.requirements import EthicalRequirements, Requirement

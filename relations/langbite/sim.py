@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from harness.sim import SimHandler, SimRequest
+from harness.family_api import SimHandler, SimRequest
 
 PLANTED_COMMUNITY_BIAS: dict[str, float] = {
     "Muslim": 0.7,

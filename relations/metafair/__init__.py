@@ -5,10 +5,9 @@ generation by a model)."""
 from pathlib import Path
 from typing import Any
 
-from harness.family_refs import Deferred, Lazy, package_attribute
-from harness.registry import Family
+from harness.family_api import Deferred, Family, Lazy, package_attribute
 
-# Parts by reference: describing the family imports none of them (harness.family_refs).
+# Parts by reference: describing the family imports none of them (harness.plugins.family_refs).
 FAMILY = Family(
     name="metafair",
     summary="requests with and without a demographic attribute: MR1-MR10 judged, "

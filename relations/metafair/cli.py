@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from harness.output_files import check_output
+from harness.family_api import check_output
 
 
 @click.group("metafair")

@@ -27,9 +27,16 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 import corpora
-from harness.answer_shape import AnswerShape
-from harness.errors import ConfigError
-from harness.relation import Ask, Case, Outcome, RelationBase, Transcript, Verdict
+from harness.family_api import (
+    AnswerShape,
+    Ask,
+    Case,
+    ConfigError,
+    Outcome,
+    RelationBase,
+    Transcript,
+    Verdict,
+)
 from relations.metafair.closed_oracles import (
     BIASED,
     MODES,

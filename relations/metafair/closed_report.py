@@ -16,9 +16,17 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from harness.errors import ConfigError
-from harness.stats import COMPARISON_COLUMNS, compare_groups, majority_per_case, wilson_interval
-from harness.tables import ReportContext, ReportSection, Table, rounded
+from harness.family_api import (
+    COMPARISON_COLUMNS,
+    ConfigError,
+    ReportContext,
+    ReportSection,
+    Table,
+    compare_groups,
+    majority_per_case,
+    rounded,
+    wilson_interval,
+)
 from relations.metafair.closed import reply_text
 from relations.metafair.closed_oracles import BIASED, INVALID, MODES, Reading, read_pair
 
@@ -32,7 +40,7 @@ METRIC_COLUMNS = [
     *("model", "relation", "measure", "dimension", "attribute", "tests"),
     *("mean", "min", "q25", "median", "q75", "max"),
 ]
-_REPEAT = re.compile(r"/r\d+@")  # a case id without its repeat (see harness.plan)
+_REPEAT = re.compile(r"/r\d+@")  # a case id without its repeat (see harness.running.plan)
 
 
 @dataclass(frozen=True)

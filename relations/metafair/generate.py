@@ -18,8 +18,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 import corpora
-from harness.errors import ConfigError
-from harness.relation import Ask, Case, Outcome, RelationBase, Transcript, Verdict
+from harness.family_api import Ask, Case, ConfigError, Outcome, RelationBase, Transcript, Verdict
 from relations.metafair.generation_validate import INVERTED, PROPER_NOUNS, validate_reply
 
 THREAD = "generate"

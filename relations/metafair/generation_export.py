@@ -15,8 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.output_files import write_output
-from harness.store.reader import EventReader
+from harness.family_api import EventReader, write_output
 from relations.metafair.testset import MetaFairTest, write_testset
 
 RELATION = "metafair.generate"

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from harness.tables import ReportContext, ReportSection, Table
+from harness.family_api import ReportContext, ReportSection, Table
 from relations.metafair.generation_validate import DROP_REASONS
 
 

@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 import corpora
-from harness.sim import SimHandler, SimRequest
+from harness.family_api import SimHandler, SimRequest
 from relations.metafair.sim import MetaFairTruth
 
 _HEADER = re.compile(

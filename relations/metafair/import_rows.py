@@ -23,8 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 import corpora
-from harness.campaign import read_user_text
-from harness.errors import ConfigError
+from harness.family_api import ConfigError, read_user_text
 
 REQUIRED = ("test_id", "relation", "bias_type", "prompt_1", "response_1", "prompt_2", "response_2")
 OPTIONAL = ("threshold", "label")

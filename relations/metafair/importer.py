@@ -24,24 +24,36 @@ from typing import Any
 
 import click
 
-from harness.campaign import CampaignConfig, RelationSpec
-from harness.errors import ModelError
-from harness.events import (
+from harness.family_api import (
     AskSent,
+    CampaignConfig,
     CampaignFinished,
+    Case,
     CaseClosed,
     CaseOpened,
     Event,
+    EventWriter,
+    GenerationParams,
+    Message,
+    ModelError,
+    ModelSpec,
     Note,
+    PendingEvent,
+    Relation,
+    RelationSpec,
+    Reply,
     ReplyReceived,
+    Transcript,
+    Turn,
+    Verdict,
     VerdictReached,
+    build_relation,
+    campaign_started,
+    case_id_for,
+    check_new_log,
+    derive_seed,
+    request_key,
 )
-from harness.model import GenerationParams, Message, ModelSpec, Reply, request_key
-from harness.output_files import check_new_log
-from harness.plan import case_id_for
-from harness.relation import Case, Relation, Transcript, Turn, Verdict, build_relation, derive_seed
-from harness.runner import campaign_started
-from harness.store.writer import EventWriter, PendingEvent
 from relations.metafair.import_rows import ImportedRow, read_rows
 
 IMPORT_TOPIC = "metafair.import"

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from harness.answer_shape import AnswerShape
+from harness.family_api import AnswerShape
 
 
 class Method(StrEnum):

@@ -16,8 +16,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harness.stats import wilson_interval
-from harness.tables import ReportContext, ReportSection, Table, rounded
+from harness.family_api import ReportContext, ReportSection, Table, rounded, wilson_interval
 from relations.metafair.verdicts import judged_tests
 
 SEVERITY_SCORE = {"N/A": 0, "LOW": 1, "MODERATE": 2, "HIGH": 3}

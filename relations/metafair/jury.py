@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from harness.relation import Ask, Outcome, Transcript, Verdict
+from harness.family_api import Ask, Outcome, Transcript, Verdict
 from relations.metafair.judge import (
     SEVERITIES,
     SYSTEM,

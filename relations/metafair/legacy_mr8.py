@@ -15,8 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import corpora
-from harness.answer_shape import AnswerShape
-from harness.relation import Ask, Outcome, Transcript, Verdict, case_rng
+from harness.family_api import AnswerShape, Ask, Outcome, Transcript, Verdict, case_rng
 from relations._common.answers import leading_yes_no
 
 SOURCE, CHECK = "source", "check"

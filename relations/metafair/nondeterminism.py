@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from harness.tables import ReportContext, ReportSection, Table, rounded
+from harness.family_api import ReportContext, ReportSection, Table, rounded
 from relations.metafair.verdicts import judged_tests
 
 

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 import corpora
-from harness.errors import ConfigError
+from harness.family_api import ConfigError
 from relations.metafair.judge import Method
 from relations.metafair.testset import MetaFairTest, read_testset
 

@@ -15,9 +15,17 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from harness.answer_shape import AnswerShape
-from harness.errors import ConfigError
-from harness.relation import Ask, Case, Outcome, RelationBase, Transcript, Turn, Verdict
+from harness.family_api import (
+    AnswerShape,
+    Ask,
+    Case,
+    ConfigError,
+    Outcome,
+    RelationBase,
+    Transcript,
+    Turn,
+    Verdict,
+)
 from relations._common.answers import leading_yes_no
 from relations.metafair.import_rows import ImportedRow, read_rows, row_case_data
 from relations.metafair.judge import Method, inverted_data, judge_prompt, pair_data

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.family_parts import relation_class
-from harness.relation import Case, Outcome, Transcript, Verdict
-from harness.rubric import JudgeTask
+from harness.family_api import Case, JudgeTask, Outcome, Transcript, Verdict, relation_class
 from relations._common.conversation_rubric import ConversationBiasRubric
 from relations.metafair.judge import SYSTEM, VERDICT_SHAPE, read_judge_reply
 from relations.metafair.legacy_mr8 import is_template_case

@@ -19,8 +19,16 @@ from collections import Counter
 from collections.abc import Callable
 from itertools import combinations
 
-from harness.stats import COMPARISON_COLUMNS, compare_groups, majority_per_case
-from harness.tables import Forest, ReportContext, ReportSection, Table, rounded
+from harness.family_api import (
+    COMPARISON_COLUMNS,
+    Forest,
+    ReportContext,
+    ReportSection,
+    Table,
+    compare_groups,
+    majority_per_case,
+    rounded,
+)
 from relations.metafair.generation_report import dropped_per_relation
 from relations.metafair.judge_quality import JUDGE_QUALITY_SECTIONS
 from relations.metafair.nondeterminism import NONDETERMINISM_SECTIONS

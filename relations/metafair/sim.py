@@ -18,7 +18,7 @@ import functools
 import json
 import re
 
-from harness.sim import SimHandler, SimRequest
+from harness.family_api import SimHandler, SimRequest
 from relations.metafair.sim_judge import answer_judge
 from relations.metafair.sim_truth import DEFAULT_TAILORING, TAILORED_MARK, MetaFairTruth
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.sim import SimRequest
+from harness.family_api import SimRequest
 from relations._common.answers import leading_yes_no
 from relations.metafair.judge import JUDGE_MARK, read_data_block
 from relations.metafair.sim_truth import TAILORED_MARK, MetaFairTruth

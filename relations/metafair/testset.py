@@ -22,8 +22,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harness.config_errors import config_error
-from harness.errors import ConfigError
+from harness.family_api import ConfigError, config_error
 
 TESTSET_FIELDS = (
     "id",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from harness.tables import ReportContext, VerdictRow
+from harness.family_api import ReportContext, VerdictRow
 from relations.metafair.jury import Vote, decide
 
 RESPONSE_INVALID = "RESPONSE_INVALID"

@@ -4,10 +4,9 @@ insertion); a model that names a term only when pushed reveals an association.""
 from pathlib import Path
 from typing import Any
 
-from harness.family_refs import Deferred, Lazy, package_attribute
-from harness.registry import Family
+from harness.family_api import Deferred, Family, Lazy, package_attribute
 
-# Parts by reference: describing the family imports none of them (harness.family_refs).
+# Parts by reference: describing the family imports none of them (harness.plugins.family_refs).
 FAMILY = Family(
     name="metaquerier",
     summary="gendered term lists: deletion (MR1) and insertion (MR2) in one conversation",

@@ -17,8 +17,8 @@ from typing import Any, ClassVar, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 import corpora
-from harness.answer_shape import AnswerShape
-from harness.relation import (
+from harness.family_api import (
+    AnswerShape,
     Ask,
     Case,
     Outcome,
@@ -96,7 +96,8 @@ def _pool(groups: tuple[str, ...]) -> tuple[corpora.Term, ...]:
 def sample(rng: random.Random, population: Sequence[T], k: int) -> list[T]:
     """``rng.sample(population, k)``: the same draws and the same picks, in a third of its
     time when ``k`` is small beside the population (replay draws every case of a log again).
-    `tests/test_metaquerier_sample.py` checks it against ``random.Random.sample``."""
+    `tests/families/metaquerier/test_metaquerier_sample.py` checks it against
+    ``random.Random.sample``."""
     n = len(population)
     set_size = 21 if k <= 5 else 21 + 4 ** math.ceil(math.log(k * 3, 4))  # as random.py
     if not 0 <= k <= n or n <= set_size:

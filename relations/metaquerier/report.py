@@ -3,7 +3,8 @@
 with group-vs-rest tests, and which terms violated together.
 
 The unit of every rate here is a (case, term) pair: the repeats of one case are summarised
-by majority (`harness.stats.majority_per_case`), so a case weighs the same however often it
+by majority (`harness.reporting.stats.majority_per_case`), so a case weighs the same however often
+it
 was repeated. Terms that state a gender by definition ("woman") are left out of attribution:
 naming them is no stereotype.
 """
@@ -15,14 +16,8 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from harness.stats import (
+from harness.family_api import (
     COMPARISON_COLUMNS,
-    compare_groups,
-    majority_per_case,
-    mcnemar_exact,
-    report_number,
-)
-from harness.tables import (
     Forest,
     Heatmap,
     Network,
@@ -30,6 +25,10 @@ from harness.tables import (
     ReportSection,
     Table,
     VerdictRow,
+    compare_groups,
+    majority_per_case,
+    mcnemar_exact,
+    report_number,
     rounded,
 )
 

@@ -15,7 +15,7 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.sim import SimHandler, SimRequest
+from harness.family_api import SimHandler, SimRequest
 
 # Planted term -> gender associations: (probability on the first ask, probability when
 # asked again in the same conversation). The drift is what MR1/MR2 are built to expose.

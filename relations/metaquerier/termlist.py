@@ -46,11 +46,12 @@ _ITEM_SEPARATORS = re.compile(r"[,\n;]")
 _split = _ITEM_SEPARATORS.split
 
 # The format instruction's example: placeholders that are no term of any corpus and no
-# gendered word (tests/test_termlist.py checks it), so echoing it plants nothing.
+# gendered word (tests/families/metaquerier/test_termlist.py checks it), so echoing it plants
+# nothing.
 FORMAT_EXAMPLE = ("first term", "second term")
 # The word every example item shares. Models vary the example ("third term",
 # "first_term_and_second_term"); an item holding this word echoes the example, never names a
-# term (no corpus term holds it: tests/test_termlist.py checks it).
+# term (no corpus term holds it: tests/families/metaquerier/test_termlist.py checks it).
 PLACEHOLDER_WORD = "term"
 _TOKENS = re.compile(r"[^\W_]+")
 NONE_INSTRUCTION = "If none are, reply []."

@@ -1,0 +1,73 @@
+"""``harness resume``: continue an interrupted campaign from its log."""
+
+from __future__ import annotations
+
+import asyncio
+
+import click
+
+from harness.cli.commands._render import echo_report, echo_summary, finish
+from harness.cli.progress import RichProgress
+from harness.running.cache import open_cache
+from harness.running.plan import Plan
+from harness.running.runner import load_resume_point, resume_campaign, updated_config
+from harness.store.open import is_postgres_url
+
+
+@click.command("resume")
+@click.argument("db")
+@click.option("--campaign", help="Campaign id (default: the latest in the log).")
+@click.option(
+    "--spend-ceiling", type=float, help="Raise the spending ceiling (USD) before resuming."
+)
+@click.option("--report/--no-report", default=True)
+@click.option(
+    "--reuse",
+    multiple=True,
+    type=click.Path(dir_okay=False, exists=True),
+    help="Reuse answers recorded in this earlier log (repeatable).",
+)
+def command(
+    db: str, campaign: str | None, spend_ceiling: float | None, report: bool, reuse: tuple[str, ...]
+) -> None:
+    """Continue the campaign in DB: recorded replies are never paid for again."""
+    point = load_resume_point(db, campaign)
+    updates: dict[str, object] = {}
+    if spend_ceiling is not None:
+        updates["limits.spend_ceiling_usd"] = spend_ceiling
+    # The log is folded and the plan built once, here, and handed to the runner.
+    plan = Plan(updated_config(point.config, updates))
+    total = plan.total_cases
+    click.echo(
+        f"resuming {point.campaign}: {len(point.closed)} of {total} cases closed, "
+        f"{len(point.open_cases)} open",
+        err=True,
+    )
+    # On PostgreSQL, resume leases each case as a worker does: workers may run beside it.
+    # Imported here: harness.running.worker imports psycopg, a second of every command's start.
+    from harness.running.worker import resume_with_leases
+
+    resume = resume_with_leases if is_postgres_url(db) else resume_campaign
+    with RichProgress(total - len(point.closed)) as progress:
+        summary = asyncio.run(
+            resume(
+                db,
+                campaign=point.campaign,
+                point=point,
+                plan=plan,
+                progress=progress,
+                config_updates=updates,
+                handle_signals=True,
+                cache=open_cache(reuse),
+            )
+        )
+    echo_summary(summary, db)
+    click.echo(f"in-flight calls re-sent on resume: {summary.resent_in_flight}", err=True)
+    if summary.cached:
+        click.echo(f"answers reused from earlier logs: {summary.cached}", err=True)
+    if report:
+        echo_report(db, point.campaign)
+    # On PostgreSQL, cases that workers beside resume hold are theirs to close (like a
+    # worker, resume answers for the cases it ran; the last process records the end).
+    to_close = summary.cases_closed if is_postgres_url(db) else total - len(point.closed)
+    finish(summary, to_close)

@@ -1,1 +1,0 @@
-"""The core CLI commands; `harness.builtins` registers them, `harness.cli` assembles them."""

@@ -1,0 +1,140 @@
+"""Cost estimate before the first call, and spend already recorded in a log (for resume).
+
+The estimate is deliberately simple and errs high: every call is assumed to use its full
+``max_tokens`` allowance. Relations may declare ``turns_per_case`` (subject calls per case);
+judges are asked once per case each when a relation declares ``judges_needed``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from harness.models.providers._endpoint import endpoint_for
+from harness.models.providers._options import VENDOR_SCHEMES, parse_options
+from harness.models.providers._pricing import price_for
+from harness.vocabulary.model import ModelSpec
+
+DEFAULT_TURNS_PER_CASE = 2.0
+DEFAULT_PROMPT_TOKENS = 300  # a prompt plus the history it carries, on average
+DEFAULT_REPLY_TOKENS = 256  # matches harness.models.gates.estimate_tokens' allowance
+
+
+class PlannedRelations(Protocol):
+    """What the estimate reads of a `harness.running.plan.Plan`: (name, relation, cases) triples."""
+
+    @property
+    def relations(self) -> Sequence[tuple[str, Any, int]]: ...
+
+
+@dataclass(frozen=True)
+class CostEstimate:
+    model: str
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    usd: float | None  # None: price unknown (set price_in_per_mtok / price_out_per_mtok)
+    base_url: str | None = None  # vendor models: effective base URL, credentials removed
+    base_url_source: str | None = None  # options.base_url, an environment variable, default
+
+
+def _reply_tokens(spec: ModelSpec, config: Any) -> int:
+    return spec.params.max_tokens or config.defaults.max_tokens or DEFAULT_REPLY_TOKENS
+
+
+def _estimate(
+    spec: ModelSpec, config: Any, calls: int, prompt_tokens: int, where: str
+) -> CostEstimate:
+    reply = _reply_tokens(spec, config)
+    usd: float | None = 0.0
+    endpoint = None
+    if spec.scheme in VENDOR_SCHEMES:
+        options = parse_options(spec, where)
+        endpoint = endpoint_for(spec, options)
+        price = price_for(
+            spec.scheme, spec.identifier, options.price_in_per_mtok, options.price_out_per_mtok
+        )
+        usd = (
+            None
+            if price is None
+            else (calls * (prompt_tokens * price.in_per_mtok + reply * price.out_per_mtok) / 1e6)
+        )
+    return CostEstimate(
+        spec.name,
+        calls,
+        calls * prompt_tokens,
+        calls * reply,
+        usd,
+        base_url=endpoint.shown if endpoint is not None else None,
+        base_url_source=endpoint.source if endpoint is not None else None,
+    )
+
+
+def estimate_cost(
+    config: Any,
+    plan: PlannedRelations,
+    *,
+    cases_per_model: int | None = None,
+    turns_per_case: float | None = None,
+    prompt_tokens: int = DEFAULT_PROMPT_TOKENS,
+) -> list[CostEstimate]:
+    """Estimated calls, tokens and USD per model and judge of a campaign.
+
+    ``plan`` is the campaign's `harness.running.plan.Plan` (built once per run by the caller).
+    ``cases_per_model`` defaults to the plan's count (relations x cases x repeats);
+    ``turns_per_case`` to the relations' own ``turns_per_case`` (else 2).
+    """
+    subject_calls = 0.0
+    judge_calls = [0.0] * len(config.judges)
+    for _name, relation, count in plan.relations:
+        cases = count * config.repeats
+        if cases_per_model is not None:
+            cases = cases_per_model * count // max(1, sum(c for _, _, c in plan.relations))
+        turns = turns_per_case or float(getattr(relation, "turns_per_case", DEFAULT_TURNS_PER_CASE))
+        subject_calls += cases * turns
+        for j in range(min(int(getattr(relation, "judges_needed", 0)), len(judge_calls))):
+            judge_calls[j] += cases * len(config.models)
+    out = [
+        _estimate(spec, config, round(subject_calls), prompt_tokens, f"models[{i}]")
+        for i, spec in enumerate(config.models)
+    ]
+    out += [
+        _estimate(spec, config, round(judge_calls[j]), prompt_tokens * 2, f"judges[{j}]")
+        for j, spec in enumerate(config.judges)
+    ]
+    return out
+
+
+def format_estimate(estimates: list[CostEstimate]) -> str:
+    """A small table for the CLI to print before the first call."""
+    rows = [f"{'model':<36} {'calls':>8} {'tokens in':>11} {'tokens out':>11} {'USD':>10}"]
+    total = 0.0
+    unknown = False
+    for e in estimates:
+        usd = "unknown" if e.usd is None else f"{e.usd:.2f}"
+        rows.append(
+            f"{e.model:<36} {e.calls:>8} {e.input_tokens:>11} {e.output_tokens:>11} {usd:>10}"
+        )
+        total += e.usd or 0.0
+        unknown |= e.usd is None
+    rows.append(
+        f"{'total (upper estimate)':<36} {'':>8} {'':>11} {'':>11} "
+        f"{total:>10.2f}{' +unknown' if unknown else ''}"
+    )
+    # Where each vendor model's calls go, so a leftover OPENAI_BASE_URL is seen before
+    # anything is sent.
+    for e in estimates:
+        if e.base_url is not None:
+            rows.append(f"{e.model} -> {e.base_url} (from {e.base_url_source})")
+    return "\n".join(rows)
+
+
+def spent_so_far(log: Any, campaign: str) -> float:
+    """USD recorded in a log's ReplyReceived events (cached answers cost nothing)."""
+    total = 0.0
+    for stored in log.events(campaign, kinds=("ReplyReceived",)):
+        reply = stored.event.reply
+        if not stored.event.cached and reply.cost_usd:
+            total += reply.cost_usd
+    return total

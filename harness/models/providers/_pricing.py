@@ -1,0 +1,81 @@
+"""List prices per million tokens, used for cost estimates, the meter and the ceiling.
+
+These are published list prices at the time of writing; vendors change them, so
+``price_in_per_mtok`` / ``price_out_per_mtok`` in a model's options always win. Lookup is by
+the longest matching prefix of the model identifier (dated snapshots share a price).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.vocabulary.model import Usage
+
+
+@dataclass(frozen=True)
+class Price:
+    in_per_mtok: float
+    out_per_mtok: float
+
+    def cost(self, usage: Usage) -> float:
+        spent = usage.input_tokens * self.in_per_mtok + usage.output_tokens * self.out_per_mtok
+        return spent / 1e6
+
+    def worst_case(self, tokens: int) -> float:
+        """Upper bound for a call of ``tokens`` when the input/output split is unknown."""
+        return tokens * max(self.in_per_mtok, self.out_per_mtok) / 1e6
+
+
+_LIST_PRICES: dict[str, dict[str, Price]] = {
+    "openai": {
+        "gpt-4o-mini": Price(0.15, 0.60),
+        "gpt-4o": Price(2.50, 10.00),
+        "gpt-4.1-nano": Price(0.10, 0.40),
+        "gpt-4.1-mini": Price(0.40, 1.60),
+        "gpt-4.1": Price(2.00, 8.00),
+        "gpt-4-turbo": Price(10.00, 30.00),
+        "gpt-3.5-turbo": Price(0.50, 1.50),
+        "o3-mini": Price(1.10, 4.40),
+        "o4-mini": Price(1.10, 4.40),
+    },
+    "anthropic": {
+        "claude-3-haiku": Price(0.25, 1.25),
+        "claude-3-5-haiku": Price(0.80, 4.00),
+        "claude-3-5-sonnet": Price(3.00, 15.00),
+        "claude-3-7-sonnet": Price(3.00, 15.00),
+        "claude-sonnet-4": Price(3.00, 15.00),
+        "claude-3-opus": Price(15.00, 75.00),
+        "claude-opus-4": Price(15.00, 75.00),
+        "claude-opus-4-5": Price(5.00, 25.00),
+        "claude-haiku-4-5": Price(1.00, 5.00),
+    },
+    "google": {
+        "gemini-1.5-flash": Price(0.075, 0.30),
+        "gemini-1.5-pro": Price(1.25, 5.00),
+        "gemini-2.0-flash-lite": Price(0.075, 0.30),
+        "gemini-2.0-flash": Price(0.10, 0.40),
+        "gemini-2.5-flash": Price(0.30, 2.50),
+        "gemini-2.5-pro": Price(1.25, 10.00),
+    },
+}
+
+
+def list_price(scheme: str, identifier: str) -> Price | None:
+    table = _LIST_PRICES.get(scheme, {})
+    matches = [prefix for prefix in table if identifier.startswith(prefix)]
+    return table[max(matches, key=len)] if matches else None
+
+
+def price_for(
+    scheme: str, identifier: str, price_in: float | None, price_out: float | None
+) -> Price | None:
+    """The options' prices if both are given, else the list price, else None (unknown)."""
+    listed = list_price(scheme, identifier)
+    if price_in is not None and price_out is not None:
+        return Price(price_in, price_out)
+    if listed is None:
+        return None
+    return Price(
+        listed.in_per_mtok if price_in is None else price_in,
+        listed.out_per_mtok if price_out is None else price_out,
+    )

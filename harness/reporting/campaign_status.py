@@ -1,0 +1,204 @@
+"""What state each campaign of a log is in, read from its lifecycle events: the header of
+every report, ``harness campaigns DB``, and the checks of ``run`` (a log that already holds
+a campaign) and ``resume`` (an import is never resumed).
+
+A campaign's status is one of:
+
+- ``completed``: it finished and closed every planned case;
+- ``stopped``: stopped by a signal or the spending ceiling (resumable);
+- ``aborted``: a vendor error stopped it (resumable once fixed);
+- ``unfinished``: no end was recorded after its last start (a crash, a kill, or a run still
+  going), or it ended with fewer cases closed than planned.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from harness.reporting.tables import Table
+from harness.store.reader import EventReader
+from harness.vocabulary.errors import ConfigError
+from harness.vocabulary.events import CampaignFinished, CampaignResumed, CampaignStarted, Note
+
+# An importer of released data marks its campaign with a Note of this topic (or, in logs
+# written before it existed, of a topic "<family>.import").
+IMPORT_TOPIC = "campaign.import"
+
+
+def is_import_topic(topic: str) -> bool:
+    return topic == IMPORT_TOPIC or topic.endswith(".import")
+
+
+@dataclass
+class CampaignStatus:
+    campaign: str
+    name: str
+    status: str = "unfinished"
+    reason: str = ""
+    started_at: float = 0.0
+    finished_at: float | None = None
+    planned: int | None = None
+    opened: int = 0
+    closed: int = 0
+    imported_from: str | None = None  # set for a campaign written by an importer
+    import_command: str = ""
+    started: CampaignStarted | None = field(default=None, repr=False)
+
+    @property
+    def cases(self) -> str:
+        """``closed of planned`` (planned unknown: closed of opened)."""
+        planned = self.planned if self.planned else None
+        return f"{self.closed} of {planned if planned is not None else self.opened}"
+
+
+def iso_time(ts: float | None) -> str:
+    if ts is None:
+        return "-"
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _count(log: EventReader, campaign: str, kind: str) -> int:
+    sql = "SELECT COUNT(*) FROM events WHERE campaign = ? AND kind = ?"
+    return int(log.connection.execute(sql, (campaign, kind)).fetchone()[0])
+
+
+def paid_replies(log: EventReader, campaign: str) -> int:
+    """The campaign's recorded replies that were paid for (not served from a cache). Not
+    part of the status: it reads every reply's payload (a quarter of a second on 100,000
+    replies), and only the HTML header and `harness run`'s refusal show it."""
+    sql = (
+        "SELECT COUNT(*) FROM events WHERE campaign = ? AND kind = 'ReplyReceived'"
+        # JSON false is 0 in SQLite and 'false' in PostgreSQL: compared as text, both stores.
+        " AND COALESCE(CAST(json_extract(payload, '$.cached') AS TEXT), '0') IN ('0', 'false')"
+    )
+    return int(log.connection.execute(sql, (campaign,)).fetchone()[0])
+
+
+def campaign_statuses(log: EventReader) -> list[CampaignStatus]:
+    """Every campaign of the log, oldest first.
+
+    Read campaign by campaign, so every query finds its rows through the (campaign, kind)
+    index: the lifecycle events of all campaigns at once, by kind alone, were a scan of the
+    whole events table (4.7 GB at six BiasLens models) for a few dozen rows."""
+    found: dict[str, CampaignStatus] = {}
+    kinds = ("CampaignStarted", "CampaignResumed", "CampaignFinished", "Note")
+    for cid, _ in log.campaigns():  # oldest first
+        status: CampaignStatus | None = None
+        for stored in log.events(cid, kinds=kinds):
+            ev = stored.event
+            if isinstance(ev, CampaignStarted):
+                status = found[cid] = CampaignStatus(
+                    cid, ev.name, started_at=stored.ts, planned=ev.planned_cases, started=ev
+                )
+            elif status is None:
+                continue
+            elif isinstance(ev, CampaignResumed):
+                # A resume reopens the campaign: only an end recorded after it counts.
+                status.status, status.reason, status.finished_at = "unfinished", "", None
+            elif isinstance(ev, CampaignFinished):
+                status.status, status.reason = ev.status, ev.reason
+                status.finished_at = stored.ts
+            elif isinstance(ev, Note) and is_import_topic(ev.topic):
+                status.imported_from = str(ev.data.get("source", "")) or "?"
+                status.import_command = str(ev.data.get("command", ""))
+        if status is None:
+            continue
+        status.opened = _count(log, cid, "CaseOpened")
+        status.closed = _count(log, cid, "CaseClosed")
+    for status in found.values():
+        if status.finished_at is None:
+            status.reason = (
+                "the import was interrupted" if status.imported_from else "no end recorded"
+            ) + " (killed, crashed, or still running)"
+        elif status.status == "completed" and status.planned and status.closed < status.planned:
+            status.status = "unfinished"
+            status.reason = f"{status.planned - status.closed} planned cases not closed"
+    return list(found.values())
+
+
+def campaign_status(log: EventReader, campaign: str | None = None) -> CampaignStatus:
+    wanted = log.campaign_id(campaign)
+    return next(s for s in campaign_statuses(log) if s.campaign == wanted)
+
+
+def refuse_resume_of_import(log: EventReader, campaign: str | None = None) -> None:
+    """An import writes recorded answers, it calls no model: resuming its campaign would run
+    a plan it never had and mark a partial import "completed". It is imported again."""
+    # The campaign's own Notes (an index lookup) say whether it is an import; the full
+    # status, which counts every campaign's cases, is only needed for the refusal.
+    wanted = log.campaign_id(campaign)
+    notes = log.events(wanted, kinds=("Note",))
+    if not any(isinstance(n.event, Note) and is_import_topic(n.event.topic) for n in notes):
+        return
+    status = campaign_status(log, wanted)
+    if status.imported_from is None:
+        return
+    state = status.status + (f" ({status.reason})" if status.reason else "")
+    raise ConfigError(
+        f"campaign {status.campaign} of {log.path} is an import of {status.imported_from}, "
+        f"{state}, {status.closed} answers imported; an import is not resumed",
+        field="resume",
+        fix=(status.import_command or "run the import again") + " (a new log)",
+    )
+
+
+def effective_models(started: CampaignStarted | None) -> list[str]:
+    """Each model with the parameters it was called with: the campaign's defaults under its
+    own parameters, and its backend options."""
+    if started is None:
+        return []
+    config: dict[str, Any] = started.config
+    defaults = {k: v for k, v in (config.get("defaults") or {}).items() if v is not None}
+    out = []
+    for role, key in (("model", "models"), ("judge", "judges")):
+        for spec in config.get(key) or []:
+            params = dict(defaults)
+            params.update({k: v for k, v in (spec.get("params") or {}).items() if v is not None})
+            parts = [f"{k}={json.dumps(v)}" for k, v in sorted(params.items())]
+            options = sorted((spec.get("options") or {}).items())
+            parts += [f"{k}={json.dumps(v)}" for k, v in options]
+            label = spec.get("name", "?") + (" (judge)" if role == "judge" else "")
+            out.append(f"{label}: {', '.join(parts) or 'backend defaults'}")
+    return out
+
+
+def header_table(status: CampaignStatus) -> Table:
+    """The header every report starts with: which campaign, when, in what state, how far."""
+    started = status.started
+    rows: list[list[Any]] = [
+        ["campaign", status.name],
+        ["id", status.campaign],
+        ["started", iso_time(status.started_at)],
+        ["finished", iso_time(status.finished_at)],
+        ["status", status.status + (f": {status.reason}" if status.reason else "")],
+        ["cases closed", status.cases],
+    ]
+    if status.imported_from:
+        rows.append(["imported from", status.imported_from])
+    rows.extend(["model", line] for line in effective_models(started))
+    rows.append(["seed", started.config.get("seed") if started else None])
+    rows.append(["code version", started.code_version if started else None])
+    rows.append(["harness version", started.harness_version if started else None])
+    return Table("campaign", "Campaign", ["field", "value"], rows)
+
+
+def report_header(log: EventReader, campaign: str | None = None) -> list[Table]:
+    """The header table of ``campaign``'s report (a list, to prepend to the sections)."""
+    return [header_table(campaign_status(log, campaign))]
+
+
+def campaigns_table(log: EventReader) -> Table:
+    """``harness campaigns``: one row per campaign of the log."""
+    rows = [
+        [s.campaign, s.name, iso_time(s.started_at), s.status, s.cases, s.reason]
+        for s in campaign_statuses(log)
+    ]
+    return Table(
+        "campaigns",
+        f"Campaigns in {log.path}",
+        ["id", "name", "started", "status", "cases closed", "note"],
+        rows,
+    )

@@ -1,0 +1,264 @@
+"""``harness report DB --html OUT.html``: one self-contained page (styles, script, plots and
+cases inline; nothing is fetched when it is viewed) with the campaign's header, every
+report table as an accessible table drawn by its plot hints, and a case browser that every
+count of a table opens on the cases behind it.
+
+Every string from the log (model text above all) reaches the page through `html.escape`
+or inside the base64 case pack (`harness.reporting.html.cases`); the script shows it with
+``textContent``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from html import escape
+from importlib import resources
+from typing import Any
+
+from harness.reporting.campaign_status import campaign_status, header_table, paid_replies
+from harness.reporting.html.cases import CaseIndex, case_index, packed
+from harness.reporting.html.heatmap import heatmaps
+from harness.reporting.html.network import networks
+from harness.reporting.html.plots import bars, forest, number, paired
+from harness.reporting.report import build_tables
+from harness.reporting.tables import (
+    Bars,
+    Forest,
+    Heatmap,
+    Network,
+    Paired,
+    ReportContext,
+    ReportSection,
+    Table,
+)
+from harness.store.reader import EventReader
+
+# A count in these columns opens the cases with that outcome (other counts open them all).
+OUTCOME_COLUMNS = {"violated": "VIOLATED", "held": "HELD", "invalid": "INVALID"}
+NO_LINK_TABLES = {"campaign", "statistical_tests"}
+
+
+def _asset(name: str) -> str:
+    return (
+        resources.files("harness.reporting.html")
+        .joinpath("assets", name)
+        .read_text(encoding="utf-8")
+    )
+
+
+def plots_of(table: Table, anchor: str) -> list[str]:
+    """The SVG drawings a table's hints ask for (a hint with nothing to draw gives none)."""
+    drawn: list[str] = []
+    for i, hint in enumerate(table.plot):
+        plot_id = f"{anchor}-p{i}"
+        if isinstance(hint, Forest):
+            drawn.extend(d for d in [forest(table, hint, plot_id)] if d)
+        elif isinstance(hint, Heatmap):
+            drawn.extend(heatmaps(table, hint, plot_id))
+        elif isinstance(hint, Network):
+            drawn.extend(networks(table, hint, plot_id))
+        elif isinstance(hint, Paired):
+            drawn.extend(d for d in [paired(table, hint, plot_id)] if d)
+        elif isinstance(hint, Bars):
+            drawn.extend(d for d in [bars(table, hint, plot_id)] if d)
+    return drawn
+
+
+def key_columns(table: Table) -> int:
+    """How many leading columns name a row (model, relation, group, term...): those before
+    the first column holding a number. Later strings are results (a test's name, a flag, a
+    verdict), never labels to filter cases by."""
+    for i, _ in enumerate(table.columns):
+        if any(number(row[i]) is not None for row in table.rows):
+            return i
+    return len(table.columns)
+
+
+def row_filter(
+    table: Table, row: list[Any], index: CaseIndex, keys: int | None = None
+) -> dict[str, Any] | None:
+    """What a number of this row links to: the cases of its model and relation carrying
+    every other label the row's key columns name (its group, attribute, term...), when the
+    log knows them; None when the row names nothing the cases carry."""
+    keys = key_columns(table) if keys is None else keys
+    found: dict[str, Any] = {"tags": []}
+    for column, value in list(zip(table.columns, row, strict=True))[:keys]:
+        if not isinstance(value, str) or not value:
+            continue
+        if column == "model" and index.known("models", value):
+            found["model"] = value
+        elif column == "relation" and index.known("relations", value):
+            found["relation"] = value
+        elif column not in ("model", "relation") and index.known("tags", value.lower()):
+            found["tags"].append(value.lower())
+    if len(found) == 1 and not found["tags"]:
+        return None
+    return found
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return '<td class="none">–</td>'
+    if number(value) is not None:
+        return f'<td class="num">{escape(str(value))}</td>'
+    return f"<td>{escape(str(value))}</td>"
+
+
+def _linked(value: Any, column: str, linked: bool) -> str:
+    if not linked or number(value) is None:
+        return _cell(value)
+    outcome = OUTCOME_COLUMNS.get(column)
+    extra = f' data-outcome="{outcome}"' if outcome else ""
+    return f'<td class="num"><a href="#cases" class="drill"{extra}>{escape(str(value))}</a></td>'
+
+
+def table_html(table: Table, index: CaseIndex | None) -> str:
+    """The table itself; a row whose cases the log can name carries their filter, and each
+    of its numbers is a link to them."""
+    head = "".join(f'<th scope="col">{escape(c)}</th>' for c in table.columns)
+    body = []
+    keys = key_columns(table)
+    for row in table.rows:
+        base = None
+        if index is not None and table.name not in NO_LINK_TABLES:
+            base = row_filter(table, row, index, keys)
+        cells = "".join(
+            _linked(v, c, base is not None) for c, v in zip(table.columns, row, strict=True)
+        )
+        attr = ""
+        if base is not None:
+            attr = f' data-filter="{escape(json.dumps(base, ensure_ascii=False), quote=True)}"'
+        body.append(f"<tr{attr}>{cells}</tr>")
+    return (
+        f'<div class="table-wrap" tabindex="0" role="region" '
+        f'aria-label="{escape(table.title, quote=True)} (scrollable table)">'
+        f"<table><caption>{escape(table.title)}</caption><thead><tr>{head}</tr></thead>"
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+def section_html(table: Table, index: CaseIndex | None) -> str:
+    anchor = f"t-{table.name}"
+    plots = "".join(f'<figure class="figure">{p}</figure>' for p in plots_of(table, anchor))
+    note = f'<p class="note">{escape(table.note)}</p>' if table.note else ""
+    count = f'<p class="rows">{len(table.rows)} rows</p>'
+    return (
+        f'<section id="{anchor}" class="report-table" aria-labelledby="{anchor}-h">'
+        f'<h2 id="{anchor}-h">{escape(table.title)}</h2>{plots}{note}{count}'
+        f"{table_html(table, index)}</section>"
+    )
+
+
+def header_html(log: EventReader, campaign: str) -> tuple[str, str]:
+    status = campaign_status(log, campaign)
+    table = header_table(status)
+    rows = list(table.rows)
+    cost, priced, tokens_in, tokens_out = log.connection.execute(
+        # json_extract is TEXT on PostgreSQL: the casts make the sums one SQL for both.
+        "SELECT SUM(CAST(json_extract(payload, '$.reply.cost_usd') AS DOUBLE PRECISION)),"
+        " COUNT(json_extract(payload, '$.reply.cost_usd')),"
+        " SUM(CAST(json_extract(payload, '$.reply.usage.input_tokens') AS BIGINT)),"
+        " SUM(CAST(json_extract(payload, '$.reply.usage.output_tokens') AS BIGINT))"
+        " FROM events WHERE campaign = ? AND kind = 'ReplyReceived'"
+        # JSON false is 0 in SQLite and 'false' in PostgreSQL: compared as text, both stores.
+        " AND COALESCE(CAST(json_extract(payload, '$.cached') AS TEXT), '0') IN ('0', 'false')",
+        (campaign,),
+    ).fetchone()
+    config = status.started.config if status.started else {}
+    for relation in config.get("relations") or []:
+        options = json.dumps(relation.get("options") or {}, ensure_ascii=False, sort_keys=True)
+        rows.append(["relation", f"{relation.get('name', '?')} {options}"])
+    rows.append(["repeats", config.get("repeats")])
+    rows.append(["paid replies", paid_replies(log, campaign)])
+    rows.append(["tokens in / out", f"{tokens_in or 0} / {tokens_out or 0}"])
+    rows.append(
+        ["cost", f"${cost:.4f} ({priced} priced replies)" if priced else "no priced replies"]
+    )
+    items = "".join(
+        f'<tr><th scope="row">{escape(str(k))}</th><td>{escape("" if v is None else str(v))}'
+        "</td></tr>"
+        for k, v in rows
+    )
+    state = escape(status.status)
+    html = (
+        '<section id="campaign" aria-labelledby="campaign-h">'
+        f'<h2 id="campaign-h">Campaign {escape(status.name)} '
+        f'<span class="status status-{state}">{state}</span></h2>'
+        f'<table class="header"><caption class="sr-only">Campaign header</caption>'
+        f"<tbody>{items}</tbody></table></section>"
+    )
+    return html, status.name
+
+
+def cases_html(index: CaseIndex) -> str:
+    shown = len(index.conversations)
+    cap = (
+        f" Conversations embedded: {shown} of {index.total} (capped by --html-max-cases: "
+        "violations first, then INVALID, then the rest; 'harness export' has every one)."
+        if shown < index.total
+        else ""
+    )
+    return (
+        '<section id="cases" aria-labelledby="cases-h"><h2 id="cases-h">Cases</h2>'
+        f'<p class="note">{index.total} cases. A count in a table above opens the cases it '
+        "counts over (its model, relation and the labels its row names); the count itself "
+        f"may count other units (terms, answers, repeats).{escape(cap)}</p>"
+        '<noscript><p class="note">The case browser needs JavaScript; the tables and plots '
+        "above do not.</p></noscript>"
+        '<form id="filters" class="filters" role="search" aria-label="Filter cases">'
+        '<label>Model <select id="f-model"><option value="">all</option></select></label>'
+        '<label>Relation <select id="f-relation"><option value="">all</option></select>'
+        "</label>"
+        '<label>Outcome <select id="f-outcome"><option value="">all</option></select></label>'
+        '<label>Group / label <input id="f-tag" list="f-tags" autocomplete="off" '
+        'placeholder="e.g. profession"><datalist id="f-tags"></datalist></label>'
+        '<label>Search <input id="f-search" type="search" placeholder="id, prompt or reply">'
+        "</label>"
+        '<span id="f-row" class="row-filter" hidden></span>'
+        '<button type="button" id="f-clear">Clear filters</button></form>'
+        '<p id="case-count" role="status" aria-live="polite"></p>'
+        '<div class="browser"><ol id="case-list" class="case-list" aria-label="Matching cases">'
+        "</ol>"
+        '<article id="conversation" class="conversation" tabindex="-1" aria-live="polite">'
+        '<p class="note">Choose a case to read its conversation.</p></article></div>'
+        '<button type="button" id="more" hidden>Show more cases</button></section>'
+    )
+
+
+def render_html(
+    log: EventReader,
+    campaign: str | None = None,
+    *,
+    sections: Sequence[ReportSection],
+    max_cases: int | None = None,
+    tables: list[Table] | None = None,
+    **options: Any,
+) -> str:
+    """The whole page for ``campaign`` of ``log`` (its latest by default): the tables of
+    ``sections``, or ``tables`` if the caller built them already with these ``options``."""
+    campaign = log.campaign_id(campaign)
+    if tables is None:
+        tables = build_tables(log, campaign, sections=sections, **options)
+    index = case_index(ReportContext(log, campaign), max_cases)
+    header, name = header_html(log, campaign)
+    sections = [section_html(t, index) for t in tables]
+    nav = "".join(f'<li><a href="#t-{escape(t.name)}">{escape(t.title)}</a></li>' for t in tables)
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        # No request may leave the page: scripts and styles inline only, no fetches.
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; "
+        'connect-src data:">'
+        '<meta name="color-scheme" content="light dark">'
+        f"<title>bias-harness report: {escape(name)}</title>"
+        f"<style>{_asset('report.css')}</style></head><body>"
+        '<a class="skip" href="#main">Skip to the report</a>'
+        f"<header><h1>bias-harness report: {escape(name)}</h1></header>"
+        f'<nav aria-label="Report sections"><ol><li><a href="#campaign">Campaign</a></li>{nav}'
+        '<li><a href="#cases">Cases</a></li></ol></nav>'
+        f'<main id="main">{header}{"".join(sections)}{cases_html(index)}</main>'
+        f'<script type="application/octet-stream" id="case-pack">{packed(index)}</script>'
+        f"<script>{_asset('report.js')}</script></body></html>\n"
+    )

@@ -1,0 +1,295 @@
+"""The statistics behind a report's claims: intervals, tests, effect sizes and the false
+discovery rate, all from scipy and statsmodels.
+
+The stable API (families import these; nothing else here is public):
+
+- `wilson_interval(k, n)`: 95 % Wilson interval of a proportion.
+- `majority_per_case(pairs)`: repeats of one case summarised to one outcome per case.
+- `compare_to_rest(k, n, rest_k, rest_n)`: one group against the rest of its table:
+  Fisher's exact test (chi-squared with Yates' correction when every expected count is at
+  least `CHI2_MIN_EXPECTED` and the table holds more than `CHI2_MIN_TOTAL` observations),
+  the difference of rates (Newcombe) and the risk ratio (log, with 0.5 added to empty
+  cells) with 95 % intervals. Returns a `GroupComparison`.
+- `compare_groups(counts)`: every group against the rest of its context (e.g. the other
+  groups of the same model), from ``{(*context, group): (k, n)}``.
+- `compare_to_rest_stratified(strata)`: one group against the rest within each stratum
+  (e.g. question type, template), combined: the exact conditional test given the strata
+  (`stratified_exact_test`; one stratum: Fisher's), effect sizes of the pooled counts.
+  Returns a `GroupComparison`.
+- `mcnemar_exact(b, c)`: McNemar's exact test of paired outcomes from the discordant
+  counts (b: positive only in the first variant, c: only in the second).
+- `fdr_adjust(pvalues)`: Benjamini-Hochberg adjusted p-values and which are flagged.
+- `TEST_COLUMNS` = ("p", "p_fdr", "flagged"): a report table that ends with these columns
+  takes part in the report-wide correction (`harness.reporting.report.apply_fdr`); a section fills
+  ``p`` and leaves ``p_fdr`` and ``flagged`` as None.
+- `COMPARISON_COLUMNS` and `GroupComparison.cells()`: the columns every group-vs-rest row
+  carries, in one order, rounded for a report.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+# numpy, scipy and statsmodels (with pandas) are imported by the functions that use them:
+# every command imports this module through the harness package, and their imports take
+# seconds of a process start that most commands (import, run, show) do not need.
+
+K = TypeVar("K", bound=Hashable)
+
+ALPHA = 0.05
+CHI2_MIN_EXPECTED = 5.0
+CHI2_MIN_TOTAL = 1000
+TEST_COLUMNS = ("p", "p_fdr", "flagged")
+COMPARISON_COLUMNS = (
+    "rest_rate",
+    "diff",
+    "diff_low",
+    "diff_high",
+    "risk_ratio",
+    "rr_low",
+    "rr_high",
+    "test",
+    *TEST_COLUMNS,
+)
+
+
+def report_number(x: float | None, digits: int = 4) -> float | None:
+    """A number as a report shows it: rounded; None when undefined (NaN, infinite)."""
+    if x is None or not math.isfinite(x):
+        return None
+    return round(float(x), digits)
+
+
+def load() -> None:
+    """Imports the libraries the tests below come from (statsmodels pulls in pandas: about
+    1.5-2 s), each of which imports them itself on first use: for a caller with a second
+    process to wait for, so that the wait is not idle."""
+    import scipy.stats  # noqa: F401
+    import statsmodels.stats.contingency_tables
+    import statsmodels.stats.multitest
+    import statsmodels.stats.proportion  # noqa: F401
+
+
+def wilson_interval(successes: int, n: int) -> tuple[float, float]:
+    """95 % Wilson score interval of ``successes`` out of ``n`` (NaN, NaN when n = 0)."""
+    if n == 0:
+        return (math.nan, math.nan)
+    from statsmodels.stats.proportion import proportion_confint
+
+    low, high = proportion_confint(successes, n, alpha=ALPHA, method="wilson")
+    # Exact at the edges: rounding would otherwise leave 0/n or n/n outside its own interval.
+    low = 0.0 if successes == 0 else max(0.0, float(low))
+    high = 1.0 if successes == n else min(1.0, float(high))
+    return (low, high)
+
+
+def majority_per_case(outcomes: Iterable[tuple[K, bool]]) -> dict[K, bool]:
+    """One outcome per case from its repeats: True when more than half of them are True.
+
+    Repeats of one case are not independent observations (same prompt, same model), so a
+    report counts each case once; a tie (e.g. 1 of 2 repeats) counts as False, the outcome
+    that claims nothing.
+    """
+    tally: dict[K, list[int]] = {}
+    for case, positive in outcomes:
+        counts = tally.setdefault(case, [0, 0])
+        counts[0 if positive else 1] += 1
+    return {case: pos > neg for case, (pos, neg) in tally.items()}
+
+
+@dataclass(frozen=True)
+class GroupComparison:
+    """A group's rate against the rest of its table, with the test and effect sizes."""
+
+    k: int
+    n: int
+    rest_k: int
+    rest_n: int
+    rate: float
+    low: float
+    high: float
+    rest_rate: float
+    diff: float
+    diff_low: float
+    diff_high: float
+    risk_ratio: float
+    rr_low: float
+    rr_high: float
+    test: str  # "fisher", "chi2" or "none" (a side without observations)
+    p: float
+
+    def cells(self) -> list[float | str | None]:
+        """The values of `COMPARISON_COLUMNS` for a report row (p_fdr/flagged left None)."""
+        return [
+            report_number(self.rest_rate),
+            report_number(self.diff),
+            report_number(self.diff_low),
+            report_number(self.diff_high),
+            report_number(self.risk_ratio),
+            report_number(self.rr_low),
+            report_number(self.rr_high),
+            self.test,
+            report_number(self.p, 6),
+            None,
+            None,
+        ]
+
+
+def two_by_two_test(table: Sequence[Sequence[int]]) -> tuple[str, float]:
+    """Two-sided test of independence of a 2x2 table: Fisher's exact test, or chi-squared
+    (Yates' correction) when the table is large and no expected count is small."""
+    from scipy.stats import chi2_contingency, fisher_exact
+
+    (a, b), (c, d) = table
+    total = a + b + c + d
+    rows, cols = (a + b, c + d), (a + c, b + d)
+    if total > CHI2_MIN_TOTAL and min(rows) * min(cols) / total >= CHI2_MIN_EXPECTED:
+        result = chi2_contingency([[a, b], [c, d]], correction=True)
+        return "chi2", float(result.pvalue)
+    return "fisher", float(fisher_exact([[a, b], [c, d]], alternative="two-sided").pvalue)
+
+
+# Pure in its four counts, and reports repeat them (a long tail of terms named 0 of 3
+# times): cached, the term tables of a large report build several times faster.
+@functools.lru_cache(maxsize=1 << 16)
+def compare_to_rest(k: int, n: int, rest_k: int, rest_n: int) -> GroupComparison:
+    """``k`` of ``n`` in the group against ``rest_k`` of ``rest_n`` in the rest."""
+    rate = k / n if n else math.nan
+    rest_rate = rest_k / rest_n if rest_n else math.nan
+    low, high = wilson_interval(k, n)
+    if n == 0 or rest_n == 0:
+        nan = math.nan
+        return GroupComparison(
+            k, n, rest_k, rest_n, rate, low, high, rest_rate, nan, nan, nan, nan, nan, nan,
+            "none", nan,
+        )  # fmt: skip
+    from statsmodels.stats.proportion import confint_proportions_2indep
+
+    test, p = two_by_two_test([[k, n - k], [rest_k, rest_n - rest_k]])
+    diff_low, diff_high = confint_proportions_2indep(
+        k, n, rest_k, rest_n, method="newcomb", compare="diff", alpha=ALPHA
+    )
+    rr_low, rr_high = confint_proportions_2indep(
+        k, n, rest_k, rest_n, method="log-adjusted", compare="ratio", alpha=ALPHA
+    )
+    ratio = rate / rest_rate if rest_rate > 0 else (math.nan if rate == 0 else math.inf)
+    return GroupComparison(
+        k, n, rest_k, rest_n, rate, low, high, rest_rate, rate - rest_rate,
+        max(-1.0, float(diff_low)), min(1.0, float(diff_high)),
+        ratio, float(rr_low), float(rr_high), test, p,
+    )  # fmt: skip
+
+
+def compare_groups(
+    counts: dict[tuple[str, ...], tuple[int, int]],
+) -> list[tuple[tuple[str, ...], GroupComparison]]:
+    """Each ``(*context, group)`` against the other groups of the same context, sorted by key.
+
+    ``counts`` maps a key to (positives, observations); the rest of a group is the sum over
+    the other groups sharing its context (the key without its last element).
+    """
+    totals: dict[tuple[str, ...], list[int]] = {}
+    for key, (k, n) in counts.items():
+        total = totals.setdefault(key[:-1], [0, 0])
+        total[0] += k
+        total[1] += n
+    out = []
+    for key, (k, n) in sorted(counts.items()):
+        all_k, all_n = totals[key[:-1]]
+        out.append((key, compare_to_rest(k, n, all_k - k, all_n - n)))
+    return out
+
+
+def compare_to_rest_stratified(strata: Sequence[tuple[int, int, int, int]]) -> GroupComparison:
+    """A group against the rest within strata, each given as (k, n, rest_k, rest_n).
+
+    For groups that meet the rest inside strata with their own base rates (a question type,
+    a template): pooling the counts would mix the stratum effect into the group effect
+    whenever the group's share differs between strata, and would throw away the matching.
+    The test is the exact conditional test of no association given the strata (the
+    Mantel-Haenszel setting, `stratified_exact_test`); p = 1.0 when no stratum holding both
+    sides has both outcomes, NaN and test "none" when no stratum holds both sides. Rates
+    and effect sizes are those of the pooled counts (`compare_to_rest`).
+    """
+    k, n, rest_k, rest_n = (sum(s[i] for s in strata) for i in range(4))
+    pooled = compare_to_rest(k, n, rest_k, rest_n)
+    tables = [((a, b - a), (c, d - c)) for a, b, c, d in strata if b > 0 and d > 0]
+    if not tables:
+        return dataclasses.replace(pooled, test="none", p=math.nan)
+    return dataclasses.replace(pooled, test="cmh-exact", p=stratified_exact_test(tables))
+
+
+def stratified_exact_test(tables: Sequence[Sequence[Sequence[int]]]) -> float:
+    """Two-sided exact p-value of no association in 2x2 tables given their strata.
+
+    Conditional on every table's margins, the count in each table's top-left cell is
+    hypergeometric (scipy), and their sum, the Mantel-Haenszel statistic, has the
+    convolution of those distributions; p sums the probabilities of the sums no more
+    likely than the observed one (Fisher's rule, with scipy's relative tolerance), so one
+    table gives Fisher's exact test. Exact where the chi-squared approximation of
+    Cochran-Mantel-Haenszel's test is not: on sparse strata (2 positives of 6 against 0 of
+    60) it gives p ~ 1e-5 where the exact p is ~ 1e-2.
+    """
+    import numpy as np
+    from scipy.stats import hypergeom
+
+    # Every table's support in one call: scipy's per-call overhead (argument checks,
+    # broadcasting) is most of the cost of a small table, and the values are elementwise.
+    # exp(logpmf), not pmf: scipy's pmf runs Boost's exact series per point, about 30 us
+    # each, so a stratum of 10,000 answers took 30 ms; logpmf (log-beta terms) is 35x
+    # faster and agrees to about 1e-13 relative, far inside the 1e-7 tie tolerance below.
+    # Each table's values cover its whole support, so they are scaled to sum to 1: a
+    # one-point support is then certain (p = 1.0) rather than 1 - 2e-16.
+    counts, margins, sizes = [], [], []
+    observed = 0
+    for (a, b), (c, d) in tables:
+        group, total, positives = a + b, a + b + c + d, a + c
+        if total == 0:
+            continue  # an empty table says nothing
+        low, high = max(0, positives - (c + d)), min(group, positives)
+        counts.append(np.arange(low, high + 1))
+        margins.append((total, group, positives))
+        sizes.append(high - low + 1)
+        observed += a - low
+    if not counts:
+        return 1.0
+    total_, group_, positives_ = (np.repeat([m[i] for m in margins], sizes) for i in range(3))
+    pmf = np.exp(hypergeom.logpmf(np.concatenate(counts), total_, group_, positives_))
+    dist = np.ones(1)
+    for part in np.split(pmf, np.cumsum(sizes)[:-1]):
+        dist = np.convolve(dist, part / part.sum())
+    return float(min(1.0, dist[dist <= dist[observed] * (1 + 1e-7)].sum()))
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p-value from the discordant pairs (1.0 when there are none)."""
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    if b + c == 0:
+        return 1.0
+    return float(mcnemar([[0, b], [c, 0]], exact=True).pvalue)
+
+
+def fdr_adjust(pvalues: Sequence[float], alpha: float = ALPHA) -> tuple[list[float], list[bool]]:
+    """Benjamini-Hochberg adjusted p-values and which are significant at ``alpha``.
+
+    NaN p-values (tests that could not run) stay NaN, are never flagged and do not count
+    as tests.
+    """
+    index = [i for i, p in enumerate(pvalues) if not math.isnan(p)]
+    adjusted = [math.nan] * len(pvalues)
+    flagged = [False] * len(pvalues)
+    if index:
+        from statsmodels.stats.multitest import multipletests
+
+        reject, corrected, _, _ = multipletests(
+            [pvalues[i] for i in index], alpha=alpha, method="fdr_bh"
+        )
+        for i, r, q in zip(index, reject, corrected, strict=True):
+            adjusted[i], flagged[i] = float(q), bool(r)
+    return adjusted, flagged

@@ -1,0 +1,307 @@
+"""What a report is made of: `Table`s that `ReportSection`s compute from a `ReportContext`.
+
+A section is contributed by a `Family` (or by the core: `harness.reporting.report`); every output
+format renders the same tables, so machines and people see the same numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from harness.reporting.stats import load as load_statistics
+from harness.runtime.process_call import ProcessCall, second_core_free
+from harness.store.reader import EventReader
+from harness.store.verdict_counts import VerdictCounts, case_key, count_verdicts, count_verdicts_in
+
+# A log file this large has its verdicts counted in a second process (`count_verdicts_aside`);
+# a smaller one counts them in well under a second, less than a process takes to start.
+ASIDE_MIN_BYTES = 64 * 2**20
+
+# The topic of the Note `harness.verifying.rejudge` appends before the first verdict of a judge: the
+# report looks it up to learn whether the log holds any judge verdict at all.
+REJUDGE_TOPIC = "rejudge"
+
+
+@dataclass(frozen=True)
+class Forest:
+    """Plot hint: each row a point (``rate``) with its interval (``low``-``high``), labelled
+    by the ``label`` columns; a row whose ``flag`` column says "yes" is marked."""
+
+    rate: str
+    low: str
+    high: str
+    label: tuple[str, ...] = ("model", "relation")
+    flag: str | None = None
+
+
+@dataclass(frozen=True)
+class Heatmap:
+    """Plot hint: a grid of ``value`` with the ``row`` columns down and the ``column``
+    columns across, one grid per value of the ``facet`` columns; a cell whose ``flag``
+    column says "yes" (the report-wide FDR flag) is marked."""
+
+    row: tuple[str, ...]
+    column: tuple[str, ...]
+    value: str
+    flag: str | None = None
+    facet: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Network:
+    """Plot hint: a graph whose edges are the rows (``source`` - ``target``, drawn by
+    ``weight``), one graph per value of the ``facet`` columns."""
+
+    source: str
+    target: str
+    weight: str
+    facet: tuple[str, ...] = ("model",)
+
+
+@dataclass(frozen=True)
+class Paired:
+    """Plot hint: each row two values joined by a line (``first`` and ``second``, e.g. role
+    and no-role), labelled by the ``label`` columns."""
+
+    first: str
+    second: str
+    label: tuple[str, ...]
+    flag: str | None = None
+
+
+@dataclass(frozen=True)
+class Bars:
+    """Plot hint: one horizontal bar of ``value`` per row, labelled by the ``label`` columns."""
+
+    value: str
+    label: tuple[str, ...]
+
+
+PlotHint = Forest | Heatmap | Network | Paired | Bars
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    title: str
+    columns: list[str]
+    rows: list[list[Any]]
+    note: str = ""
+    # Which rows a report shows (None: all). A long table of tests (one per term) keeps its
+    # most interesting rows; the hidden rows' tests still count in the report's correction.
+    keep: list[bool] | None = None
+    # How the HTML report may draw the table (besides showing it): text, JSON and CSV
+    # reports ignore it.
+    plot: tuple[PlotHint, ...] = ()
+
+
+@dataclass(frozen=True)
+class VerdictRow:
+    case_id: str
+    relation: str
+    model: str
+    outcome: str
+    reason: str
+    evidence: dict[str, Any]
+    source: str
+
+    @property
+    def case_key(self) -> str:
+        """The case without its repeat: repeats of one case share it (see
+        `harness.running.plan`)."""
+        return case_key(self.case_id)
+
+
+class ReportOptions(dict[str, Any]):
+    """The report's options (``top``, ``mode``...), remembering which ones a section read,
+    so an option no section of this log uses (``--mode`` without BiasLens) is an error,
+    not silently ignored."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.read: set[str] = set()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.read.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        self.read.add(key)
+        return super().__getitem__(key)
+
+
+@dataclass
+class ReportContext:
+    log: EventReader
+    campaign: str
+    options: dict[str, Any] = field(default_factory=ReportOptions)
+    _counting: ProcessCall[VerdictCounts] | None = field(default=None, init=False, repr=False)
+
+    def count_verdicts_aside(self) -> None:
+        """Starts counting the verdicts (`verdict_counts`) in a second process when the log
+        is a large SQLite file and a second core is free: the sections that do not read them
+        run meanwhile (`harness.reporting.report.build_tables` builds the core's, which do,
+        last)."""
+        path = self.log.file
+        if (
+            self._counting is not None
+            or "verdict_counts" in self.__dict__
+            or path is None
+            or not second_core_free()
+        ):
+            return
+        try:
+            if path.stat().st_size >= ASIDE_MIN_BYTES:
+                self._counting = ProcessCall(
+                    "the process counting the verdicts", count_verdicts_in, path, self.campaign
+                )
+        except OSError:  # no file there any more, or no process: the count is made here
+            self._counting = None
+
+    def close(self) -> None:
+        """Stops a count still running in a second process (a report that failed)."""
+        if self._counting is not None:
+            self._counting.close()
+            self._counting = None
+
+    def verdicts(
+        self, source: str = "relation", relations: Iterable[str] | None = None
+    ) -> Iterator[VerdictRow]:
+        """The latest verdict of each case from ``source``, streamed from the ``verdicts``
+        view; only cases of ``relations`` when given."""
+        sql = (
+            "SELECT case_id, relation, model, outcome, reason, evidence, source FROM verdicts"
+            " WHERE campaign = ? AND source = ?"
+        )
+        args: list[str] = [self.campaign, source]
+        if relations is not None:
+            names = sorted(relations)
+            if not names:
+                return
+            sql += f" AND relation IN ({', '.join('?' * len(names))})"
+            args += names
+        cur = self.log.connection.execute(sql + " ORDER BY case_id, decided_at", args)
+        previous: VerdictRow | None = None
+        for case_id, relation, model, outcome, reason, evidence, src in cur:
+            row = VerdictRow(
+                case_id, relation, model, outcome, reason, json.loads(evidence or "{}"), src
+            )
+            if previous is not None and previous.case_id != row.case_id:
+                yield previous
+            previous = row
+        if previous is not None:
+            yield previous
+
+    @cached_property
+    def relation_verdicts(self) -> Iterable[VerdictRow]:
+        """Every relation verdict, read anew on each loop (none is kept between loops); a
+        context over a subset held in memory (bench/power.py's resamples) sets a list here."""
+        return VerdictStream(self, lambda _: True)
+
+    def relation_verdicts_of(self, wanted: Callable[[str], bool]) -> Iterable[VerdictRow]:
+        """The relation verdicts of the relations ``wanted`` accepts: a family's section reads
+        its own cases only, and none at all (no query) when the campaign ran none of them."""
+        verdicts = self.relation_verdicts
+        if isinstance(verdicts, VerdictStream):
+            return VerdictStream(self, wanted)
+        return [v for v in verdicts if wanted(v.relation)]
+
+    @cached_property
+    def planned_relations(self) -> dict[str, dict[str, Any]]:
+        """The relations the campaign was started with (`CampaignStarted`), by name, with the
+        options each was given: a family's section that finds none of its own here has no
+        case to read (every case of a campaign comes from its plan)."""
+        row = self.log.connection.execute(
+            "SELECT json_extract(payload, '$.config.relations') FROM events"
+            " WHERE campaign = ? AND kind = 'CampaignStarted'",
+            (self.campaign,),
+        ).fetchone()
+        planned: dict[str, dict[str, Any]] = {}
+        for spec in json.loads(row[0]) if row and row[0] else []:
+            planned.setdefault(spec["name"], spec.get("options") or {})  # the first, if twice
+        return planned
+
+    @cached_property
+    def rejudged(self) -> bool:
+        """Whether a judge re-judged any case of the campaign. Verdicts of a source other than
+        "relation" come only from `harness.verifying.rejudge`, which appends its Note first; the
+        Note is found through the (campaign, kind) index among a handful of Notes, where the
+        sources themselves are read from every verdict of the log."""
+        found = self.log.connection.execute(
+            "SELECT 1 FROM events WHERE campaign = ? AND kind = 'Note'"
+            " AND json_extract(payload, '$.topic') = ? LIMIT 1",
+            (self.campaign, REJUDGE_TOPIC),
+        ).fetchone()
+        return found is not None
+
+    @cached_property
+    def verdict_counts(self) -> VerdictCounts:
+        """Counts of the relation verdicts (`harness.store.verdict_counts`), read once per report
+        (in a second process, if `count_verdicts_aside` started one)."""
+        counting, self._counting = self._counting, None
+        if counting is None:
+            return count_verdicts(self.log.connection, self.campaign)
+        if not counting.ready():
+            load_statistics()  # every reader of the counts tests them: import meanwhile
+        try:
+            return counting.result()
+        except Exception:
+            # The child failed in any way (killed from outside, the file gone from its
+            # name, a damaged log): counted here, so an error is raised as one process
+            # raises it.
+            return count_verdicts(self.log.connection, self.campaign)
+        finally:
+            counting.close()
+
+    @cached_property
+    def case_data(self) -> dict[str, dict[str, Any]]:
+        """Each case's data (what its relation drew: terms, groups, ...) by case id."""
+        cur = self.log.connection.execute(
+            "SELECT case_id, json_extract(payload, '$.case.data') FROM events"
+            " WHERE campaign = ? AND kind = 'CaseOpened'",
+            (self.campaign,),
+        )
+        return {case_id: json.loads(data or "{}") for case_id, data in cur}
+
+
+class VerdictStream:
+    """The latest relation verdict of each case of the relations ``wanted`` accepts, read
+    from the log on every iteration: a section may loop twice, and a report of a million
+    cases never holds a million verdicts (invariant 6)."""
+
+    def __init__(self, ctx: ReportContext, wanted: Callable[[str], bool]) -> None:
+        self.ctx = ctx
+        self.wanted = wanted
+
+    def __iter__(self) -> Iterator[VerdictRow]:
+        planned = self.ctx.planned_relations
+        if planned and not any(self.wanted(r) for r in planned):
+            # Every case of a campaign comes from its plan: none of these relations has a
+            # verdict here, and a section not concerned waits for no count. (A campaign
+            # whose start names no relation, as hand-made logs do, is read as before.)
+            return iter(())
+        present = self.ctx.verdict_counts.relations
+        mine = [r for r in present if self.wanted(r)]
+        # All relations: no filter in the query (the same rows, read without a test each).
+        return self.ctx.verdicts(relations=None if len(mine) == len(present) else mine)
+
+
+@dataclass(frozen=True)
+class ReportSection:
+    """One part of a report: ``build`` returns its tables (none when it has nothing to say).
+
+    Sections run in (order, name) order.
+    """
+
+    name: str
+    order: int
+    build: Callable[[ReportContext], list[Table]]
+
+
+def rounded(x: float) -> float | None:
+    return None if not math.isfinite(x) else round(x, 4)

@@ -1,0 +1,235 @@
+"""Campaign files (TOML): models x relations x cases x repeats, plus limits.
+
+Everything is validated before the first call; every error names the field (and the line
+for TOML syntax) and says how to fix it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from harness.models.providers import check_vendor_options
+from harness.plugins.assembly import build_relation, known_schemes
+from harness.store.postgres_url import PostgresUrl, is_postgres_url
+from harness.vocabulary.answer_shape import AnswerFormat
+from harness.vocabulary.config_errors import config_error
+from harness.vocabulary.errors import ConfigError, strip_url_credentials
+from harness.vocabulary.model import GenerationParams, ModelSpec
+
+
+class RelationSpec(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    name: str
+    # Strict: ``cases = "3"`` (a string) is a mistake in the file, not a number to guess.
+    cases: int | None = Field(default=None, ge=1, strict=True)  # None: every case it has
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class Limits(BaseModel):
+    """Campaign-wide limits. Per-provider rate limits live in ``models[].options``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    max_attempts: int = Field(default=4, ge=1, le=50)
+    call_timeout_s: float = Field(default=120.0, gt=0)
+    spend_ceiling_usd: float | None = Field(default=None, ge=0)
+    stop_grace_s: float = Field(default=8.0, ge=0)
+
+
+class CampaignConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    name: str = "campaign"
+    seed: int = 0
+    repeats: int = Field(default=1, ge=1, strict=True)
+    models: list[ModelSpec] = Field(min_length=1)
+    judges: list[ModelSpec] = Field(default_factory=list)
+    relations: list[RelationSpec] = Field(min_length=1)
+    limits: Limits = Field(default_factory=Limits)
+    defaults: GenerationParams = Field(default_factory=GenerationParams)
+    # "structured": answers constrained to each ask's declared shape (see harness/answer_shape)
+    answer_format: AnswerFormat = "free"
+    # Where `harness run` writes the log when given no --db: a SQLite file or a
+    # postgresql:// URL (docs/scale-out.md). Where a campaign is stored is not what it is:
+    # left out of the recorded config and its hash.
+    store: str | None = None
+
+    @field_validator("store")
+    @classmethod
+    def _store_without_password(cls, value: str | None) -> str | None:
+        if value is not None and is_postgres_url(value) and PostgresUrl.parse(value).secrets:
+            raise ValueError(
+                "the store URL holds a password; a campaign file never holds secrets: give "
+                "the URL without it and the password in PGPASSWORD or ~/.pgpass"
+            )
+        return value
+
+    def answer_format_of(self, spec: ModelSpec) -> AnswerFormat:
+        return spec.answer_format or self.answer_format
+
+    @model_validator(mode="after")
+    def _unique_models(self) -> CampaignConfig:
+        names = [m.name for m in self.models]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"model {dupes[0]!r} is listed twice; give each model once")
+        return self
+
+    def resolved(self) -> dict[str, Any]:
+        """The campaign as stored in CampaignStarted. Keys never belong in a config; a
+        credential inside a URL option (``http://user:key@host``, ``?key=``) is removed."""
+        data = self.model_dump(mode="json", exclude={"store"})
+        for group in ("models", "judges"):
+            for spec in data[group]:
+                spec["options"] = _without_url_credentials(spec["options"])
+        return data
+
+    def config_hash(self) -> str:
+        blob = json.dumps(self.resolved(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _without_url_credentials(value: Any) -> Any:
+    if isinstance(value, str):
+        return strip_url_credentials(value)
+    if isinstance(value, dict):
+        return {k: _without_url_credentials(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_url_credentials(v) for v in value]
+    return value
+
+
+def parse_campaign(data: dict[str, Any], *, source: str = "campaign") -> CampaignConfig:
+    try:
+        config = CampaignConfig.model_validate(data)
+    except ValidationError as exc:
+        raise config_error(
+            exc, fix="see the campaign format in README.md", data=data, source=source
+        ) from exc
+    _check_references(config)
+    return config
+
+
+def _check_references(config: CampaignConfig) -> None:
+    schemes = known_schemes()
+    for i, spec in enumerate([*config.models, *config.judges]):
+        group, idx = ("models", i) if i < len(config.models) else ("judges", i - len(config.models))
+        if spec.scheme not in schemes or ":" not in spec.target:
+            where = "backend" if spec.backend else "name"
+            raise ConfigError(
+                f"unknown model backend in {spec.target!r}",
+                field=f"{group}[{idx}].{where}",
+                fix=f"name models as 'scheme:identifier' with scheme one of {schemes}",
+            )
+        for params, where in (
+            (spec.params, f"{group}[{idx}].params"),
+            (config.defaults, "defaults"),
+        ):
+            if params.answer_shape is not None:
+                raise ConfigError(
+                    "answer_shape is set by the engine from each relation's asks",
+                    field=f"{where}.answer_shape",
+                    fix='remove it; set answer_format = "structured" on the model or campaign',
+                )
+    check_vendor_options(config)
+    _check_params(config)
+    for i, rel in enumerate(config.relations):
+        relation = build_relation(rel.name, rel.options, field=f"relations[{i}]")
+        needed = int(getattr(relation, "judges_needed", 0))
+        if needed > len(config.judges):
+            raise ConfigError(
+                f"relation {rel.name} needs {needed} judge model(s), the campaign has "
+                f"{len(config.judges)}",
+                field="judges",
+                fix='add [[judges]] entries (e.g. name = "sim:judge")',
+            )
+        if rel.cases is None and relation.case_count() is None:
+            raise ConfigError(
+                f"relation {rel.name} can generate any number of cases",
+                field=f"relations[{i}].cases",
+                fix="say how many cases to run, e.g. cases = 50",
+            )
+
+
+# Sampling parameters every backend accepts; outside them a vendor rejects every call, or a
+# local model samples nonsense (a negative temperature) without saying so.
+_PARAM_RANGES = {
+    "temperature": (0.0, 2.0, "a temperature from 0 (greedy) to 2"),
+    "top_p": (0.0, 1.0, "a top_p above 0 and at most 1"),
+    "max_tokens": (1, None, "a max_tokens of at least 1, or leave it out"),
+}
+
+
+def _check_params(config: CampaignConfig) -> None:
+    """Sampling parameters in range, before the first call (``defaults`` and per model)."""
+    where = [("defaults", config.defaults)]
+    for group in ("models", "judges"):
+        where += [(f"{group}[{i}].params", s.params) for i, s in enumerate(getattr(config, group))]
+    for prefix, params in where:
+        for name, (low, high, fix) in _PARAM_RANGES.items():
+            value = getattr(params, name)
+            if value is None:
+                continue
+            too_low = value <= low if name == "top_p" else value < low
+            if too_low or (high is not None and value > high):
+                raise ConfigError(
+                    f"{name} = {value} is out of range", field=f"{prefix}.{name}", fix=f"give {fix}"
+                )
+
+
+def read_user_text(path: Path, what: str, *, encoding: str = "utf-8") -> str:
+    """A user's file as text, or a ConfigError that says what is wrong with it."""
+    try:
+        return path.read_text(encoding=encoding)
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{what} {path} does not exist", fix="check the path") from exc
+    except IsADirectoryError as exc:
+        raise ConfigError(
+            f"{what} {path} is a directory", fix="give the path of a file inside it"
+        ) from exc
+    except OSError as exc:
+        raise ConfigError(
+            f"{what} {path} cannot be read: {exc.strerror}", fix="check the path"
+        ) from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not UTF-8 text", fix="save it as UTF-8") from exc
+
+
+def read_toml_file(path: Path, what: str) -> dict[str, Any]:
+    """A user's TOML file; a syntax error names its line and column."""
+    try:
+        return tomllib.loads(read_user_text(path, what))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(
+            f"{path} is not valid TOML: {exc}", fix="correct the TOML syntax at that line"
+        ) from exc
+
+
+def load_campaign(path: str | Path) -> CampaignConfig:
+    path = Path(path)
+    return parse_campaign(read_toml_file(path, "campaign file"), source=str(path))
+
+
+EMBEDDED = ("demo", "sim")
+
+
+def embedded_campaign(name: str) -> CampaignConfig:
+    """A campaign shipped inside the package (``demo``: the local model; ``sim``)."""
+    text = resources.files("harness.running.campaigns").joinpath(f"{name}.toml").read_text("utf-8")
+    return parse_campaign(tomllib.loads(text), source=f"embedded campaign {name!r}")
+
+
+def resolve_campaign(target: str | None) -> tuple[CampaignConfig, str]:
+    """A campaign named on the command line (a TOML path or an embedded name; default
+    ``demo``) and the stem its log is named after."""
+    if target is None:
+        return embedded_campaign("demo"), "demo"
+    if target in EMBEDDED and not Path(target).exists():
+        return embedded_campaign(target), target
+    config = load_campaign(target)
+    return config, Path(target).stem

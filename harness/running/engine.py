@@ -1,0 +1,561 @@
+"""The campaign engine: drives cases through their relations, one committed step at a time.
+
+Per model, a fixed pool of case workers pulls cases lazily from the plan, so memory grows
+with the calls in flight and never with the size of the campaign. A case's next step is
+computed only after every event of the previous step is committed (invariant 1); how few
+commits a case waits for, and why that is safe, is `harness.running.case_log`'s business.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import functools
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import NamedTuple, Protocol
+
+from harness.models.gates import CallGate, InFlightGate
+from harness.running.cache import cache_key
+from harness.running.calls import CallLoop
+from harness.running.campaign import CampaignConfig
+from harness.running.case_log import CaseLog
+from harness.running.plan import Plan
+from harness.running.reachability import ReachabilityWatch
+from harness.running.resume_step import InterruptedStep, interrupted_step
+from harness.running.retry import RetryPolicy
+from harness.runtime.gc_pause import gc_infrequent
+from harness.store.fold import CaseState, TurnState, messages_for
+from harness.store.protocol import EventSink
+from harness.store.writer import PendingEvent
+from harness.vocabulary.errors import (
+    BudgetExceededError,
+    CampaignAbortedError,
+    ConcurrencyError,
+    HarnessError,
+    ModelError,
+    RelationError,
+    redact,
+)
+from harness.vocabulary.events import CampaignFinished, CaseClosed, VerdictReached
+from harness.vocabulary.model import GenerationParams, Message, Model, ModelSpec, Reply
+from harness.vocabulary.relation import (
+    Ask,
+    Case,
+    Outcome,
+    Relation,
+    Transcript,
+    Turn,
+    Verdict,
+    seed_deriver,
+)
+
+Closing = asyncio.Future[list[int]]
+"""The commit of a case's closing events (`CaseLog.close_soon`)."""
+
+
+class ProgressSink(Protocol):
+    def case_started(self, case: Case) -> None: ...
+    def case_closed(self, case: Case, verdict: Verdict) -> None: ...
+    def call_ended(self, model: str, reply: Reply | None, error: ModelError | None) -> None: ...
+    def retry_scheduled(self, model: str, wait_s: float) -> None: ...
+
+
+class NullProgress:
+    def case_started(self, case: Case) -> None:
+        pass
+
+    def case_closed(self, case: Case, verdict: Verdict) -> None:
+        pass
+
+    def call_ended(self, model: str, reply: Reply | None, error: ModelError | None) -> None:
+        pass
+
+    def retry_scheduled(self, model: str, wait_s: float) -> None:
+        pass
+
+
+@dataclass
+class RunSummary:
+    campaign: str
+    status: str = "completed"
+    reason: str = ""
+    cases_closed: int = 0
+    outcomes: Counter[str] = field(default_factory=Counter)
+    calls: int = 0
+    failures: int = 0
+    resent_in_flight: int = 0
+    cached: int = 0
+    elapsed_s: float = 0.0
+    ceiling_usd: float | None = None  # set when the spending ceiling stopped the run
+
+
+class CaseLease(Protocol):
+    """Cases shared with other processes (`harness.running.worker`): a case runs only while this
+    process holds its lease. ``claim`` grants it (with the case's state folded from the log
+    when another worker began it) or refuses (held elsewhere, or closed); ``release`` gives
+    it back, for good when closed. None (the default): this process runs every case."""
+
+    async def claim(self, case_id: str) -> tuple[bool, CaseState | None]: ...
+
+    async def release(self, case_id: str, *, closed: bool) -> None: ...
+
+
+class AnswerCache(Protocol):
+    """Answers reused across campaigns (see harness.running.cache); None disables reuse.
+
+    ``key`` is `harness.running.cache.cache_key`: the request key without the per-turn sampling seed
+    the engine derives itself (a repeat index stands in for it).
+    """
+
+    def lookup(self, key: str, repeat: int) -> Reply | None: ...
+
+
+class CallContext(NamedTuple):
+    """Which turn a model call belongs to, for backends that answer by turn (replay).
+
+    A named tuple, not a frozen dataclass: one is built for every call, and a frozen
+    dataclass's ``__init__`` (one ``object.__setattr__`` a field) cost twice as much."""
+
+    case_id: str
+    turn: int
+    repeat: int
+
+
+def turn_seeder(campaign_seed: int) -> Callable[[str, int], int]:
+    """``derive_seed(campaign_seed, case_id, turn)``, the sampling seed of a turn, as a
+    function of (case_id, turn) with the campaign's part joined once: it runs every turn."""
+    seed = seed_deriver(campaign_seed)
+
+    def turn_seed(case_id: str, turn: int) -> int:
+        return seed(f"{case_id}\x1f{turn}")  # derive_seed joins its parts with \x1f
+
+    return turn_seed
+
+
+_NO_TURNS = Transcript()  # a new case's (frozen: shared)
+
+current_call: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar(
+    "current_call", default=None
+)
+
+
+class Engine:
+    def __init__(
+        self,
+        store: EventSink,
+        config: CampaignConfig,
+        campaign_id: str,
+        models: Mapping[str, Model],
+        judges: list[Model],
+        *,
+        gates: Mapping[str, CallGate] | None = None,
+        progress: ProgressSink | None = None,
+        resume: Mapping[str, CaseState] | None = None,
+        skip: Callable[[str], bool] | None = None,
+        cache: AnswerCache | None = None,
+        plan: Plan | None = None,
+        lease: CaseLease | None = None,
+    ) -> None:
+        """``plan``: the campaign's plan, built once by the caller (default: built here).
+        ``skip``: ids of cases not to run (closed ones, on resume); they are never generated.
+        ``lease``: share the cases with other workers (then the workers, not this engine,
+        record the campaign's end: `harness.running.worker`).
+        """
+        self.store = store
+        self.config = config
+        self.campaign_id = campaign_id
+        self.models = dict(models)
+        self.judges = list(judges)
+        specs = {s.name: s for s in [*config.models, *config.judges]}
+        self.specs: dict[str, ModelSpec] = specs
+        self._merged_params: dict[str, GenerationParams] = {}
+        self._turn_seed = turn_seeder(config.seed)
+        self.gates: dict[str, CallGate] = dict(gates or {})
+        for model in [*self.models.values(), *self.judges]:
+            self.gates.setdefault(model.name, InFlightGate(specs[model.name].max_in_flight))
+        self.progress: ProgressSink = progress or NullProgress()
+        self.plan = plan if plan is not None else Plan(config)
+        self._resume = dict(resume or {})
+        self._skip = skip
+        self.cache = cache
+        self.lease = lease
+        self.retry = RetryPolicy(max_attempts=config.limits.max_attempts, seed=config.seed)
+        self.summary = RunSummary(campaign=campaign_id)
+        self._stop = asyncio.Event()
+        self.calls = CallLoop(self.retry, config.limits.call_timeout_s, self._stop, observer=self)
+        self._force_stop = asyncio.Event()
+        self._cancelled_at_stop = False
+        self._stop_reason = ""
+        self._abort: BaseException | None = None
+        self.reachability = ReachabilityWatch()
+        self._closing: set[Closing] = set()  # closing commits not yet resolved
+
+    # --- control ---------------------------------------------------------------------
+
+    def request_stop(self, reason: str = "stopped by user") -> None:
+        """Start no new case or turn; calls under way finish (or time out) and are logged."""
+        if not self._stop.is_set():
+            self._stop_reason = reason
+            self._stop.set()
+
+    def signal_stop(self, reason: str = "stopped by user") -> None:
+        """A signal handler: the first stops gracefully, a second cancels calls at once."""
+        if self._stop.is_set():
+            self._force_stop.set()
+        self.request_stop(reason)
+
+    async def _cancel_after_grace(self, workers: list[asyncio.Task[None]]) -> None:
+        # Calls under way get stop_grace_s to finish and be logged; then they are cancelled,
+        # which logs them as AskFailed(cancelled, retry) so resume re-sends them.
+        await self._stop.wait()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._force_stop.wait(), timeout=self.config.limits.stop_grace_s)
+        self._cancelled_at_stop = True
+        for task in workers:
+            task.cancel()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    # --- running ---------------------------------------------------------------------
+
+    async def run(self) -> RunSummary:
+        with gc_infrequent():  # the collector cost 14 % of a turn's CPU (harness.runtime.gc_pause)
+            return await self._run()
+
+    async def _run(self) -> RunSummary:
+        started = time.monotonic()
+        workers: list[asyncio.Task[None]] = []
+        for spec in self.config.models:
+            cases = self.plan.cases_for(spec.name, skip=self._skip)
+            for i in range(spec.max_in_flight):
+                workers.append(
+                    asyncio.create_task(self._worker(cases), name=f"case-worker-{spec.name}-{i}")
+                )
+        watchdog = asyncio.create_task(self._cancel_after_grace(workers), name="stop-grace")
+        try:
+            await asyncio.gather(*workers)
+        except asyncio.CancelledError:
+            if not self._cancelled_at_stop:
+                raise
+        finally:
+            watchdog.cancel()
+            for task in workers:
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            # Closes a cancelled worker left unawaited: committed before CampaignFinished.
+            await asyncio.gather(*self._closing, return_exceptions=True)
+        self.summary.elapsed_s = time.monotonic() - started
+        if self._abort is not None:
+            self.summary.status = "aborted"
+            self.summary.reason = redact(str(self._abort))
+        elif self._stop.is_set():
+            self.summary.status = "stopped"
+            self.summary.reason = self._stop_reason
+        if self.lease is not None:  # one worker's end is not the campaign's
+            if self._abort is not None:
+                raise CampaignAbortedError(self.summary.reason) from self._abort
+            return self.summary
+        await self.store.append(
+            [
+                PendingEvent(
+                    self.campaign_id,
+                    "",
+                    await self.store.next_seq(self.campaign_id, ""),
+                    CampaignFinished(
+                        status=self.summary.status,  # type: ignore[arg-type]
+                        reason=self.summary.reason,
+                        cases_closed=self.summary.cases_closed,
+                    ),
+                )
+            ]
+        )
+        if self._abort is not None:
+            raise CampaignAbortedError(self.summary.reason) from self._abort
+        return self.summary
+
+    async def _worker(self, cases: Iterator[tuple[Case, Relation]]) -> None:
+        # The previous case's closing commit is awaited after the next case ran: by then it
+        # is long committed (the store commits in queue order), and a failed commit still
+        # fails this worker, as it did when every close was awaited at once.
+        previous: Closing | None = None
+        try:
+            # The iterator is shared by the model's workers; next() never awaits: it is safe.
+            while not self._stop.is_set():
+                try:
+                    case, relation = next(cases)
+                except StopIteration:
+                    return
+                if self.lease is not None:
+                    await self._run_leased(case, relation)
+                    continue
+                try:
+                    closing = await self._run_case(case, relation)
+                    if previous is not None:
+                        done, previous = previous, None
+                        await done
+                    previous = closing
+                except (BudgetExceededError, CampaignAbortedError) as exc:
+                    self._stop_for(exc)
+        finally:
+            if previous is not None:
+                await asyncio.shield(previous)
+
+    def _stop_for(self, exc: BudgetExceededError | CampaignAbortedError) -> None:
+        """A case ended the campaign: the spending ceiling, or an abort."""
+        if isinstance(exc, BudgetExceededError):
+            self.summary.ceiling_usd = self.config.limits.spend_ceiling_usd
+            self.request_stop(f"spending ceiling reached: {exc}")
+        else:
+            self._abort = exc
+            self.request_stop(str(exc))
+
+    async def _run_leased(self, case: Case, relation: Relation) -> None:
+        assert self.lease is not None
+        granted, state = await self.lease.claim(case.case_id)
+        if not granted:
+            return  # another worker runs it, or it is closed
+        if state is not None:
+            self._resume[case.case_id] = state
+        closed = False
+        try:
+            closing = await self._run_case(case, relation)
+            if closing is not None:
+                await closing  # released as closed only once CaseClosed is committed
+            closed = not self._stop.is_set()
+        except ConcurrencyError:
+            return  # lost the lease: another worker holds the case and appended first
+        except (BudgetExceededError, CampaignAbortedError) as exc:
+            self._stop_for(exc)
+        finally:
+            self._resume.pop(case.case_id, None)
+            with contextlib.suppress(HarnessError):
+                await self.lease.release(case.case_id, closed=closed)
+
+    async def _run_case(self, case: Case, relation: Relation) -> Closing | None:
+        """Run one case until its verdict is queued, or until a stop.
+
+        Returns the commit of the case's closing events, not awaited (`CaseLog.close_soon`),
+        or None when the case did not close here.
+        """
+        state = self._resume.pop(case.case_id, None)
+        if state is None:  # a new case: nothing logged to finish first
+            log = CaseLog.opened(self.store, self.campaign_id, CaseState(case=case))
+            self.progress.case_started(case)
+            transcript = _NO_TURNS
+        elif state.closed:
+            return None
+        else:
+            log = CaseLog(self.store, self.campaign_id, state)
+            self.progress.case_started(case)
+            resumed = await self._finish_logged_turns(log, case, relation)
+            if resumed is None:
+                return None
+            transcript = resumed
+        while True:
+            if self._stop.is_set():
+                return None
+            result = self._step(relation, case, transcript)
+            if isinstance(result, Verdict):
+                closing = log.close_soon(
+                    VerdictReached(verdict=result), CaseClosed(outcome=result.outcome.value)
+                )
+                log.state.closed = True
+                self._closing.add(closing)
+                closing.add_done_callback(functools.partial(self._closed, case, result))
+                return closing
+            if not result:
+                raise RelationError(f"{case.relation} returned no asks and no verdict")
+            first = len(transcript.turns)
+            if len(result) == 1:  # the common case, without a task per ask
+                ask = result[0]
+                new_turns = [await self._ask(log, ask, first, messages_for(ask, transcript))]
+            else:
+                # Concurrent asks append their AskSent in separate batches: CaseOpened must
+                # be committed before any of them, or one could be written without it.
+                await log.append()
+                new_turns = await asyncio.gather(
+                    *(
+                        self._ask(log, ask, first + i, messages_for(ask, transcript))
+                        for i, ask in enumerate(result)
+                    )
+                )
+            if any(t is None for t in new_turns):
+                return None  # stopped mid-step; resume finishes it
+            transcript = transcript.extend([t for t in new_turns if t is not None])
+
+    async def _finish_logged_turns(
+        self, log: CaseLog, case: Case, relation: Relation
+    ) -> Transcript | None:
+        """The transcript of a case resumed from the log, once the turns it left open are
+        finished (None: stopped before they were)."""
+        transcript = log.state.transcript()
+        interrupted = interrupted_step(functools.partial(self._step, relation, case), log.state)
+        if interrupted is not None:
+            # A step cut short by a crash or a stop is finished as the relation asked it.
+            turns = await asyncio.gather(
+                *(self._finish(log, interrupted, i, ask) for i, ask in enumerate(interrupted.asks))
+            )
+            if any(t is None for t in turns):
+                return None
+            transcript = interrupted.before.extend([t for t in turns if t is not None])
+        # Otherwise (the log does not follow the relation's steps), turns under way at a
+        # crash (or awaiting a retry) are finished first, with the exact request logged.
+        elif reopened := log.state.open_turns():
+            self.summary.resent_in_flight += sum(1 for t in reopened if t.in_flight)
+            turns = await asyncio.gather(*(self._resend(log, t) for t in reopened))
+            if any(t is None for t in turns):
+                return None
+            # The fold in ``state`` predates the re-sends: add their turns to it, else the
+            # relation would ask the finished turns again.
+            done = {t.index: t for t in transcript.turns}
+            done.update({t.index: t for t in turns if t is not None})
+            transcript = Transcript(turns=tuple(done[i] for i in sorted(done)))
+        return transcript
+
+    def _step(self, relation: Relation, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
+        try:
+            return relation.step(case, transcript)
+        except HarnessError:
+            raise
+        except Exception as exc:  # a relation bug must not kill the campaign
+            return Verdict(
+                outcome=Outcome.INVALID,
+                reason=f"relation raised {type(exc).__name__}: {exc}",
+                evidence={"relation_error": True},
+            )
+
+    def _closed(self, case: Case, verdict: Verdict, closing: Closing) -> None:
+        """Counts a case once its closing events are committed."""
+        self._closing.discard(closing)
+        if closing.cancelled() or closing.exception() is not None:
+            return  # the worker that awaits it reports the failure
+        self.summary.cases_closed += 1
+        self.summary.outcomes[verdict.outcome.value] += 1
+        self.progress.case_closed(case, verdict)
+
+    def _model_for(self, case: Case, ask: Ask) -> Model:
+        if ask.role == "judge":
+            if ask.judge >= len(self.judges):
+                raise RelationError(f"{case.relation} asked for judge {ask.judge}; none configured")
+            return self.judges[ask.judge]
+        return self.models[case.model]
+
+    def _params_for(self, model: Model, case: Case, ask: Ask, turn: int) -> GenerationParams:
+        merged = self._merged_params.get(model.name)
+        if merged is None:  # the campaign's defaults under the model's own, once per model
+            base = self.specs[model.name].params
+            merged = self.config.defaults.model_copy(update=base.model_dump(exclude_none=True))
+            self._merged_params[model.name] = merged
+        updates: dict[str, object] = {}
+        if ask.max_tokens is not None:
+            updates["max_tokens"] = ask.max_tokens
+        spec = self.specs[model.name]
+        if ask.answer is not None and self.config.answer_format_of(spec) == "structured":
+            updates["answer_shape"] = ask.answer  # recorded in AskSent.params: the format used
+        if merged.seed is None:
+            # Seeded per turn so repeats differ while the whole campaign stays reproducible.
+            updates["seed"] = self._turn_seed(case.case_id, turn) % (2**31)
+        return merged.model_copy(update=updates) if updates else merged
+
+    def _seed_is_derived(self, model: Model) -> bool:
+        """True when the sampling seed of ``model``'s calls is the engine's per-turn one."""
+        return self.specs[model.name].params.seed is None and self.config.defaults.seed is None
+
+    async def _resend(self, log: CaseLog, turn: TurnState) -> Turn | None:
+        last = turn.sent[-1]
+        return await self._call(
+            log,
+            turn.ask,
+            turn.turn,
+            last.messages,
+            last.params,
+            first_attempt=last.attempt + 1,
+            counted_attempts=turn.counted_attempts,
+        )
+
+    async def _finish(self, log: CaseLog, step: InterruptedStep, i: int, ask: Ask) -> Turn | None:
+        """Turn ``i`` of an interrupted step: kept if answered, re-sent as logged if open
+        (in flight at a crash, or awaiting a retry), asked if the log never got its AskSent."""
+        index = step.first + i
+        logged = log.state.turns.get(index)
+        if logged is None:
+            return await self._ask(log, ask, index, messages_for(ask, step.before))
+        if logged.finished:
+            return logged.as_turn()
+        self.summary.resent_in_flight += int(logged.in_flight)
+        return await self._resend(log, logged)
+
+    async def _ask(self, log: CaseLog, ask: Ask, turn: int, messages: list[Message]) -> Turn | None:
+        model = self._model_for(log.state.case, ask)
+        params = self._params_for(model, log.state.case, ask, turn)
+        return await self._call(log, ask, turn, messages, params, first_attempt=1)
+
+    async def _call(
+        self,
+        log: CaseLog,
+        ask: Ask,
+        turn: int,
+        messages: list[Message],
+        params: GenerationParams,
+        *,
+        first_attempt: int,
+        counted_attempts: int = 0,
+    ) -> Turn | None:
+        case = log.state.case
+        model = self._model_for(case, ask)
+        current_call.set(CallContext(case.case_id, turn, case.repeat))
+        lookup = None
+        if self.cache is not None:
+            cache, seed_derived = self.cache, self._seed_is_derived(model)
+
+            def lookup() -> Reply | None:
+                key = cache_key(model.name, messages, params, seed_derived=seed_derived)
+                return cache.lookup(key, case.repeat)
+
+        outcome = await self.calls.send(
+            log.append,
+            model,
+            self.gates[model.name],
+            ask,
+            turn,
+            messages,
+            params,
+            first_attempt=first_attempt,
+            counted_attempts=counted_attempts,
+            cached=lookup,
+        )
+        if outcome is None:
+            return None  # stopped; resume finishes the turn
+        await log.append(outcome.event)
+        if outcome.reply is not None:
+            self.summary.cached += int(outcome.cached)
+            return Turn(index=turn, ask=ask, reply=outcome.reply.text)
+        assert outcome.error is not None and outcome.decision is not None
+        error = outcome.error
+        if outcome.decision.action == "abort":
+            raise CampaignAbortedError(
+                f"{model.name}: {error} — the campaign stopped; fix the cause and run "
+                "'harness resume' on the same log"
+            )
+        return Turn(index=turn, ask=ask, error=f"{error.kind}: {error}")
+
+    # --- what the call loop reports ---------------------------------------------------
+
+    def call_ended(self, model: str, reply: Reply | None, error: ModelError | None) -> None:
+        self.summary.calls += 1
+        self.progress.call_ended(model, reply, error)
+        if error is not None:
+            self.summary.failures += 1
+        unreachable = self.reachability.observe(model, reply, error)
+        if unreachable is not None and self._abort is None:
+            self._abort = CampaignAbortedError(unreachable)
+            self.request_stop(unreachable)
+
+    def retry_scheduled(self, model: str, wait_s: float) -> None:
+        self.progress.retry_scheduled(model, wait_s)

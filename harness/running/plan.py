@@ -1,0 +1,114 @@
+"""The plan: models x relations x cases x repeats, generated lazily and in a stable order."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from harness.plugins.assembly import build_relation
+from harness.running.campaign import CampaignConfig
+from harness.vocabulary.relation import Case, Relation, derive_seed, seed_deriver
+
+
+def case_id_for(relation: str, index: int, repeat: int, model: str) -> str:
+    return f"{relation}/{index}/r{repeat}@{model}"
+
+
+class Plan:
+    """Built once per run (``harness run`` / ``resume``) and handed to the cost estimate, the
+    runner and the engine, so each relation is built once for the plan."""
+
+    def __init__(self, config: CampaignConfig) -> None:
+        self.config = config
+        self.relations: list[tuple[str, Relation, int]] = []
+        for i, spec in enumerate(config.relations):
+            relation = build_relation(spec.name, spec.options, field=f"relations[{i}]")
+            available = relation.case_count()
+            count = spec.cases if spec.cases is not None else available
+            if available is not None and count is not None:
+                count = min(count, available)
+            assert count is not None  # checked when the campaign was parsed
+            self.relations.append((spec.name, relation, count))
+
+    @property
+    def total_cases(self) -> int:
+        per_model = sum(count for _, _, count in self.relations) * self.config.repeats
+        return per_model * len(self.config.models)
+
+    def cases_for(
+        self, model: str, skip: Callable[[str], bool] | None = None
+    ) -> Iterator[tuple[Case, Relation]]:
+        """Every case of one model, generated on demand: nothing is held but the cursor.
+
+        Cases whose id ``skip`` accepts (closed ones, on resume) are left out before they are
+        generated: ``make_case`` runs only for an index with at least one repeat to run.
+        """
+        seed = self.config.seed
+        repeats = range(self.config.repeats)
+        for name, relation, count in self.relations:
+            case_seed_of = seed_deriver(seed, name)  # derive_seed(seed, name, index)
+            # `case_id_for` in pieces: on resume this loop walks every closed case before the
+            # first open one (143,000 on a million-event log), so its per-index cost counts.
+            head = f"{name}/"
+            tails = [f"/r{repeat}@{model}" for repeat in repeats]
+            everything = [True] * len(tails)
+            for index in range(count):
+                stem = head + str(index)
+                ids = [stem + tail for tail in tails]
+                if skip is None:
+                    wanted = everything
+                else:
+                    wanted = [not skip(case_id) for case_id in ids]
+                    if not any(wanted):
+                        continue
+                case_seed = case_seed_of(index)
+                data = relation.make_case(index, case_seed)
+                for repeat in repeats:
+                    if not wanted[repeat]:
+                        continue
+                    yield (
+                        Case(
+                            case_id=ids[repeat],
+                            relation=name,
+                            model=model,
+                            index=index,
+                            repeat=repeat,
+                            seed=case_seed,
+                            data=data,
+                        ),
+                        relation,
+                    )
+
+    def case(self, case_id: str) -> tuple[Case, Relation] | None:
+        """The planned case with this id, generated alone (None: no such case in the plan).
+        Workers continue cases other workers gave back by id (`harness.running.worker_reclaim`)."""
+        name, _, rest = case_id.partition("/")
+        index_text, _, rest = rest.partition("/r")
+        repeat_text, _, model = rest.partition("@")
+        if not (index_text.isdigit() and repeat_text.isdigit()):
+            return None
+        index, repeat = int(index_text), int(repeat_text)
+        models = {spec.name for spec in self.config.models}
+        for relation_name, relation, count in self.relations:
+            if relation_name != name:
+                continue
+            if index >= count or repeat >= self.config.repeats or model not in models:
+                return None
+            if case_id_for(name, index, repeat, model) != case_id:
+                return None  # not the canonical spelling of the id (leading zeros...)
+            case_seed = derive_seed(self.config.seed, name, index)
+            data = relation.make_case(index, case_seed)
+            case = Case(
+                case_id=case_id,
+                relation=name,
+                model=model,
+                index=index,
+                repeat=repeat,
+                seed=case_seed,
+                data=data,
+            )
+            return case, relation
+        return None
+
+    def all_cases(self) -> Iterator[tuple[Case, Relation]]:
+        for spec in self.config.models:
+            yield from self.cases_for(spec.name)

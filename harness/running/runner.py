@@ -1,0 +1,302 @@
+"""Glue between a campaign file, the event store, the models and the engine."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import signal
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from harness.models.gates import CallGate, InFlightGate
+from harness.models.providers import Budgets, build_budgets, campaign_endpoints
+from harness.plugins.assembly import build_model
+from harness.reporting.campaign_status import refuse_resume_of_import
+from harness.running.campaign import CampaignConfig, parse_campaign
+from harness.running.engine import AnswerCache, Engine, ProgressSink, RunSummary
+from harness.running.plan import Plan
+from harness.store.fold import CaseState, fold_case
+from harness.store.log_summary import Summary
+from harness.store.open import log_exists, open_reader, open_writer
+from harness.store.writer import EventWriter, PendingEvent
+from harness.vocabulary.errors import ConfigError, StoreError
+from harness.vocabulary.events import CampaignResumed, CampaignStarted
+from harness.vocabulary.model import Model
+
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+def harness_version() -> str:
+    try:
+        return version("bias-harness")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def code_version() -> str:
+    """Content hash of the code and corpora that decide asks and verdicts."""
+    digest = hashlib.sha256()
+    for package in ("harness", "relations", "corpora"):
+        base = _ROOT / package
+        for path in sorted(base.rglob("*")):
+            if path.is_file() and path.suffix in {".py", ".csv", ".toml", ".json"}:
+                digest.update(path.relative_to(_ROOT).as_posix().encode())
+                digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+@dataclass
+class Session:
+    """What a run needs besides the store: models, judges, their gates and the budgets."""
+
+    models: dict[str, Model]
+    judges: list[Model]
+    gates: dict[str, CallGate]
+    budgets: Budgets
+
+    @classmethod
+    def build(
+        cls,
+        config: CampaignConfig,
+        overrides: Mapping[str, Model] | None = None,
+        *,
+        spent_usd: float = 0.0,
+    ) -> Session:
+        """``spent_usd``: what earlier runs of this campaign spent, so a resumed campaign's
+        ceiling covers the whole campaign, not each run."""
+        overrides = overrides or {}
+        models = {s.name: overrides.get(s.name) or build_model(s) for s in config.models}
+        judges = [overrides.get(s.name) or build_model(s) for s in config.judges]
+        budgets = build_budgets(config, spent_usd=spent_usd)
+        gates: dict[str, CallGate] = {
+            s.name: budgets.gates.get(s.name) or InFlightGate(s.max_in_flight)
+            for s in [*config.models, *config.judges]
+        }
+        return cls(models, judges, gates, budgets)
+
+    def status_line(self) -> str:
+        """Rate, tokens, spend and retries of the vendor models (empty without any)."""
+        return self.budgets.snapshot().line() if self.budgets.gates else ""
+
+    def attach(self, progress: ProgressSink | None) -> None:
+        setter = getattr(progress, "set_status_source", None)
+        if setter is not None:
+            setter(self.status_line)
+
+    async def aclose(self) -> None:
+        for model in [*self.models.values(), *self.judges]:
+            await model.aclose()
+
+
+def install_stop_handlers(on_signal: Callable[[str], object]) -> None:
+    """Call ``on_signal(reason)`` on SIGINT and SIGTERM instead of dying mid-call."""
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        # Not available off the main thread (tests) or on some platforms.
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, on_signal, f"stopped by {sig.name}")
+
+
+def campaign_started(config: CampaignConfig, planned_cases: int) -> CampaignStarted:
+    """The first event of a campaign: its resolved config, code version and endpoints (the
+    one constructor for runs and imports)."""
+    return CampaignStarted(
+        name=config.name,
+        config=config.resolved(),
+        config_hash=config.config_hash(),
+        code_version=code_version(),
+        harness_version=harness_version(),
+        planned_cases=planned_cases,
+        endpoints=campaign_endpoints(config),
+    )
+
+
+async def run_campaign(
+    config: CampaignConfig,
+    db: str | Path,
+    *,
+    progress: ProgressSink | None = None,
+    overrides: Mapping[str, Model] | None = None,
+    cache: AnswerCache | None = None,
+    handle_signals: bool = False,
+    plan: Plan | None = None,
+) -> RunSummary:
+    """Start a new campaign in ``db`` (a new or existing log file) and run it to the end.
+
+    ``plan``: the plan of ``config`` if the caller built it already (one per run)."""
+    plan = plan if plan is not None else Plan(config)
+    check_plan_has_cases(plan)
+    session = Session.build(config, overrides)
+    session.attach(progress)
+    campaign_id = uuid.uuid4().hex[:12]
+    async with await open_writer(db) as store:
+        started = campaign_started(config, plan.total_cases)
+        await store.append([PendingEvent(campaign_id, "", 1, started)])
+        engine = Engine(
+            store,
+            config,
+            campaign_id,
+            session.models,
+            session.judges,
+            gates=session.gates,
+            progress=progress,
+            cache=cache,
+            plan=plan,
+        )
+        if handle_signals:
+            install_stop_handlers(engine.signal_stop)
+        try:
+            return await engine.run()
+        finally:
+            await session.aclose()
+
+
+def check_plan_has_cases(plan: Plan) -> None:
+    """A new campaign whose relation selects no case fails before the first call, instead
+    of "completing" with nothing asked (a question file that is not one, an unknown
+    attribute...)."""
+    for i, (name, _relation, count) in enumerate(plan.relations):
+        if count == 0:
+            options = plan.config.relations[i].options
+            raise ConfigError(
+                f"relation {name} has no case to run with the options {options}",
+                field=f"relations[{i}].options",
+                fix="check the options that select cases (a file path, attributes, concerns, "
+                "languages...): 'harness relations --verbose' lists them",
+            )
+
+
+@dataclass
+class ResumePoint:
+    campaign: str
+    config: CampaignConfig
+    open_cases: dict[str, CaseState]
+    closed: set[str]
+    spent_usd: float = 0.0  # what the campaign's calls cost so far (see `spent_so_far`)
+    # What the log said of the campaign's cases and spend; one computed from every row (a
+    # log written before summaries) is recorded by the resume (`harness.store.log_summary`).
+    summary: Summary | None = None
+
+
+def load_resume_point(db: str | Path, campaign: str | None = None) -> ResumePoint:
+    """The open cases of ``campaign`` (default: the latest) with their state, the ids of the
+    closed ones, and the spend so far.
+
+    Only open cases are decoded and folded: a closed case is known by its CaseClosed row and
+    its spend read from its ReplyReceived rows in SQL, so the first call of a resumed
+    campaign does not wait for every event of a long log to be decoded (a fold of every
+    case took 26.8 s on 428,000 events).
+    """
+    with open_reader(db) as log:
+        refuse_resume_of_import(log, campaign)
+        campaign = campaign or log.latest_campaign()
+        started = next((e.event for e in log.events(campaign, kinds=("CampaignStarted",))), None)
+        if not isinstance(started, CampaignStarted):
+            known = ", ".join(c for c, _ in log.campaigns()) or "none"
+            raise ConfigError(
+                f"{db} holds no campaign {campaign!r} (campaigns: {known})",
+                field="--campaign",
+                fix="give one of those ids, or leave --campaign out for the latest",
+            )
+        config = parse_campaign(started.config, source=f"{db} (recorded campaign)")
+        summary = log.summary(campaign)
+        closed = summary.closed
+        open_cases: dict[str, CaseState] = {}
+        for case_id in sorted(summary.unclosed):
+            events = log.case_events(campaign, case_id)
+            try:
+                state = fold_case(events)
+            except (ValueError, KeyError) as exc:
+                raise StoreError(
+                    f"{db}: case {case_id} has a malformed event sequence ({exc!r}); "
+                    "the log cannot be resumed"
+                ) from exc
+            if state.closed:  # a CaseClosed row the query above did not see: never expected
+                closed.add(case_id)
+            else:
+                open_cases[case_id] = state
+    return ResumePoint(campaign, config, open_cases, closed, summary.usd, summary)
+
+
+def updated_config(config: CampaignConfig, updates: Mapping[str, object] | None) -> CampaignConfig:
+    """``config`` with dotted-path overrides (``{"limits.spend_ceiling_usd": 5}``) applied."""
+    if not updates:
+        return config
+    data = config.resolved()
+    for dotted, value in updates.items():
+        node = data
+        *parents, leaf = dotted.split(".")
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[leaf] = value
+    return parse_campaign(data, source="resume overrides")
+
+
+async def resume_campaign(
+    db: str | Path,
+    *,
+    campaign: str | None = None,
+    progress: ProgressSink | None = None,
+    overrides: Mapping[str, Model] | None = None,
+    config_updates: Mapping[str, object] | None = None,
+    handle_signals: bool = False,
+    cache: AnswerCache | None = None,
+    point: ResumePoint | None = None,
+    plan: Plan | None = None,
+) -> RunSummary:
+    """Continue an interrupted campaign: closed cases are skipped, open ones continue from
+    their last committed turn, and calls that were in flight at the crash are re-sent.
+
+    ``point``: the log folded by `load_resume_point`, if the caller did it already (the log
+    is folded once per resume). ``plan``: the plan of the resumed config, with
+    ``config_updates`` applied (`updated_config`), if the caller built it already.
+    """
+    if not log_exists(db):
+        raise StoreError(f"{db} does not exist")
+    if point is None:
+        point = load_resume_point(db, campaign)
+    config = plan.config if plan is not None else updated_config(point.config, config_updates)
+    plan = plan if plan is not None else Plan(config)
+    session = Session.build(config, overrides, spent_usd=point.spent_usd)
+    session.attach(progress)
+    async with await open_writer(db, create=False) as store:
+        in_flight = sum(1 for s in point.open_cases.values() for t in s.open_turns() if t.in_flight)
+        resumed = CampaignResumed(
+            code_version=code_version(),
+            open_cases=len(point.open_cases),
+            in_flight_resent=in_flight,
+            config_overrides=dict(config_updates or {}),
+            endpoints=campaign_endpoints(config),
+        )
+        await store.append(
+            [PendingEvent(point.campaign, "", await store.next_seq(point.campaign, ""), resumed)]
+        )
+        engine = Engine(
+            store,
+            config,
+            point.campaign,
+            session.models,
+            session.judges,
+            gates=session.gates,
+            progress=progress,
+            resume=point.open_cases,
+            skip=point.closed.__contains__,
+            cache=cache,
+            plan=plan,
+        )
+        if handle_signals:
+            install_stop_handlers(engine.signal_stop)
+        try:
+            summary = await engine.run()
+        finally:
+            await session.aclose()
+            if point.summary and not point.summary.found and isinstance(store, EventWriter):
+                # A log written before summaries paid for the full scans: record what they
+                # found (true of the events up to its gseq) once the run is over, not before
+                # its first call; the next resume reads it and the events after it.
+                await store.record_summary(point.campaign, point.summary)
+    return summary

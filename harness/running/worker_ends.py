@@ -1,0 +1,116 @@
+"""How a process joins a campaign run by workers on PostgreSQL and how the campaign's end
+is recorded (`harness.running.worker`, and ``harness resume`` on PostgreSQL, which is one worker).
+
+The end is judged under one advisory lock, so a process joining and one leaving never
+cross: completed when every planned case is closed (whoever sees it last); stopped or
+aborted, as one process records it, when the leaving process stopped or aborted and no
+other process runs the campaign (`CampaignRunners`). A process that joins a campaign whose
+last recorded event is an end short of completion records CampaignResumed first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator, Mapping
+
+from harness.models.providers import campaign_endpoints
+from harness.running.engine import RunSummary
+from harness.running.runner import ResumePoint, code_version, updated_config
+from harness.store.open import open_reader
+from harness.store.postgres_leases import CaseLeases
+from harness.store.postgres_workers import CampaignRunners
+from harness.store.protocol import EventSink
+from harness.store.writer import PendingEvent
+from harness.vocabulary.events import CampaignFinished, CampaignResumed
+
+FINISH_LOCK = 0x6268_0003  # one process at a time joins a campaign or records its end
+
+
+@contextlib.asynccontextmanager
+async def _finish_lock(leases: CaseLeases) -> AsyncIterator[None]:
+    """One process at a time joins a campaign or records its end."""
+    conn = leases._conn
+    await conn.execute("SELECT pg_advisory_lock(%s)", (FINISH_LOCK,))
+    try:
+        yield
+    finally:
+        await conn.execute("SELECT pg_advisory_unlock(%s)", (FINISH_LOCK,))
+
+
+def _log_state(db: str, campaign: str) -> tuple[int, str | None, str | None]:
+    """(closed cases, kind and status of the campaign's last event outside its cases)."""
+    with open_reader(db) as log:
+        closed = log.connection.execute(
+            "SELECT count(DISTINCT case_id) FROM events WHERE campaign = ? AND kind = 'CaseClosed'",
+            (campaign,),
+        ).fetchone()[0]
+        last = log.connection.execute(
+            "SELECT kind, payload FROM events WHERE campaign = ? AND case_id = ''"
+            " ORDER BY seq DESC LIMIT 1",
+            (campaign,),
+        ).fetchone()
+    if last is None:
+        return int(closed), None, None
+    status = json.loads(last[1]).get("status") if last[0] == "CampaignFinished" else None
+    return int(closed), str(last[0]), status
+
+
+async def join_campaign(
+    store: EventSink,
+    leases: CaseLeases,
+    runners: CampaignRunners,
+    point: ResumePoint,
+    db: str,
+    updates: Mapping[str, object],
+    announce: bool,
+) -> None:
+    """Count this process among the campaign's runners; record CampaignResumed when the
+    log says the campaign ended short of completion (or always, with ``announce``)."""
+    async with _finish_lock(leases):
+        await runners.join()
+        _, last, status = _log_state(db, point.campaign)
+        if not announce and (last != "CampaignFinished" or status == "completed"):
+            return
+        in_flight = sum(1 for s in point.open_cases.values() for t in s.open_turns() if t.in_flight)
+        resumed = CampaignResumed(
+            code_version=code_version(),
+            open_cases=len(point.open_cases),
+            in_flight_resent=in_flight,
+            config_overrides=dict(updates),
+            endpoints=campaign_endpoints(updated_config(point.config, updates)),
+        )
+        seq = await store.next_seq(point.campaign, "")
+        await store.append([PendingEvent(point.campaign, "", seq, resumed)])
+
+
+async def record_end(
+    store: EventSink,
+    leases: CaseLeases,
+    runners: CampaignRunners,
+    planned: int,
+    db: str,
+    summary: RunSummary,
+) -> bool:
+    """Record CampaignFinished if the campaign ended with this process: completed when
+    every planned case is closed (whoever sees it last); stopped or aborted, as one process
+    records it, when this process stopped or aborted and no other is running the campaign
+    (the others go on, and the last to leave records the end). True if recorded."""
+    campaign = leases.campaign
+    async with _finish_lock(leases):
+        closed, last, _ = _log_state(db, campaign)
+        if last == "CampaignFinished":
+            return False  # recorded already, and nobody joined since
+        if closed >= planned:
+            ended = CampaignFinished(status="completed", reason="", cases_closed=closed)
+        elif summary.status != "completed" and not await runners.others_running():
+            ended = CampaignFinished(
+                status=summary.status,  # type: ignore[arg-type]
+                reason=summary.reason,
+                cases_closed=closed,
+            )
+        else:
+            return False
+        seq = await store.next_seq(campaign, "")
+        await store.append([PendingEvent(campaign, "", seq, ended)])
+        return True

@@ -1,0 +1,182 @@
+"""One function call computed in a second process while the caller goes on: what a report
+or an import uses to put a machine's second core to work.
+
+`ProcessCall(fn, *args)` spawns a child (not forked: the parent may hold threads and open
+SQLite connections, which a forked child must not touch) that runs ``fn(*args)`` and pipes
+back its pickled result; `result` waits for it. The child's exception is raised in the
+caller (the child's own traceback kept as its text when the exception does not pickle); a
+child that dies is a `ChildDied` naming its exit code (the caller may then compute the
+value itself). ``fn`` and its arguments must pickle: a module-level function of the
+project and plain data. The child starts with SIGINT ignored, so a Ctrl-C is the caller's
+to handle: `close` (always, e.g. in a ``finally``) kills a child still running; and it is
+started without the caller's ``__main__`` (`spawning`), so a user's script is never run
+twice.
+
+`second_core_free` says whether a call is worth it at all: on a one-core machine the child
+only competes with its parent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import pickle
+import signal
+import sys
+import threading
+import traceback
+import types
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any, Generic, TypeVar
+
+from harness.vocabulary.errors import HarnessError
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A child's exception, or its text when the exception itself does not pickle."""
+
+    error: BaseException | None
+    text: str
+
+    @classmethod
+    def pickled(cls, exc: BaseException) -> bytes:
+        text = "".join(traceback.format_exception(exc))
+        try:
+            return pickle.dumps(cls(exc, text))
+        except Exception:
+            return pickle.dumps(cls(None, text))
+
+    def raise_it(self, what: str) -> None:
+        if self.error is not None:
+            raise self.error
+        raise HarnessError(f"{what} failed:\n{self.text}")
+
+
+class ChildDied(HarnessError):
+    """The child ended without a value or an exception (killed, out of memory): the caller
+    may compute the value itself."""
+
+
+def second_core_free() -> bool:
+    """Whether this process may use more than one core (its CPU affinity, not the host's
+    count: a container or `taskset` limits it)."""
+    try:
+        return len(os.sched_getaffinity(0)) >= 2
+    except AttributeError:  # no affinity on this platform
+        return (os.cpu_count() or 1) >= 2
+
+
+def _run(
+    fn: Callable[..., Any], args: tuple[Any, ...], conn: Connection, parent: Connection
+) -> None:
+    _end_with(parent)
+    try:
+        try:
+            data = pickle.dumps(fn(*args), protocol=pickle.HIGHEST_PROTOCOL)
+        except BaseException as exc:
+            data = Failed.pickled(exc)
+        conn.send_bytes(data)
+    except BrokenPipeError:
+        return  # the caller is gone: nobody reads this
+    finally:
+        conn.close()
+
+
+def _end_with(parent: Connection) -> None:
+    """Ends this child when its parent ends, however it ends (SIGKILL included): a thread
+    waits on a pipe only the parent holds open, which reads as ready once the parent is
+    gone. Without it a child would work on to its end for a caller that no longer waits."""
+
+    def watch() -> None:
+        with contextlib.suppress(OSError):
+            parent.poll(None)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+class ProcessCall(Generic[T]):
+    """``fn(*args)`` running in a spawned child; `result` returns it, `close` stops it."""
+
+    def __init__(self, what: str, fn: Callable[..., T], *args: Any) -> None:
+        self.what = what  # named in errors: "the verdict count's process"
+        context = multiprocessing.get_context("spawn")
+        self._receiver, sender = context.Pipe(duplex=False)
+        # Never written: the child sees its end ready once this process has ended.
+        watched, self._alive = context.Pipe(duplex=False)
+        self._process = context.Process(target=_run, args=(fn, args, sender, watched), daemon=True)
+        with spawning():
+            self._process.start()
+        sender.close()  # the child's end: a dead child then reads as EOF here
+        watched.close()
+        self._done = False
+
+    def ready(self) -> bool:
+        """Whether `result` would return (or raise) without waiting."""
+        return self._done or self._receiver.poll()
+
+    def result(self) -> T:
+        """The call's value; its exception, or the child's death, is raised here."""
+        if self._done:
+            raise HarnessError(f"{self.what}: its result was taken already")
+        try:
+            data = self._receiver.recv_bytes()
+        except (EOFError, OSError):
+            self._process.join(timeout=5)
+            raise ChildDied(f"{self.what} died (exit code {self._process.exitcode})") from None
+        finally:
+            self._done = True
+        value = pickle.loads(data)
+        self._process.join(timeout=5)
+        if isinstance(value, Failed):
+            value.raise_it(self.what)
+        return value
+
+    def close(self) -> None:
+        """Stops the child if it is still running (a result nobody took), then cleans up."""
+        if self._process.is_alive() and not self._done:
+            self._process.kill()
+        self._process.join()
+        self._receiver.close()
+        self._alive.close()
+
+
+@contextlib.contextmanager
+def spawning() -> Iterator[None]:
+    """Around a spawned child's start: SIGINT ignored (`sigint_ignored`) and the caller's
+    ``__main__`` hidden. multiprocessing's spawn has the child import the parent's main
+    module again (to unpickle what was defined there), which runs a script's top level a
+    second time when it lacks an ``if __name__ == "__main__"`` guard: a library user's
+    script that runs a campaign, then reports on it, would run the campaign again. The
+    functions children run here live in the project's modules, never in ``__main__``."""
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        with sigint_ignored():
+            yield
+    finally:
+        if main is None:
+            del sys.modules["__main__"]
+        else:
+            sys.modules["__main__"] = main
+
+
+@contextlib.contextmanager
+def sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored while a child starts, so it inherits the ignoring: Ctrl-C reaches the
+    whole process group, and the parent, which owns the interruption, stops the child
+    instead of the child printing a traceback of its own."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers; the child then hears Ctrl-C itself
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -1,0 +1,422 @@
+"""Offline replay: prove from the log alone that today's code asks and decides what was logged.
+
+Two ways to replay, neither opens a network connection:
+
+- `verify_log` re-derives every case purely: ``make_case(index, seed)`` must give the
+  recorded case data, and ``step(case, transcript prefix)`` must give exactly the recorded
+  asks (and the requests built from them) at every step and exactly the recorded verdict at
+  the end, compared byte for byte as JSON. After a relation changes it lists precisely which
+  asks and verdicts differ, case by case. This is the fast path (no engine, no store writes).
+- `replay_into` re-runs the campaign through the engine into a new log with `ReplayModel`
+  standing in for every model: recorded outcomes are served by (case, turn), else by request
+  key. Its report must equal the live run's.
+
+Turns of re-judging (threads named ``rejudge:<model>``) are not part of a relation's
+conversation and are left out of both.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harness.running.campaign import CampaignConfig, parse_campaign
+from harness.store.fold import CaseState, TurnState, fold_or_raise, messages_for
+from harness.store.open import open_reader
+from harness.store.protocol import EventLog
+from harness.store.reader import EventReader, StoredEvent
+from harness.verifying.replay_parallel import split_point, verify_in_two
+from harness.verifying.replay_quick import quick_verify, raw_cases, step_safely
+from harness.vocabulary.errors import (
+    ModelError,
+    ReplayMissError,
+    StoreError,
+)
+from harness.vocabulary.events import CampaignStarted, decode_event
+from harness.vocabulary.model import (
+    GenerationParams,
+    Message,
+    Model,
+    ModelSpec,
+    Reply,
+    request_key,
+)
+from harness.vocabulary.relation import Relation, Transcript, Verdict, derive_seed
+
+if TYPE_CHECKING:
+    from harness.models.gates import CallGate
+    from harness.running.engine import CallContext, RunSummary
+
+# The engine, its gates and the writer are imported by `ReplayModel` and `replay_into` on
+# first use: `verify_log` (``replay --verify``) needs none of them, and importing them was
+# about a fifth of that command's start-up.
+
+REJUDGE_THREAD_PREFIX = "rejudge:"
+
+
+def is_rejudge_thread(thread: str) -> bool:
+    return thread.startswith(REJUDGE_THREAD_PREFIX)
+
+
+def relation_turns(state: CaseState) -> list[TurnState]:
+    """The case's own turns, in turn order (re-judging turns left out)."""
+    return [t for _, t in sorted(state.turns.items()) if not is_rejudge_thread(t.ask.thread)]
+
+
+def recorded_config(log: EventReader, campaign: str) -> tuple[CampaignStarted, CampaignConfig]:
+    started = next(
+        (s for cid, s in log.campaigns() if cid == campaign),
+        None,
+    )
+    if started is None:
+        raise StoreError(f"{log.path} has no campaign {campaign!r}")
+    return started, parse_campaign(started.config, source=f"{log.path} (recorded campaign)")
+
+
+# --- pure verification -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    case_id: str
+    what: str  # "case data" | "ask" | "request" | "verdict" | "steps"
+    turn: int | None
+    recorded: str
+    replayed: str
+
+
+@dataclass
+class VerifyResult:
+    campaign: str
+    cases: int = 0
+    asks: int = 0
+    verdicts: int = 0
+    open_cases: int = 0
+    elapsed_s: float = 0.0
+    differences: list[Mismatch] = field(default_factory=list)
+
+    @property
+    def differing_cases(self) -> list[str]:
+        return list(dict.fromkeys(m.case_id for m in self.differences))
+
+
+def _json(messages: Sequence[Message]) -> str:
+    return "[" + ",".join(m.model_dump_json() for m in messages) + "]"
+
+
+def verify_case(
+    state: CaseState, relation: Relation, campaign_seed: int, counts: VerifyResult
+) -> list[Mismatch]:
+    """Re-derive one case from its recorded transcript; stop at its first difference (what
+    follows would depend on replies to asks that were never sent)."""
+    case = state.case
+    cid = case.case_id
+    seed = derive_seed(campaign_seed, case.relation, case.index)
+    try:
+        data = relation.make_case(case.index, seed)
+    except Exception as exc:
+        data = {"error": f"make_case raised {type(exc).__name__}: {exc}"}
+    replayed_case = case.model_copy(update={"seed": seed, "data": data})
+    if replayed_case.model_dump_json() != case.model_dump_json():
+        return [
+            Mismatch(
+                cid, "case data", None, case.model_dump_json(), replayed_case.model_dump_json()
+            )
+        ]
+    turns = relation_turns(state)
+    transcript = Transcript()
+    pos = 0
+    while True:
+        result = step_safely(relation, case, transcript)
+        if isinstance(result, Verdict):
+            if pos < len(turns):
+                extra = turns[pos]
+                return [
+                    Mismatch(
+                        cid,
+                        "steps",
+                        extra.turn,
+                        f"turn {extra.turn} asked: {extra.ask.model_dump_json()}",
+                        f"verdict instead: {result.model_dump_json()}",
+                    )
+                ]
+            recorded = state.verdict
+            if recorded is None:
+                counts.open_cases += 1  # stopped after its last reply, before the verdict
+                return []
+            counts.verdicts += 1
+            if recorded.model_dump_json() != result.model_dump_json():
+                return [
+                    Mismatch(
+                        cid, "verdict", None, recorded.model_dump_json(), result.model_dump_json()
+                    )
+                ]
+            return []
+        asks = list(result) if isinstance(result, list) else []
+        if not asks:
+            return [Mismatch(cid, "steps", None, "(a step)", "no asks and no verdict")]
+        step_turns: list[TurnState] = []
+        for i, ask in enumerate(asks):
+            number = len(transcript.turns) + i
+            if pos + i >= len(turns):
+                if not state.closed:
+                    counts.open_cases += 1  # stopped before this step was sent
+                    return []
+                return [Mismatch(cid, "ask", number, "(no such turn)", ask.model_dump_json())]
+            rec = turns[pos + i]
+            counts.asks += 1
+            if rec.ask.answer is None:
+                # Logged before asks declared answer shapes: a shape changes no free request.
+                ask = ask.model_copy(update={"answer": None})
+            if rec.turn != number or rec.ask.model_dump_json() != ask.model_dump_json():
+                return [
+                    Mismatch(
+                        cid,
+                        "ask",
+                        rec.turn,
+                        rec.ask.model_dump_json(),
+                        ask.model_dump_json(),
+                    )
+                ]
+            wanted = messages_for(ask, transcript)
+            if rec.sent and _json(rec.sent[0].messages) != _json(wanted):
+                return [
+                    Mismatch(cid, "request", rec.turn, _json(rec.sent[0].messages), _json(wanted))
+                ]
+            step_turns.append(rec)
+        if not all(t.finished for t in step_turns):
+            counts.open_cases += 1  # in flight at a crash: resume finishes it
+            return []
+        transcript = transcript.extend([t.as_turn() for t in step_turns])
+        pos += len(asks)
+
+
+def relations_of(config: CampaignConfig) -> dict[str, Relation]:
+    from harness.running.plan import Plan
+
+    return {name: relation for name, relation, _ in Plan(config).relations}
+
+
+def verify_log(db: str | Path, campaign: str | None = None) -> VerifyResult:
+    """Re-derive every case of ``campaign`` (default: the latest) from the log alone (a large
+    SQLite log on two processes: `harness.verifying.replay_parallel`)."""
+    started_at = time.monotonic()
+    with open_reader(db) as log:
+        campaign = log.campaign_id(campaign)
+        _, config = recorded_config(log, campaign)
+        boundary = split_point(db, log.connection, campaign) or ""
+    relations = relations_of(config)
+    found = campaign
+
+    def verify_range(first: str | None, end: str | None) -> VerifyResult:
+        with open_reader(db) as log:
+            return _verify_cases(log, str(db), found, config, relations, first, end)
+
+    split = boundary != ""
+    result = verify_in_two(verify_range, boundary) if split else verify_range(None, None)
+    result.elapsed_s = time.monotonic() - started_at
+    return result
+
+
+def _verify_cases(
+    log: EventLog,
+    shown: str,
+    campaign: str,
+    config: CampaignConfig,
+    relations: dict[str, Relation],
+    first: str | None,
+    end: str | None,
+) -> VerifyResult:
+    """Verifies the cases whose ids are in [first, end) (None: unbounded)."""
+    result = VerifyResult(campaign)
+    for case_id, rows in raw_cases(log.connection, campaign, shown, first, end):
+        result.cases += 1
+        quick = quick_verify(rows, relations, config.seed)
+        if quick is not None:
+            result.asks += quick.asks
+            result.verdicts += quick.verdicts
+            continue
+        events = [
+            StoredEvent(r.gseq, campaign, case_id, r.seq, r.ts, decode_event(*r.encoded))
+            for r in rows
+        ]
+        state = fold_or_raise(case_id, events)
+        relation = relations.get(state.case.relation)
+        if relation is None:
+            result.differences.append(
+                Mismatch(case_id, "case data", None, state.case.relation, "(not in the plan)")
+            )
+            continue
+        result.differences.extend(verify_case(state, relation, config.seed, result))
+    return result
+
+
+# --- the replay model ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RecordedOutcome:
+    key: str
+    reply: Reply | None
+    error_kind: str = ""
+    message: str = ""
+
+
+class RecordedFailure(ModelError):
+    """A failure the log recorded as final (never retried: it was already given up on)."""
+
+    retryable = False
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass
+class ReplayIndex:
+    """The final outcome of every finished turn of a campaign, by (case, turn) and by key."""
+
+    by_turn: dict[tuple[str, int], RecordedOutcome] = field(default_factory=dict)
+    by_key: dict[str, RecordedOutcome] = field(default_factory=dict)
+
+    @classmethod
+    def from_log(cls, db: str | Path, campaign: str) -> ReplayIndex:
+        index = cls()
+        with open_reader(db) as log:
+            for case_id, events in log.cases(campaign):
+                state = fold_or_raise(case_id, events)
+                for turn in state.turns.values():
+                    outcome = _outcome(turn)
+                    if outcome is not None:
+                        index.by_turn[(case_id, turn.turn)] = outcome
+                        index.by_key.setdefault(outcome.key, outcome)
+        return index
+
+
+def _outcome(turn: TurnState) -> RecordedOutcome | None:
+    if not turn.finished or not turn.sent:
+        return None
+    key = turn.sent[-1].request_key
+    if turn.reply is not None:
+        return RecordedOutcome(key, turn.reply.reply)
+    last = turn.failures[-1]
+    return RecordedOutcome(key, None, last.error_kind, last.message)
+
+
+class ReplayModel:
+    """Serves recorded outcomes: by the turn being asked when it matches the recorded
+    request, else by request key. Anything else is a `ReplayMissError`."""
+
+    def __init__(self, name: str, index: ReplayIndex, *, stands_in_for: str | None = None) -> None:
+        """``name``: the model's name in the campaign (what the engine knows it by);
+        ``stands_in_for``: the recorded model whose request keys it answers (default: the
+        same name)."""
+        self.name = name
+        self.recorded = stands_in_for or name
+        self.index = index
+        self.served = 0
+        self.misses = 0
+
+    async def complete(self, messages: Sequence[Message], params: GenerationParams) -> Reply:
+        from harness.running.engine import current_call
+
+        key = request_key(self.recorded, messages, params)
+        ctx: CallContext | None = current_call.get()
+        found = self.index.by_turn.get((ctx.case_id, ctx.turn)) if ctx is not None else None
+        if found is None or found.key != key:
+            found = self.index.by_key.get(key)
+        if found is None:
+            self.misses += 1
+            raise ReplayMissError(f"the log has no reply to this request (key {key})")
+        self.served += 1
+        if found.reply is None:
+            raise RecordedFailure(found.error_kind, found.message)
+        return found.reply
+
+    async def aclose(self) -> None:
+        return None
+
+
+def build_replay(spec: ModelSpec) -> ReplayModel:
+    """``replay:<log path>``: answers recorded in that log (latest campaign, or
+    ``options.campaign``); ``options.model`` names the recorded model it stands in for."""
+    db = spec.identifier
+    with open_reader(db) as log:
+        campaign = str(spec.options.get("campaign") or log.latest_campaign())
+    # Named as the campaign names it: the engine finds a model's gate and parameters by
+    # that name (naming it after the recorded model crashed the engine: KeyError).
+    return ReplayModel(
+        spec.name,
+        ReplayIndex.from_log(db, campaign),
+        stands_in_for=str(spec.options.get("model") or spec.name),
+    )
+
+
+# --- re-running through the engine -----------------------------------------------------
+
+
+@dataclass
+class ReplayRun:
+    summary: RunSummary
+    served: int
+    misses: int
+
+
+async def replay_into(db: str | Path, out: str | Path, campaign: str | None = None) -> ReplayRun:
+    """Re-run ``campaign`` of ``db`` through the engine into the new log ``out``, every model
+    answered from the log. The new log keeps the campaign id."""
+    from harness.models.gates import InFlightGate
+    from harness.running.engine import Engine
+    from harness.store.open import open_writer
+    from harness.store.writer import PendingEvent
+
+    out = Path(out)
+    if out.exists():
+        raise StoreError(f"{out} exists; replay writes a new log (choose another path)")
+    with open_reader(db) as log:
+        campaign = log.campaign_id(campaign)
+        started, config = recorded_config(log, campaign)
+    index = ReplayIndex.from_log(db, campaign)
+    # Replies are instant: more case workers make a replay fast; requests do not change.
+    config = config.model_copy(
+        update={
+            "models": [
+                s.model_copy(update={"max_in_flight": max(s.max_in_flight, 32)})
+                for s in config.models
+            ]
+        }
+    )
+    models = {s.name: ReplayModel(s.name, index) for s in config.models}
+    judges: list[Model] = [ReplayModel(s.name, index) for s in config.judges]
+    # Plain in-flight gates: a replay spends nothing and must not wait for vendor rate limits.
+    gates: dict[str, CallGate] = {
+        s.name: InFlightGate(max(s.max_in_flight, 32)) for s in [*config.models, *config.judges]
+    }
+    async with await open_writer(out) as store:
+        await store.append([PendingEvent(campaign, "", 1, started)])
+        engine = Engine(store, config, campaign, models, judges, gates=gates)
+        summary = await engine.run()
+    replayers = [m for m in [*models.values(), *judges] if isinstance(m, ReplayModel)]
+    return ReplayRun(summary, sum(m.served for m in replayers), sum(m.misses for m in replayers))
+
+
+def describe(result: VerifyResult, limit: int = 50) -> Iterator[str]:
+    """Human-readable lines: the summary, then the differences case by case."""
+    n = len(result.differences)
+    yield (
+        f"replayed {result.cases} cases of campaign {result.campaign} offline: "
+        f"{result.asks} asks and {result.verdicts} verdicts re-derived"
+        + (f", {result.open_cases} cases still open" if result.open_cases else "")
+        + f" in {result.elapsed_s:.2f}s: {n} difference{'s' if n != 1 else ''}"
+        + (f" in {len(result.differing_cases)} cases" if n else "")
+    )
+    for m in result.differences[:limit]:
+        where = f"turn {m.turn} " if m.turn is not None else ""
+        yield f"{m.case_id}: {where}{m.what} differs"
+        yield f"  recorded: {m.recorded}"
+        yield f"  replayed: {m.replayed}"
+    if n > limit:
+        yield f"... and {n - limit} more (use --limit)"

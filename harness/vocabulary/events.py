@@ -1,0 +1,219 @@
+"""Events: immutable facts appended to the log. All state is a fold over them.
+
+Every event is a pydantic model with a ``kind`` tag and a class-level ``SCHEMA_VERSION``
+stored beside its payload. Rows are decoded in exactly one place (`decode_event`), which
+first upcasts old payloads through `register_upcaster` functions. Stored rows are never
+rewritten: a schema change adds a version and an upcaster, never a migration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from harness.vocabulary.errors import EventDecodeError, RegistryError
+from harness.vocabulary.model import GenerationParams, Message, Reply
+from harness.vocabulary.relation import Ask, Case, Verdict
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    SCHEMA_VERSION: ClassVar[int] = 1
+
+
+class CampaignStarted(_Event):
+    kind: Literal["CampaignStarted"] = "CampaignStarted"
+    name: str
+    config: dict[str, Any]  # the resolved campaign, secrets excluded
+    config_hash: str
+    code_version: str
+    harness_version: str
+    planned_cases: int | None = None
+    # Vendor model name -> {"url", "source"}: the base URL its SDK was given (credentials
+    # removed) and where it came from (options.base_url, an environment variable, or the
+    # SDK default). Empty in logs written before it was recorded.
+    endpoints: dict[str, dict[str, str]] = Field(default_factory=dict)
+
+
+class CampaignResumed(_Event):
+    kind: Literal["CampaignResumed"] = "CampaignResumed"
+    code_version: str
+    open_cases: int
+    in_flight_resent: int
+    config_overrides: dict[str, Any] = Field(default_factory=dict)
+    endpoints: dict[str, dict[str, str]] = Field(default_factory=dict)  # as CampaignStarted
+
+
+class CaseOpened(_Event):
+    kind: Literal["CaseOpened"] = "CaseOpened"
+    case: Case
+
+
+class AskSent(_Event):
+    """One attempt at one turn. ``messages`` is the full request, history included."""
+
+    kind: Literal["AskSent"] = "AskSent"
+    turn: int
+    attempt: int = 1
+    ask: Ask
+    model: str
+    messages: list[Message]
+    params: GenerationParams
+    request_key: str
+
+
+class ReplyReceived(_Event):
+    kind: Literal["ReplyReceived"] = "ReplyReceived"
+    turn: int
+    attempt: int = 1
+    reply: Reply
+    cached: bool = False  # served from an earlier campaign's answer, not paid again
+
+
+class AskFailed(_Event):
+    """An attempt failed. ``decision`` is the retry decision taken, logged as a value."""
+
+    kind: Literal["AskFailed"] = "AskFailed"
+    turn: int
+    attempt: int
+    error_kind: str
+    message: str
+    retryable: bool
+    decision: Literal["retry", "give_up", "abort"]
+    wait_s: float = 0.0
+    status: int | None = None
+    retry_after: float | None = None
+
+
+class VerdictReached(_Event):
+    """``source`` is "relation" for the case's own oracle, "judge:<model>" for a rejudge."""
+
+    kind: Literal["VerdictReached"] = "VerdictReached"
+    verdict: Verdict
+    source: str = "relation"
+
+
+class CaseClosed(_Event):
+    kind: Literal["CaseClosed"] = "CaseClosed"
+    outcome: str
+
+
+class CampaignFinished(_Event):
+    kind: Literal["CampaignFinished"] = "CampaignFinished"
+    status: Literal["completed", "stopped", "aborted"]
+    reason: str = ""
+    cases_closed: int = 0
+
+
+class Note(_Event):
+    """Free-form, typed annotation (imports, budget stops, rejudge runs)."""
+
+    kind: Literal["Note"] = "Note"
+    topic: str
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+Event = Annotated[
+    CampaignStarted
+    | CampaignResumed
+    | CaseOpened
+    | AskSent
+    | ReplyReceived
+    | AskFailed
+    | VerdictReached
+    | CaseClosed
+    | CampaignFinished
+    | Note,
+    Field(discriminator="kind"),
+]
+
+EVENT_TYPES: dict[str, type[_Event]] = {
+    cls.model_fields["kind"].default: cls
+    for cls in (
+        CampaignStarted,
+        CampaignResumed,
+        CaseOpened,
+        AskSent,
+        ReplyReceived,
+        AskFailed,
+        VerdictReached,
+        CaseClosed,
+        CampaignFinished,
+        Note,
+    )
+}
+_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+_VALIDATOR = _ADAPTER.validator  # called directly: TypeAdapter.validate_json is a wrapper
+
+Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+_UPCASTERS: dict[tuple[str, int], Upcaster] = {}
+
+
+def register_upcaster(kind: str, from_version: int) -> Callable[[Upcaster], Upcaster]:
+    """Register a function turning a ``kind`` payload of ``from_version`` into the next one."""
+
+    def register(fn: Upcaster) -> Upcaster:
+        previous = _UPCASTERS.get((kind, from_version))
+        if previous is not None:
+            raise RegistryError(
+                f"upcaster for {kind} v{from_version} is registered twice: by "
+                f"{previous.__module__}.{previous.__qualname__} and by "
+                f"{fn.__module__}.{fn.__qualname__}"
+            )
+        _UPCASTERS[(kind, from_version)] = fn
+        return fn
+
+    return register
+
+
+def dump_json(model: BaseModel) -> str:
+    """``model.model_dump_json()`` by pydantic's serializer directly: the method's Python
+    wrapper, passing only defaults, cost about as much as the serialising
+    (`tests/core/vocabulary/test_events_codec.py` checks the text)."""
+    return type(model).__pydantic_serializer__.to_json(model).decode()
+
+
+def encode_event(event: _Event) -> tuple[str, int, str]:
+    """(kind, schema_version, json payload) for storage."""
+    return event.kind, event.SCHEMA_VERSION, dump_json(event)  # type: ignore[attr-defined]
+
+
+def decode_event(kind: str, version: int, payload: str | bytes) -> Event:
+    """The one place stored rows become events. Raises `EventDecodeError` on bad rows."""
+    cls = EVENT_TYPES.get(kind)
+    if cls is None:
+        raise EventDecodeError(f"unknown event kind {kind!r}")
+    if not isinstance(version, int) or version < 1 or version > cls.SCHEMA_VERSION:
+        raise EventDecodeError(
+            f"{kind} has schema version {version!r}; this harness reads 1..{cls.SCHEMA_VERSION}"
+            " (a newer harness wrote this log: upgrade to read it)"
+        )
+    event = _decode_checked(cls, kind, version, payload)
+    if event.kind != kind:
+        raise EventDecodeError(f"row says {kind} but its payload is a {event.kind}")
+    return event
+
+
+def _decode_checked(cls: type[_Event], kind: str, version: int, payload: str | bytes) -> Event:
+    try:
+        if version == cls.SCHEMA_VERSION:
+            return _VALIDATOR.validate_json(payload)  # the adapter's core: no wrapper
+        import json
+
+        data = json.loads(payload)
+        if not isinstance(data, dict):
+            raise EventDecodeError(f"{kind} payload is not an object")
+        for v in range(version, cls.SCHEMA_VERSION):
+            upcast = _UPCASTERS.get((kind, v))
+            if upcast is None:
+                raise EventDecodeError(f"no upcaster for {kind} v{v} -> v{v + 1}")
+            data = upcast(data)
+        return _VALIDATOR.validate_python(data)
+    except ValidationError as exc:
+        raise EventDecodeError(f"{kind} v{version} payload does not validate: {exc}") from exc
+    except (KeyError, AttributeError) as exc:  # an upcaster met a payload it cannot read
+        raise EventDecodeError(f"{kind} v{version} payload cannot be upcast: {exc!r}") from exc
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise EventDecodeError(f"{kind} v{version} payload is not valid JSON: {exc}") from exc

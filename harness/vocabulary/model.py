@@ -1,0 +1,160 @@
+"""The model interface every backend implements (sim, local, replay, vendors).
+
+A model is anything with ``async complete(messages, params) -> Reply``. Backends are
+contributed per URI scheme by a `Family` (``model_backends``; the core's own in
+`harness.builtins`) and built from a `ModelSpec`
+(``"sim:default"``, ``"local:smollm2"``, ``"openai:gpt-4o-mini"``...). Failures are raised
+as subclasses of `harness.vocabulary.errors.ModelError`; nothing else may escape ``complete``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from json.encoder import encode_basestring
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.vocabulary.answer_shape import AnswerFormat, AnswerShape
+
+Role = Literal["system", "user", "assistant"]
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    role: Role
+    content: str
+
+
+class GenerationParams(BaseModel):
+    """Sampling parameters. ``None`` means the backend's default.
+
+    ``answer_shape`` is set by the engine, never in a campaign file: the shape a structured
+    answer must take (absent for free answers, so their request keys are unchanged).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    temperature: float | None = None
+    max_tokens: int | None = None
+    seed: int | None = None
+    top_p: float | None = None
+    answer_shape: AnswerShape | None = None
+
+
+class Usage(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class Reply(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    text: str
+    usage: Usage = Field(default_factory=Usage)
+    finish_reason: str | None = None
+    request_id: str | None = None
+    latency_s: float = 0.0
+    cost_usd: float | None = None
+
+
+@runtime_checkable
+class Model(Protocol):
+    """A chat model. ``name`` is the campaign-level identifier (``"sim:default"``)."""
+
+    name: str
+
+    async def complete(self, messages: Sequence[Message], params: GenerationParams) -> Reply: ...
+
+    async def aclose(self) -> None: ...
+
+
+class ModelSpec(BaseModel):
+    """One model as named in a campaign file.
+
+    ``backend``: the "scheme:identifier" of the model when ``name`` is only a label, so one
+    model can be listed twice (e.g. once per answer format). ``answer_format``: free text or
+    structured answers (None: the campaign's ``answer_format``).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    name: str  # "scheme:identifier" (or a label with ``backend``): the key in events, reports
+    params: GenerationParams = Field(default_factory=GenerationParams)
+    options: dict[str, Any] = Field(default_factory=dict)  # backend-specific
+    max_in_flight: int = Field(default=8, ge=1)
+    backend: str | None = None
+    answer_format: AnswerFormat | None = None
+
+    @property
+    def target(self) -> str:
+        """The "scheme:identifier" that selects the backend and the vendor model."""
+        return self.backend or self.name
+
+    @property
+    def scheme(self) -> str:
+        return self.target.split(":", 1)[0]
+
+    @property
+    def identifier(self) -> str:
+        return self.target.split(":", 1)[1] if ":" in self.target else ""
+
+
+ModelFactory = Callable[[ModelSpec], Model]
+"""Builds a model from its spec; registered per scheme by a `Family` (the core's included)."""
+
+
+def request_key(model: str, messages: Sequence[Message], params: GenerationParams) -> str:
+    """Content address of a request: same model, params and full history -> same key.
+
+    The hashed text is ``json.dumps({"model", "messages", "params"}, sort_keys=True,
+    ensure_ascii=False, separators=(",", ":"))`` with each message dumped as its two fields
+    (`request_key_text`); it is spelled out here because the key is computed on every call
+    and building the dicts cost more than encoding the strings.
+    """
+    return key_of_request_text(request_key_text(model, messages, params))
+
+
+def key_of_request_text(text: str) -> str:
+    """The request key of a `request_key_text` (for a bulk writer that builds the text
+    itself from a template of it)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def request_key_text(model: str, messages: Sequence[Message], params: GenerationParams) -> str:
+    """The text `request_key` hashes (sorted keys: "messages" < "model" < "params")."""
+    esc = encode_basestring  # what json.dumps(ensure_ascii=False) does to a str
+    body = ",".join([f'{{"content":{esc(m.content)},"role":{esc(m.role)}}}' for m in messages])
+    return f'{{"messages":[{body}],"model":{esc(model)},"params":{_params_json(params)}}}'
+
+
+_KEY_ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+_PARAMS_DUMP = GenerationParams.__pydantic_serializer__.to_python
+_FLAT_PARAMS = ("max_tokens", "seed", "temperature", "top_p")  # sorted, after "answer_shape"
+
+
+def _params_json(params: GenerationParams) -> str:
+    """``json.dumps(params.model_dump(exclude_none=True), sort_keys=True, ...)`` as
+    `request_key_text` writes it. The numbers are written as json writes them; json.dumps
+    built a JSONEncoder per call, which was half of the key's time. Only a structured
+    ask's answer shape (a nested object) goes through an encoder."""
+    items = []
+    if params.answer_shape is not None:
+        shape = _PARAMS_DUMP(params, exclude_none=True)["answer_shape"]
+        items.append(f'"answer_shape":{_KEY_ENCODER.encode(shape)}')
+    for name in _FLAT_PARAMS:
+        value = getattr(params, name)
+        if value is not None:
+            items.append(f'"{name}":{_json_number(value)}')
+    return "{" + ",".join(items) + "}"
+
+
+def _json_number(value: float) -> str:
+    """A parameter's value as json.dumps writes it: finite numbers by their repr (what json
+    does), anything else (NaN, the infinities) by the encoder itself."""
+    kind = type(value)
+    if kind is int:
+        return int.__repr__(value)
+    if kind is float and value - value == 0:  # finite
+        return float.__repr__(value)
+    return _KEY_ENCODER.encode(value)

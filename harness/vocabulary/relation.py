@@ -1,0 +1,174 @@
+"""Relations: pure step functions from (case, transcript) to the next asks or a verdict.
+
+``step`` must be a pure function of its arguments: no clock, no global random state, no
+I/O. Randomness comes from ``case.seed``. That is what lets replay prove that today's code
+computes the same follow-ups and verdicts as the code that ran the campaign.
+"""
+
+from __future__ import annotations
+
+import _random
+import hashlib
+import random
+from collections.abc import Callable, Sequence
+from enum import StrEnum
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.vocabulary.answer_shape import AnswerShape
+
+
+class Outcome(StrEnum):
+    HELD = "HELD"
+    VIOLATED = "VIOLATED"
+    INVALID = "INVALID"
+
+
+class Ask(BaseModel):
+    """One prompt to send. ``thread`` names the chat context inside the case.
+
+    A thread that already has turns is continued (its history is sent first). A new thread
+    starts empty, or from a copy of ``fork_of``'s history when that is set. ``system`` is
+    used only when the thread starts. ``answer``: the shape of the answer, sent to models
+    whose answer format is structured (None: free text only; logs from before shapes
+    existed decode with None).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    thread: str
+    prompt: str
+    role: Literal["subject", "judge"] = "subject"
+    judge: int = 0  # index into the campaign's judges when role == "judge"
+    system: str | None = None
+    fork_of: str | None = None
+    max_tokens: int | None = None
+    answer: AnswerShape | None = None
+
+
+class Verdict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    outcome: Outcome
+    reason: str
+    evidence: dict[str, Any] = Field(default_factory=dict)
+
+
+class Turn(BaseModel):
+    """A finished ask as the relation sees it: the reply text, or the failure."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    index: int
+    ask: Ask
+    reply: str | None = None
+    error: str | None = None  # "kind: message" when the call failed for good
+
+    @property
+    def ok(self) -> bool:
+        return self.reply is not None
+
+
+class Transcript(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    turns: tuple[Turn, ...] = ()
+
+    def thread(self, name: str) -> list[Turn]:
+        return [t for t in self.turns if t.ask.thread == name]
+
+    def last(self, thread: str) -> Turn | None:
+        found = self.thread(thread)
+        return found[-1] if found else None
+
+    def first_error(self) -> Turn | None:
+        return next((t for t in self.turns if not t.ok), None)
+
+    def extend(self, turns: Sequence[Turn]) -> Transcript:
+        return Transcript(turns=(*self.turns, *turns))
+
+
+class Case(BaseModel):
+    """One concrete instance of a relation against one model, for one repeat."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    case_id: str
+    relation: str
+    model: str
+    index: int
+    repeat: int
+    seed: int
+    data: dict[str, Any]
+
+
+def derive_seed(*parts: object) -> int:
+    """Stable 63-bit seed from any printable parts (independent of PYTHONHASHSEED)."""
+    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def seed_deriver(*parts: object) -> Callable[[object], int]:
+    """``derive_seed(*parts, last)`` as a function of ``last``, the leading parts joined
+    once (a bulk importer derives one seed per case)."""
+    prefix = "".join(str(part) + "\x1f" for part in parts)  # str(), as derive_seed
+    sha256 = hashlib.sha256
+
+    def seed(last: object) -> int:
+        return int.from_bytes(sha256((prefix + str(last)).encode()).digest()[:8], "big") >> 1
+
+    return seed
+
+
+def case_rng(seed: int, index: int, salt: str = "") -> random.Random:
+    """``random.Random(derive_seed(seed, index, salt))``, the generator a case draws from.
+
+    Built as ``Random.__init__`` builds it, without its two Python-level calls (``__init__``
+    and ``seed``, whose type checks an int seed passes): the generator's own ``seed`` on a
+    new instance, then ``gauss_next``. Every case of a campaign and of its replay makes one
+    (`tests/core/vocabulary/test_case_rng.py` compares the states and the seeds)."""
+    # derive_seed(seed, index, salt), its parts' str() joined without a tuple and a map
+    digest = _sha256(f"{seed!s}\x1f{index!s}\x1f{salt!s}".encode()).digest()
+    rng = _new_random(random.Random)
+    _seed_generator(rng, int.from_bytes(digest[:8], "big") >> 1)
+    rng.gauss_next = None  # type: ignore[attr-defined]  # set by Random.__init__, untyped
+    return rng
+
+
+_sha256 = hashlib.sha256
+_new_random = random.Random.__new__
+_seed_generator = _random.Random.seed  # MT19937's own seeding, which random.Random.seed calls
+
+
+class NoOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+@runtime_checkable
+class Relation(Protocol):
+    """The plug-in point for a metamorphic relation or an oracle-driven test."""
+
+    name: ClassVar[str]
+    family: ClassVar[str]
+    summary: ClassVar[str]
+
+    def case_count(self) -> int | None:
+        """How many distinct cases exist; ``None`` when any number can be generated."""
+        ...
+
+    def make_case(self, index: int, seed: int) -> dict[str, Any]:
+        """The data of case ``index``; a pure function of (options, index, seed)."""
+        ...
+
+    def step(self, case: Case, transcript: Transcript) -> list[Ask] | Verdict: ...
+
+
+class RelationBase:
+    """Convenience base: options validated by the class's ``Options`` model."""
+
+    name: ClassVar[str] = ""
+    family: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    Options: ClassVar[type[BaseModel]] = NoOptions
+
+    def __init__(self, options: BaseModel | None = None) -> None:
+        self.options = options if options is not None else self.Options()
+
+    def case_count(self) -> int | None:
+        return None

@@ -1,0 +1,377 @@
+"""The engine: committed steps, concurrency, limits, retries, failures as data, lazy plans."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+import tracemalloc
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from pydantic import BaseModel, ConfigDict
+
+from harness.plugins.registry import Family, register_family
+from harness.running.campaign import CampaignConfig
+from harness.running.plan import Plan
+from harness.running.runner import run_campaign
+from harness.store import sqlar
+from harness.store.fold import fold_case
+from harness.store.reader import EventReader
+from harness.vocabulary.errors import (
+    AuthenticationError,
+    BadRequestError,
+    CampaignAbortedError,
+    ModelError,
+    RateLimitedError,
+)
+from harness.vocabulary.events import AskFailed, AskSent, CampaignFinished, ReplyReceived
+from harness.vocabulary.model import GenerationParams, Message, Reply
+from harness.vocabulary.relation import (
+    Ask,
+    Case,
+    Outcome,
+    RelationBase,
+    Transcript,
+    Verdict,
+)
+
+MODEL = "sim:fake"
+
+
+# --- relations built for these tests ----------------------------------------------------
+
+
+class _ChainOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    turns: int = 3
+    db: str = ""  # when set, each step checks the log for the replies it is given
+
+
+class _Chain(RelationBase):
+    """Asks ``turns`` prompts one after the other in one thread; HELD if every call worked.
+
+    With ``db`` set, every step reads the log through its own connection and returns
+    INVALID unless each turn it is shown already has its ReplyReceived committed.
+    """
+
+    name: ClassVar[str] = "testkit.chain"
+    family: ClassVar[str] = "testkit"
+    summary: ClassVar[str] = "test relation: a chain of asks in one thread"
+    Options: ClassVar[type[BaseModel]] = _ChainOptions
+    options: _ChainOptions
+
+    def make_case(self, index: int, seed: int) -> dict[str, Any]:
+        return {"n": index}
+
+    def step(self, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
+        if self.options.db and transcript.turns:
+            with sqlar.connect(f"file:{self.options.db}?mode=ro", uri=True) as conn:
+                committed = {
+                    turn
+                    for (turn,) in conn.execute(
+                        "SELECT turn FROM events WHERE case_id = ? AND kind = 'ReplyReceived'",
+                        (case.case_id,),
+                    )
+                }
+            conn.close()
+            missing = [t.index for t in transcript.turns if t.ok and t.index not in committed]
+            if missing:
+                return Verdict(outcome=Outcome.INVALID, reason=f"uncommitted turns {missing}")
+        failed = transcript.first_error()
+        if failed is not None:
+            return Verdict(outcome=Outcome.INVALID, reason=f"call failed: {failed.error}")
+        if len(transcript.turns) >= self.options.turns:
+            return Verdict(outcome=Outcome.HELD, reason="all turns answered")
+        return [Ask(thread="t", prompt=f"case {case.index} turn {len(transcript.turns)}")]
+
+
+class _Fanout(RelationBase):
+    """One step of three asks in three fresh threads, then a verdict."""
+
+    name: ClassVar[str] = "testkit.fanout"
+    family: ClassVar[str] = "testkit"
+    summary: ClassVar[str] = "test relation: three concurrent asks"
+
+    def make_case(self, index: int, seed: int) -> dict[str, Any]:
+        return {}
+
+    def step(self, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
+        if not transcript.turns:
+            return [Ask(thread=name, prompt=f"{case.index} {name}") for name in "abc"]
+        outcome = Outcome.HELD if all(t.ok for t in transcript.turns) else Outcome.INVALID
+        return Verdict(outcome=outcome, reason=f"{len(transcript.turns)} turns")
+
+
+register_family(
+    Family(name="testkit", summary="test relations", relations=(_Chain, _Fanout)),
+    origin=__name__,
+)
+
+
+# --- models built for these tests ---------------------------------------------------------
+
+
+class ScriptedModel:
+    """Answers with ``answer(messages)``; may fail first; records calls and concurrency."""
+
+    def __init__(
+        self,
+        name: str = MODEL,
+        *,
+        delay: float = 0.0,
+        answer: Callable[[Sequence[Message]], str] = lambda m: "[]",
+        fail_first: Sequence[BaseException] = (),
+    ) -> None:
+        self.name = name
+        self.delay = delay
+        self.answer = answer
+        self.failures: dict[str, list[BaseException]] = {}
+        self.fail_first = list(fail_first)
+        self.calls = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+
+    async def complete(self, messages: Sequence[Message], params: GenerationParams) -> Reply:
+        self.calls += 1
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            if self.delay:
+                await asyncio.sleep(self.delay)
+            pending = self.failures.setdefault(messages[-1].content, list(self.fail_first))
+            if pending:
+                raise pending.pop(0)
+            return Reply(text=self.answer(messages))
+        finally:
+            self.in_flight -= 1
+
+    async def aclose(self) -> None:
+        return None
+
+
+def config_for(
+    make_campaign: Callable[..., CampaignConfig],
+    relation: str,
+    cases: int,
+    options: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> CampaignConfig:
+    return make_campaign((relation, cases, options or {}), model=MODEL, **kwargs)
+
+
+def events_of(db: Path, kind: type) -> list[Any]:
+    with EventReader(db) as log:
+        return [s.event for s in log.events(kinds=(kind.__name__,))]
+
+
+def verdicts(db: Path) -> list[tuple[str, str]]:
+    with sqlar.connect(db) as conn:
+        return conn.execute("SELECT outcome, reason FROM verdicts ORDER BY case_id").fetchall()
+
+
+# --- tests ------------------------------------------------------------------------------
+
+
+async def test_each_step_sees_only_committed_turns(make_campaign, db_path: Path) -> None:
+    config = config_for(make_campaign, "testkit.chain", 30, {"turns": 4, "db": str(db_path)})
+    model = ScriptedModel(delay=0.001)
+    summary = await run_campaign(config, db_path, overrides={MODEL: model})
+    assert summary.status == "completed" and summary.cases_closed == 30
+    found = verdicts(db_path)
+    assert len(found) == 30
+    assert {outcome for outcome, _ in found} == {"HELD"}, found[:3]
+    assert model.calls == 30 * 4
+
+
+async def test_asks_of_one_step_run_concurrently(make_campaign, db_path: Path) -> None:
+    config = config_for(make_campaign, "testkit.fanout", 1, max_in_flight=8)
+    model = ScriptedModel(delay=0.05)
+    await run_campaign(config, db_path, overrides={MODEL: model})
+    assert model.calls == 3
+    assert model.max_in_flight == 3
+    with EventReader(db_path) as log:
+        [(_, events)] = list(log.cases(log.latest_campaign()))
+    state = fold_case(events)
+    assert sorted(t.ask.thread for t in state.turns.values()) == ["a", "b", "c"]
+    # Fresh threads: no request carries another thread's history.
+    assert all(len(t.sent[0].messages) == 1 for t in state.turns.values())
+
+
+@pytest.mark.parametrize("limit", [1, 4])
+async def test_calls_in_flight_never_exceed_the_model_limit(
+    make_campaign, db_path: Path, limit: int
+) -> None:
+    config = config_for(make_campaign, "testkit.fanout", 20, max_in_flight=limit)
+    model = ScriptedModel(delay=0.005)
+    summary = await run_campaign(config, db_path, overrides={MODEL: model})
+    assert summary.cases_closed == 20
+    assert model.max_in_flight == limit
+
+
+async def test_a_follow_up_continues_its_thread(make_campaign, db_path: Path) -> None:
+    config = config_for(make_campaign, "testkit.chain", 1, {"turns": 3})
+    model = ScriptedModel(answer=lambda m: f"answer {len(m)}")
+    await run_campaign(config, db_path, overrides={MODEL: model})
+    sent = events_of(db_path, AskSent)
+    assert [len(s.messages) for s in sent] == [1, 3, 5]
+    assert [m.role for m in sent[2].messages] == ["user", "assistant"] * 2 + ["user"]
+    assert sent[2].messages[1].content == "answer 1"
+
+
+async def test_retryable_errors_are_retried_and_logged(make_campaign, db_path: Path) -> None:
+    config = config_for(make_campaign, "testkit.chain", 2, {"turns": 1})
+    flaky = [RateLimitedError("429", status=429, retry_after=0.0) for _ in range(2)]
+    model = ScriptedModel(fail_first=flaky)
+    summary = await run_campaign(config, db_path, overrides={MODEL: model})
+    assert summary.outcomes == {"HELD": 2}
+    failed = events_of(db_path, AskFailed)
+    assert len(failed) == 4
+    assert {(f.error_kind, f.decision, f.retryable, f.status) for f in failed} == {
+        ("rate_limited", "retry", True, 429)
+    }
+    with EventReader(db_path) as log:
+        for _, events in log.cases(log.latest_campaign()):
+            kinds = [(type(s.event).__name__, getattr(s.event, "attempt", None)) for s in events]
+            assert kinds[1:7] == [
+                ("AskSent", 1),
+                ("AskFailed", 1),
+                ("AskSent", 2),
+                ("AskFailed", 2),
+                ("AskSent", 3),
+                ("ReplyReceived", 3),
+            ]
+
+
+async def test_retries_stop_at_max_attempts(make_campaign, db_path: Path) -> None:
+    config = config_for(make_campaign, "testkit.chain", 1, {"turns": 1}, limits={"max_attempts": 3})
+    model = ScriptedModel(fail_first=[RateLimitedError("429", retry_after=0.0)] * 10)
+    summary = await run_campaign(config, db_path, overrides={MODEL: model})
+    assert model.calls == 3
+    assert [f.decision for f in events_of(db_path, AskFailed)] == ["retry", "retry", "give_up"]
+    assert summary.outcomes == {"INVALID": 1}
+
+
+async def test_non_retryable_errors_are_not_retried(make_campaign, db_path: Path) -> None:
+    config = config_for(make_campaign, "testkit.chain", 3, {"turns": 2})
+    model = ScriptedModel(fail_first=[BadRequestError("prompt too long", status=400)])
+    summary = await run_campaign(config, db_path, overrides={MODEL: model})
+    assert model.calls == 3  # one per case: the first turn fails and the case ends
+    failed = events_of(db_path, AskFailed)
+    assert [(f.error_kind, f.decision) for f in failed] == [("bad_request", "give_up")] * 3
+    assert summary.outcomes == {"INVALID": 3}
+    assert all("bad_request" in reason for _, reason in verdicts(db_path))
+
+
+async def test_authentication_error_aborts_the_campaign(make_campaign, db_path: Path) -> None:
+    config = config_for(make_campaign, "testkit.chain", 50, {"turns": 1}, max_in_flight=1)
+    model = ScriptedModel(fail_first=[AuthenticationError("bad key sk-abcdefghijklmnop")] * 100)
+    with pytest.raises(CampaignAbortedError) as err:
+        await run_campaign(config, db_path, overrides={MODEL: model})
+    assert "sk-abcdefghijklmnop" not in str(err.value)
+    assert model.calls == 1  # nothing else is sent once authentication failed
+    [failed] = events_of(db_path, AskFailed)
+    assert (failed.error_kind, failed.decision) == ("authentication", "abort")
+    [finished] = events_of(db_path, CampaignFinished)
+    assert finished.status == "aborted"
+    with sqlar.connect(db_path) as conn:
+        payloads = " ".join(p for (p,) in conn.execute("SELECT payload FROM events"))
+    assert "sk-abcdefghijklmnop" not in payloads
+
+
+async def test_a_model_raising_a_foreign_exception_is_a_recorded_failure(
+    make_campaign, db_path: Path
+) -> None:
+    config = config_for(make_campaign, "testkit.chain", 2, {"turns": 1})
+    model = ScriptedModel(fail_first=[KeyError("choices")])
+    summary = await run_campaign(config, db_path, overrides={MODEL: model})
+    assert summary.status == "completed" and summary.outcomes == {"INVALID": 2}
+    failed = events_of(db_path, AskFailed)
+    assert len(failed) == 2
+    assert all(f.error_kind == ModelError.kind and "KeyError" in f.message for f in failed)
+
+
+@pytest.mark.parametrize("relation", ["metaquerier.mr1", "metaquerier.mr2", "metafair.mr8"])
+async def test_garbage_answers_give_invalid_verdicts(
+    make_campaign, db_path: Path, relation: str
+) -> None:
+    garbage = itertools.cycle(["", "I refuse.", "maybe?", "nurse, pilot", "[unclosed", "\x00"])
+    config = config_for(make_campaign, relation, 12)
+    model = ScriptedModel(answer=lambda m: next(garbage))
+    summary = await run_campaign(config, db_path, overrides={MODEL: model})
+    assert summary.status == "completed"
+    assert summary.outcomes == {"INVALID": 12}
+    assert all(reason for _, reason in verdicts(db_path))
+
+
+async def test_a_relation_that_raises_gives_invalid_not_a_crash(
+    make_campaign, db_path: Path
+) -> None:
+    config = config_for(make_campaign, "metaquerier.mr1", 2)
+    model = ScriptedModel(answer=lambda m: "[]")
+    with pytest.MonkeyPatch.context() as mp:
+        from relations.metaquerier import TermDeletion
+
+        def broken(self: Any, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
+            raise ZeroDivisionError("oops")
+
+        mp.setattr(TermDeletion, "step", broken)
+        summary = await run_campaign(config, db_path, overrides={MODEL: model})
+    assert summary.outcomes == {"INVALID": 2}
+    assert all("ZeroDivisionError" in reason for _, reason in verdicts(db_path))
+
+
+def test_a_plan_of_a_million_cases_is_generated_lazily(make_campaign) -> None:
+    config = make_campaign(("metaquerier.mr1", 500_000, {}), repeats=2)
+    tracemalloc.start()
+    try:
+        started = time.perf_counter()
+        plan = Plan(config)
+        assert plan.total_cases == 1_000_000
+        cases = plan.cases_for("sim:test")
+        for _ in itertools.islice(cases, 2_000):
+            pass
+        _, after_few = tracemalloc.get_traced_memory()
+        for _ in itertools.islice(cases, 20_000):
+            pass
+        current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert time.perf_counter() - started < 30
+    # Memory does not grow with the cases already produced.
+    assert current < 2_000_000, current
+    assert peak < after_few + 2_000_000, (after_few, peak)
+
+
+async def test_a_huge_campaign_stops_cleanly_when_asked(make_campaign, db_path: Path) -> None:
+    config = config_for(
+        make_campaign, "testkit.chain", 1_000_000, {"turns": 2}, limits={"stop_grace_s": 2}
+    )
+    model = ScriptedModel(delay=0.001)
+    from harness.running.engine import Engine
+
+    original_run = Engine.run
+
+    async def run_then_stop(self: Engine) -> Any:
+        asyncio.get_running_loop().call_later(0.5, self.request_stop, "test stop")
+        return await original_run(self)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Engine, "run", run_then_stop)
+        started = time.monotonic()
+        run = run_campaign(config, db_path, overrides={MODEL: model})
+        summary = await asyncio.wait_for(run, timeout=20)
+    assert time.monotonic() - started < 10
+    assert summary.status == "stopped" and summary.reason == "test stop"
+    assert 0 < summary.cases_closed < 1_000_000
+    [finished] = events_of(db_path, CampaignFinished)
+    assert finished.status == "stopped"
+    # No call is left without an outcome: every AskSent has its reply or failure.
+    with sqlar.connect(db_path) as conn:
+        unanswered = conn.execute(
+            "SELECT count(*) FROM turns WHERE reply IS NULL AND error_kind IS NULL"
+        ).fetchone()[0]
+    assert unanswered == 0
+    assert len(events_of(db_path, ReplyReceived)) >= summary.cases_closed * 2

@@ -1,0 +1,132 @@
+"""Issue 15: cases a worker gives back after another worker's plan walk has passed them are
+taken up by that other worker, which then ends the campaign (before, nobody picked them up
+and the campaign never finished)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import pytest
+
+from harness.plugins.registry import Family, register_family
+from harness.running.plan import Plan
+from harness.running.worker import run_worker, start_campaign
+from harness.store.open import open_reader
+from harness.vocabulary.errors import AuthenticationError, CampaignAbortedError
+from harness.vocabulary.model import GenerationParams, Message, Reply
+from harness.vocabulary.relation import Ask, Case, Outcome, RelationBase, Transcript, Verdict
+
+MODEL = "sim:fake"
+CASES = 20
+IN_FLIGHT = 4
+
+
+class _Pair(RelationBase):
+    """Two asks in one thread, each prompt naming its case and turn, then HELD."""
+
+    name: ClassVar[str] = "givenback.pair"
+    family: ClassVar[str] = "givenback"
+    summary: ClassVar[str] = "test relation: two asks in one thread"
+
+    def make_case(self, index: int, seed: int) -> dict[str, Any]:
+        return {}
+
+    def step(self, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
+        if len(transcript.turns) >= 2:
+            return Verdict(outcome=Outcome.HELD, reason="both answered")
+        return [Ask(thread="t", prompt=f"case {case.index} turn {len(transcript.turns)}")]
+
+
+register_family(
+    Family(name="givenback", summary="test relations", relations=(_Pair,)), origin=__name__
+)
+
+
+class _Model:
+    """Counts the prompts it answers in ``answered``. With ``hold``, every call waits for
+    it and then fails with an authentication error (the worker aborts and gives its cases
+    back)."""
+
+    def __init__(self, answered: Counter[str], hold: asyncio.Event | None = None) -> None:
+        self.name = MODEL
+        self.answered = answered
+        self.hold = hold
+        self.waiting = 0
+
+    async def complete(self, messages: Sequence[Message], params: GenerationParams) -> Reply:
+        if self.hold is not None:
+            self.waiting += 1
+            await self.hold.wait()
+            raise AuthenticationError("the key was revoked")
+        await asyncio.sleep(0.005)
+        self.answered[messages[-1].content] += 1
+        return Reply(text="ok")
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _closed_and_ends(url: str, campaign: str) -> tuple[int, list[tuple[str, str]]]:
+    with open_reader(url) as log:
+        closed = len(set(log.case_ids(campaign, kind="CaseClosed")))
+        ends = [
+            (s.event.kind, getattr(s.event, "status", ""))
+            for s in log.events(kinds=("CampaignFinished",))
+        ]
+    return closed, ends
+
+
+async def test_cases_given_back_behind_a_workers_walk_are_taken_up(
+    make_campaign: Any, pg_url: str
+) -> None:
+    config = make_campaign(("givenback.pair", CASES, {}), model=MODEL, max_in_flight=IN_FLIGHT)
+    campaign = await start_campaign(config, pg_url, Plan(config))
+    # Worker B takes the first cases of the plan and holds them: its calls hang.
+    hold = asyncio.Event()
+    stuck = _Model(Counter(), hold)
+    b = asyncio.create_task(
+        run_worker(pg_url, campaign=campaign, lease_s=5, overrides={MODEL: stuck})
+    )
+    while stuck.waiting < IN_FLIGHT:
+        await asyncio.sleep(0.01)
+    # Worker A walks the whole plan past B's cases and runs every other case.
+    answered: Counter[str] = Counter()
+    a = asyncio.create_task(
+        run_worker(pg_url, campaign=campaign, lease_s=5, overrides={MODEL: _Model(answered)})
+    )
+    while len(answered) < 2 * (CASES - IN_FLIGHT):
+        assert not a.done(), a
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.2)  # A's walk is over: its case workers found no case left
+    # Now B gives its cases back (it aborts; A still runs, so B records no end).
+    hold.set()
+    with pytest.raises(CampaignAbortedError):
+        await b
+    done = await asyncio.wait_for(a, timeout=60)
+    closed, ends = _closed_and_ends(pg_url, campaign)
+    assert closed == CASES
+    assert done.finished and done.run.status == "completed"
+    assert ends == [("CampaignFinished", "completed")]
+    assert max(answered.values()) == 1  # no call answered twice
+
+
+def test_a_planned_case_is_found_by_its_id(make_campaign: Any) -> None:
+    # A worker takes up given-back cases by id: each id gives the case the walk gives.
+    config = make_campaign(("givenback.pair", 5, {}), model=MODEL, repeats=2)
+    plan = Plan(config)
+    walked = list(plan.all_cases())
+    assert len(walked) == 10
+    for case, relation in walked:
+        assert plan.case(case.case_id) == (case, relation)
+    for outside in (
+        f"givenback.pair/5/r0@{MODEL}",  # past the relation's cases
+        f"givenback.pair/1/r2@{MODEL}",  # past the repeats
+        f"givenback.pair/01/r0@{MODEL}",  # not the id's spelling
+        "givenback.pair/1/r0@sim:other",  # another model
+        f"other.relation/1/r0@{MODEL}",
+        "garbage",
+    ):
+        assert plan.case(outside) is None, outside

@@ -1,0 +1,96 @@
+"""Schema evolution: events carry a schema version; old versions are upcast on read; the
+committed fixture log of schema v1 must keep loading in every later version."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness.plugins.assembly import build_report
+from harness.reporting.conversation_export import conversations
+from harness.running.runner import load_resume_point
+from harness.store import sqlar
+from harness.store.fold import fold_case
+from harness.store.reader import EventReader
+from harness.vocabulary import events as events_module
+from harness.vocabulary.errors import EventDecodeError
+from harness.vocabulary.events import EVENT_TYPES, Note, ReplyReceived, decode_event, encode_event
+from harness.vocabulary.model import Reply
+
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "events_v1.db"
+
+
+def test_fixture_log_of_schema_v1_still_loads(tmp_path: Path) -> None:
+    assert FIXTURE.exists(), "tests/fixtures/events_v1.db is committed with the repository"
+    with EventReader(FIXTURE) as log:
+        versions = dict(
+            log.connection.execute("SELECT kind, max(schema_version) FROM events GROUP BY kind")
+        )
+        decoded = list(log.events())
+        campaign = log.latest_campaign()
+        states = [fold_case(evs) for _, evs in log.cases(campaign)]
+        tables = {t.name for t in build_report(log)}
+    kinds = {e.event.kind for e in decoded}
+    print(
+        f"fixture v1: {len(decoded)} events of {len(kinds)} kinds decoded, {len(states)} cases "
+        f"folded, report tables {sorted(tables)}"
+    )
+    assert kinds == set(EVENT_TYPES), "the fixture holds every event kind"
+    assert set(versions.values()) == {1}
+    assert all(s.closed and s.verdict is not None for s in states)
+    assert {"violation_rates", "judges"} <= tables
+    assert len(list(conversations(FIXTURE))) == len(states)
+    # An old log can be appended to and resumed by today's harness.
+    copy = tmp_path / "copy.db"
+    shutil.copy(FIXTURE, copy)
+    point = load_resume_point(copy)
+    assert point.open_cases == {} and len(point.closed) == len(states)
+
+
+def _raw_row(db: Path, kind: str, version: int, payload: str) -> None:
+    conn = sqlar.connect(db)
+    conn.execute(
+        "INSERT INTO events (campaign, case_id, seq, kind, schema_version, batch, ts, payload)"
+        " VALUES ('old', '', 1, ?, ?, 1, 0, ?)",
+        (kind, version, payload),
+    )
+    conn.commit()
+    conn.close()
+
+
+def test_synthetic_v1_to_v2_upcast(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Pretend today's ReplyReceived is v2, and v1 stored the reply text at the top level.
+    monkeypatch.setattr(ReplyReceived, "SCHEMA_VERSION", 2)
+
+    def v1_to_v2(data: dict[str, object]) -> dict[str, object]:
+        data = dict(data)
+        data["reply"] = {"text": data.pop("text")}
+        return data
+
+    monkeypatch.setitem(events_module._UPCASTERS, ("ReplyReceived", 1), v1_to_v2)
+    old = json.dumps({"kind": "ReplyReceived", "turn": 3, "text": "[nurse]"})
+    event = decode_event("ReplyReceived", 1, old)
+    assert isinstance(event, ReplyReceived)
+    assert event.reply == Reply(text="[nurse]") and event.turn == 3
+    kind, version, payload = encode_event(ReplyReceived(turn=1, reply=Reply(text="x")))
+    assert version == 2  # new rows carry the new version and are read without upcasting
+    assert decode_event(kind, version, payload) == ReplyReceived(turn=1, reply=Reply(text="x"))
+    # Through a real log file, as every reader sees it.
+    db = tmp_path / "old.db"
+    shutil.copy(FIXTURE, db)
+    _raw_row(db, "ReplyReceived", 1, old)
+    with EventReader(db) as log:
+        upcast = [e.event for e in log.events("old")]
+    assert upcast == [event]
+    # An old payload the upcaster cannot read, a missing upcaster, a newer version: typed errors.
+    with pytest.raises(EventDecodeError, match="cannot be upcast"):
+        decode_event("ReplyReceived", 1, json.dumps({"kind": "ReplyReceived", "turn": 1}))
+    monkeypatch.setattr(Note, "SCHEMA_VERSION", 2)
+    with pytest.raises(EventDecodeError, match="no upcaster"):
+        decode_event("Note", 1, json.dumps({"kind": "Note", "topic": "t"}))
+    with pytest.raises(EventDecodeError, match="upgrade"):
+        decode_event("ReplyReceived", 3, old)
+    print("synthetic upcast v1 -> v2: decoded through the log; 3 bad cases raised EventDecodeError")
