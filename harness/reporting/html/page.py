@@ -242,7 +242,7 @@ def render_html(
         tables = build_tables(log, campaign, sections=sections, **options)
     index = case_index(ReportContext(log, campaign), max_cases)
     header, name = header_html(log, campaign)
-    sections = [section_html(t, index) for t in tables]
+    parts = [section_html(t, index) for t in tables]
     nav = "".join(f'<li><a href="#t-{escape(t.name)}">{escape(t.title)}</a></li>' for t in tables)
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
@@ -258,7 +258,7 @@ def render_html(
         f"<header><h1>bias-harness report: {escape(name)}</h1></header>"
         f'<nav aria-label="Report sections"><ol><li><a href="#campaign">Campaign</a></li>{nav}'
         '<li><a href="#cases">Cases</a></li></ol></nav>'
-        f'<main id="main">{header}{"".join(sections)}{cases_html(index)}</main>'
+        f'<main id="main">{header}{"".join(parts)}{cases_html(index)}</main>'
         f'<script type="application/octet-stream" id="case-pack">{packed(index)}</script>'
         f"<script>{_asset('report.js')}</script></body></html>\n"
     )
