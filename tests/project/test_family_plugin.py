@@ -15,17 +15,28 @@ from click.testing import CliRunner
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.cli import main
+from harness.family_api import (
+    Ask,
+    Case,
+    EventReader,
+    Family,
+    ModelSpec,
+    Outcome,
+    RelationBase,
+    ReportContext,
+    ReportSection,
+    SimHandler,
+    SimRequest,
+    Table,
+    Transcript,
+    Verdict,
+    run_campaign,
+)
 from harness.models.sim import SimModel
 from harness.plugins.assembly import build_report
-from harness.plugins.registry import Family, extra_family, registry
-from harness.reporting.tables import ReportContext, ReportSection, Table
+from harness.plugins.registry import extra_family, registry
 from harness.running.campaign import parse_campaign
-from harness.running.runner import run_campaign
-from harness.store.reader import EventReader
 from harness.vocabulary.errors import RegistryError
-from harness.vocabulary.model import ModelSpec
-from harness.vocabulary.relation import Ask, Case, Outcome, RelationBase, Transcript, Verdict
-from harness.vocabulary.simulation import SimHandler, SimRequest
 
 WORDS = ("apple", "river", "candle", "meadow")
 
