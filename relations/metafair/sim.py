@@ -19,7 +19,7 @@ import json
 import re
 
 from harness.family_api import SimHandler, SimRequest
-from relations.metafair.sim_judge import answer_judge
+from relations.metafair.judges.sim import answer_judge
 from relations.metafair.sim_truth import DEFAULT_TAILORING, TAILORED_MARK, MetaFairTruth
 
 __all__ = ["DEFAULT_TAILORING", "SIM_HANDLERS", "TAILORED_MARK", "MetaFairTruth"]

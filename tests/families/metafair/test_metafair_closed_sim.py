@@ -18,8 +18,8 @@ from harness.running.campaign import parse_campaign
 from harness.running.runner import run_campaign
 from harness.store.reader import EventReader
 from harness.verifying.replay import verify_log
-from relations.metafair.closed import closed_tests
-from relations.metafair.closed_truth import MetaFairClosedTruth
+from relations.metafair.closed.relations import closed_tests
+from relations.metafair.closed.truth import MetaFairClosedTruth
 from relations.metafair.testset import MetaFairTest, write_testset
 
 VARIANTS = 20  # tests per (hand-written template, attribute)

@@ -24,7 +24,7 @@ from collections import Counter
 from typing import Any
 
 import corpora
-from relations.metafair.closed_oracles import prompt_items, prompt_options
+from relations.metafair.closed.oracles import prompt_items, prompt_options
 
 DROP_REASONS = (
     "malformed JSON",

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 import corpora
 from harness.family_api import ConfigError
-from relations.metafair.judge import Method
+from relations.metafair.judges.prompts import Method
 from relations.metafair.testset import MetaFairTest, read_testset
 
 SHIPPED_TESTSET = "metafair/open_tests.json"

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 import corpora
 from harness.family_api import Ask, Case, ConfigError, Outcome, RelationBase, Transcript, Verdict
-from relations.metafair.generation_validate import INVERTED, PROPER_NOUNS, validate_reply
+from relations.metafair.generation.validate import INVERTED, PROPER_NOUNS, validate_reply
 
 THREAD = "generate"
 REPLACEMENT_MRS = (5, 11, 12, 13, 14)  # the source carries another attribute

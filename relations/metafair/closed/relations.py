@@ -37,7 +37,7 @@ from harness.family_api import (
     Transcript,
     Verdict,
 )
-from relations.metafair.closed_oracles import (
+from relations.metafair.closed.oracles import (
     BIASED,
     MODES,
     UNBIASED,
@@ -45,7 +45,7 @@ from relations.metafair.closed_oracles import (
     prompt_items,
     read_pair,
 )
-from relations.metafair.import_rows import ImportedRow, read_rows
+from relations.metafair.importing.rows import ImportedRow, read_rows
 from relations.metafair.testset import MetaFairTest, read_testset
 
 CLOSED_MRS = (11, 12, 13, 14)
