@@ -47,6 +47,7 @@ FAMILY = Family(
         "recorded": Lazy("recorded", "relations.metafair.importing.importer:build_recorded")
     },
     importers=(Lazy("metafair", "relations.metafair.importing.importer:import_metafair"),),
+    corpora=Deferred("relations.metafair.corpus:CORPORA"),
     docs=Path(__file__).with_name("docs.md"),
 )
 

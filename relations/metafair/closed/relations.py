@@ -50,7 +50,7 @@ from relations.metafair.testset import MetaFairTest, read_testset
 
 CLOSED_MRS = (11, 12, 13, 14)
 SOURCE, FOLLOW_UP = "source", "follow_up"
-DEFAULT_TESTSET = Path(corpora.__file__).resolve().parent / "metafair" / "closed_tests.json"
+DEFAULT_TESTSET = corpora.data_file("metafair/closed_tests.json")
 DEFAULT_THRESHOLD = {11: 3.0, 14: 0.3}
 
 # Our own wording of each closed answer format, appended to both prompts of a test.

@@ -174,9 +174,9 @@ def test_dimensions_filter_the_cases() -> None:
 
 
 def test_the_hand_written_set_is_well_formed() -> None:
-    import corpora
+    from relations.metafair.corpus import attribute_catalogue
 
-    catalogue = corpora.attribute_catalogue()
+    catalogue = attribute_catalogue()
     for mr in (11, 12, 13, 14):
         tests: tuple[MetaFairTest, ...] = closed_tests(None, mr)
         assert {t.dimension for t in tests} == set(catalogue.dimensions)
