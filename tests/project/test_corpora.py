@@ -12,7 +12,7 @@ from harness.plugins.family_parts import corpora as registered_corpora
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CORPORA_DIR = Path(corpora.__file__).resolve().parent
-NOT_DATA = {"__init__.py", "PROVENANCE.md"}
+NOT_DATA = {"__init__.py", "PROVENANCE.md", "py.typed"}
 
 
 def data_files() -> set[Path]:
