@@ -210,6 +210,11 @@ if TYPE_CHECKING:
         config_error as config_error,
     )
 
+    # Describing a family's data files
+    from harness.vocabulary.corpus import (
+        Corpus as Corpus,
+    )
+
     # Errors: the one error tree
     from harness.vocabulary.errors import (
         ConfigError as ConfigError,
@@ -394,6 +399,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     "StoreError": ("harness.vocabulary.errors", "StoreError"),
     "config_error": ("harness.vocabulary.config_errors", "config_error"),
     "Family": ("harness.plugins.registry", "Family"),
+    "Corpus": ("harness.vocabulary.corpus", "Corpus"),
     "Deferred": ("harness.plugins.family_refs", "Deferred"),
     "Lazy": ("harness.plugins.family_refs", "Lazy"),
     "package_attribute": ("harness.plugins.family_refs", "package_attribute"),
@@ -483,6 +489,7 @@ __all__ = [
     "CaseClosed",
     "CaseOpened",
     "ConfigError",
+    "Corpus",
     "Deferred",
     "Event",
     "EventReader",

@@ -7,15 +7,17 @@ only when it is asked for by name or its whole kind is listed.
 
 from __future__ import annotations
 
+import importlib.metadata
 from typing import TYPE_CHECKING
 
-from harness.plugins.registry import Family, registry
+from harness.plugins.registry import ENTRY_POINT_GROUP, Family, registry
 
 if TYPE_CHECKING:
     import click
     from pydantic import BaseModel
 
     from harness.reporting.tables import ReportSection
+    from harness.vocabulary.corpus import Corpus
     from harness.vocabulary.model import ModelFactory
     from harness.vocabulary.relation import RelationBase
     from harness.vocabulary.rubric import JudgeRubric
@@ -38,6 +40,20 @@ def relation_names() -> list[str]:
 def relation_class(name: str) -> type[RelationBase] | None:
     cls: type[RelationBase] | None = registry().get("relation", name)
     return cls
+
+
+def family_origin(name: str) -> str | None:
+    """Where family ``name`` was found (``"package.module:ATTRIBUTE"`` for an entry point)."""
+    return registry().origin(name)
+
+
+def family_distribution(name: str) -> str | None:
+    """``"distribution version"`` of the installed package whose entry point provides family
+    ``name``; None when no entry point does (not installed, or registered by a test)."""
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP, name=name):
+        if ep.dist is not None:
+            return f"{ep.dist.name} {ep.dist.version}"
+    return None
 
 
 def family_of(relation: str) -> Family | None:
@@ -102,3 +118,8 @@ def importer_names() -> list[str]:
 def importer(name: str) -> click.Command | None:
     found: click.Command | None = registry().get("importer", name)
     return found
+
+
+def corpora() -> list[tuple[str, Corpus]]:
+    """Every registered corpus with the name of the family that declared it, by corpus name."""
+    return [(e.family, e.value) for e in registry().entries("corpus")]

@@ -12,7 +12,7 @@ extractor.
   list names, and apply its duplicate rule, without importing; the registry checks on
   loading that the object carries the declared name.
 - `Deferred` stands for contributions that are only ever used all together (report
-  sections, sim handlers, the planted-truth options of ``sim:`` models): they are imported
+  sections, sim handlers, the planted-truth options of ``sim:`` models, corpora): they are imported
   when their kind is first listed, and registered then under the same duplicate rule.
 """
 
@@ -55,8 +55,8 @@ class Lazy:
 @dataclass(frozen=True)
 class Deferred:
     """Contributions of one kind, imported together when that kind is first listed: each
-    target names a sequence of them (report sections, sim handlers) or, for ``sim_options``,
-    the one pydantic model of planted truth."""
+    target names a sequence of them (report sections, sim handlers, corpora) or, for
+    ``sim_options``, the one pydantic model of planted truth."""
 
     targets: tuple[str, ...]
 

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from harness.reporting.tables import ReportSection
+    from harness.vocabulary.corpus import Corpus
     from harness.vocabulary.model import ModelFactory
     from harness.vocabulary.relation import RelationBase
     from harness.vocabulary.rubric import JudgeRubric
@@ -55,6 +56,7 @@ Kind = Literal[
     "sim handler",
     "sim option",
     "judge rubric",
+    "corpus",
 ]
 
 
@@ -64,9 +66,10 @@ class Family:
 
     ``judge_rubric`` applies to every relation of the family; ``sim_options`` is a pydantic
     model whose fields become options of ``sim:`` models (the family's planted truth),
-    handed to its sim handlers through `SimRequest.planted`. Any part may be given by
-    reference (`Lazy` for a named part, `Deferred` for parts used all together), so that
-    describing the family imports nothing of it.
+    handed to its sim handlers through `SimRequest.planted`. ``corpora`` are the data files
+    the family reads (listed by ``harness corpora``, hashed into the code version). Any part
+    may be given by reference (`Lazy` for a named part, `Deferred` for parts used all
+    together), so that describing the family imports nothing of it.
     """
 
     name: str
@@ -80,6 +83,7 @@ class Family:
     commands: Sequence[click.Command | Lazy] = ()
     importers: Sequence[click.Command | Lazy] = ()
     docs: Path | None = None
+    corpora: Sequence[Corpus] | Deferred = ()
 
 
 @dataclass(frozen=True)
@@ -96,8 +100,11 @@ class Registry:
 
     def __init__(self) -> None:
         self._entries: dict[tuple[Kind, str], Entry] = {}
-        # Parts given as `Deferred`, per kind, until that kind is first listed.
-        self._deferred: dict[Kind, list[tuple[Deferred, str]]] = {}
+        # Parts given as `Deferred`, per kind, until that kind is first listed: (parts,
+        # where, family name).
+        self._deferred: dict[Kind, list[tuple[Deferred, str, str]]] = {}
+        # Family name -> where it was found ("package.module:ATTRIBUTE" for an entry point).
+        self._origins: dict[str, str] = {}
         # Threads share the registry (a server answering in threads builds a sim model per
         # request): while one imports a kind's parts, the others wait for all of them rather
         # than see the part of the list registered so far. Re-entrant: an import may list.
@@ -157,14 +164,14 @@ class Registry:
                 return
             self._expanding.add(kind)
             try:
-                for deferred, where in pending:
+                for deferred, where, family in pending:
                     parts = deferred.load(f"the {kind}s of {where}")
                     if kind == "sim option":
                         for model in parts:
                             self._add_sim_options(model, where)
                         continue
                     for part in (p for sequence in parts for p in sequence):
-                        self.add(kind, part.name, part, where)
+                        self.add(kind, part.name, part, where, family)
             finally:
                 self._expanding.discard(kind)
                 del self._deferred[kind]
@@ -173,6 +180,7 @@ class Registry:
         """Register a family and each of its contributions under its origin."""
         where = f"family {family.name!r} ({origin})"
         self.add("family", family.name, family, where)
+        self._origins[family.name] = origin
         for relation in family.relations:
             if not isinstance(relation, Lazy) and relation.family != family.name:
                 raise RegistryError(
@@ -180,10 +188,13 @@ class Registry:
                     f"{relation.family!r}, but {where} lists it"
                 )
             self.add("relation", relation.name, relation, where, family.name)
-        self._add_parts("report section", family.report_sections, where)
-        self._add_parts("sim handler", family.sim_handlers, where)
+        self._add_parts("report section", family.report_sections, where, family.name)
+        self._add_parts("sim handler", family.sim_handlers, where, family.name)
+        self._add_parts("corpus", family.corpora, where, family.name)
         if isinstance(family.sim_options, Deferred):
-            self._deferred.setdefault("sim option", []).append((family.sim_options, where))
+            self._deferred.setdefault("sim option", []).append(
+                (family.sim_options, where, family.name)
+            )
         elif family.sim_options is not None:
             self._add_sim_options(family.sim_options, where)
         if family.judge_rubric is not None:
@@ -200,12 +211,19 @@ class Registry:
         for option in model.model_fields:
             self.add("sim option", option, model, where)
 
-    def _add_parts(self, kind: Kind, parts: Sequence[Any] | Deferred, where: str) -> None:
+    def origin(self, family: str) -> str | None:
+        """Where family ``family`` was found: its entry point's ``"package.module:ATTRIBUTE"``,
+        or what `register_family` / `extra_family` were given."""
+        return self._origins.get(family)
+
+    def _add_parts(
+        self, kind: Kind, parts: Sequence[Any] | Deferred, where: str, family: str
+    ) -> None:
         if isinstance(parts, Deferred):
-            self._deferred.setdefault(kind, []).append((parts, where))
+            self._deferred.setdefault(kind, []).append((parts, where, family))
             return
         for part in parts:
-            self.add(kind, part.name, part, where)
+            self.add(kind, part.name, part, where, family)
 
 
 def _check_loaded(entry: Entry, value: Any, where: str) -> None:

@@ -17,10 +17,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from harness.models.providers import check_vendor_options
 from harness.plugins.assembly import build_relation, known_schemes
+from harness.plugins.family_parts import families, family_distribution, relation_class
+from harness.plugins.registry import ENTRY_POINT_GROUP
 from harness.store.postgres_url import PostgresUrl, is_postgres_url
 from harness.vocabulary.answer_shape import AnswerFormat
 from harness.vocabulary.config_errors import config_error
-from harness.vocabulary.errors import ConfigError, strip_url_credentials
+from harness.vocabulary.errors import ConfigError, FamilyNotInstalledError, strip_url_credentials
 from harness.vocabulary.model import GenerationParams, ModelSpec
 
 
@@ -113,6 +115,38 @@ def parse_campaign(data: dict[str, Any], *, source: str = "campaign") -> Campaig
         ) from exc
     _check_references(config)
     return config
+
+
+def parse_recorded_campaign(data: dict[str, Any], *, source: str) -> CampaignConfig:
+    """The campaign a log's CampaignStarted recorded, as `parse_campaign` reads it, except that
+    a relation no installed family registers is `FamilyNotInstalledError`: the log is not
+    wrong, a package is missing. The family is the relation name's prefix (``family.name``,
+    as every relation is named; logs do not record the distribution)."""
+    relations = data.get("relations")
+    for spec in relations if isinstance(relations, list) else []:
+        name = spec.get("name") if isinstance(spec, dict) else None
+        if isinstance(name, str) and relation_class(name) is None:
+            raise _missing_relation(name, source)
+    return parse_campaign(data, source=source)
+
+
+def _missing_relation(relation: str, source: str) -> FamilyNotInstalledError:
+    family = relation.partition(".")[0]
+    if family in [f.name for f in families()]:
+        installed = family_distribution(family)
+        provider = f" (installed: {installed})" if installed else ""
+        message = (
+            f"{source} needs relation {relation!r} of family {family!r}, which the installed "
+            f"family{provider} does not register; install the version of the package that "
+            f"provides it (the log was written with another one)"
+        )
+    else:
+        message = (
+            f"{source} needs relation {relation!r} of family {family!r}, which is not "
+            f"installed; install the package that provides the {family!r} family (entry "
+            f"point group {ENTRY_POINT_GROUP})"
+        )
+    return FamilyNotInstalledError(message, relation=relation, family=family)
 
 
 def _check_references(config: CampaignConfig) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import signal
 import uuid
 from collections.abc import Callable, Mapping
@@ -16,7 +15,8 @@ from harness.models.gates import CallGate, InFlightGate
 from harness.models.providers import Budgets, build_budgets, campaign_endpoints
 from harness.plugins.assembly import build_model
 from harness.reporting.campaign_status import refuse_resume_of_import
-from harness.running.campaign import CampaignConfig, parse_campaign
+from harness.running.campaign import CampaignConfig, parse_campaign, parse_recorded_campaign
+from harness.running.code_version import code_version as code_version
 from harness.running.engine import AnswerCache, Engine, ProgressSink, RunSummary
 from harness.running.plan import Plan
 from harness.store.fold import CaseState, fold_case
@@ -27,26 +27,12 @@ from harness.vocabulary.errors import ConfigError, StoreError
 from harness.vocabulary.events import CampaignResumed, CampaignStarted
 from harness.vocabulary.model import Model
 
-_ROOT = Path(__file__).resolve().parents[2]
-
 
 def harness_version() -> str:
     try:
         return version("bias-harness")
     except PackageNotFoundError:
         return "0+unknown"
-
-
-def code_version() -> str:
-    """Content hash of the code and corpora that decide asks and verdicts."""
-    digest = hashlib.sha256()
-    for package in ("harness", "relations", "corpora"):
-        base = _ROOT / package
-        for path in sorted(base.rglob("*")):
-            if path.is_file() and path.suffix in {".py", ".csv", ".toml", ".json"}:
-                digest.update(path.relative_to(_ROOT).as_posix().encode())
-                digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
 
 
 @dataclass
@@ -202,7 +188,7 @@ def load_resume_point(db: str | Path, campaign: str | None = None) -> ResumePoin
                 field="--campaign",
                 fix="give one of those ids, or leave --campaign out for the latest",
             )
-        config = parse_campaign(started.config, source=f"{db} (recorded campaign)")
+        config = parse_recorded_campaign(started.config, source=f"{db} (recorded campaign)")
         summary = log.summary(campaign)
         closed = summary.closed
         open_cases: dict[str, CaseState] = {}

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.running.campaign import CampaignConfig, parse_campaign
+from harness.running.campaign import CampaignConfig, parse_recorded_campaign
 from harness.store.fold import CaseState, TurnState, fold_or_raise, messages_for
 from harness.store.open import open_reader
 from harness.store.protocol import EventLog
@@ -73,7 +73,9 @@ def recorded_config(log: EventReader, campaign: str) -> tuple[CampaignStarted, C
     )
     if started is None:
         raise StoreError(f"{log.path} has no campaign {campaign!r}")
-    return started, parse_campaign(started.config, source=f"{log.path} (recorded campaign)")
+    return started, parse_recorded_campaign(
+        started.config, source=f"{log.path} (recorded campaign)"
+    )
 
 
 # --- pure verification -----------------------------------------------------------------

@@ -204,3 +204,14 @@ class RelationError(HarnessError):
 class RegistryError(HarnessError):
     """A family, relation, backend, section, command or handler could not be registered:
     a name registered twice, or a family entry point that does not load."""
+
+
+class FamilyNotInstalledError(RegistryError):
+    """A log (or a campaign) needs a relation that no installed family registers: the data
+    is fine, a package is missing (or is another version). Names the relation, its family
+    and what to install."""
+
+    def __init__(self, message: str, *, relation: str, family: str) -> None:
+        self.relation = relation
+        self.family = family
+        super().__init__(message)

@@ -25,6 +25,7 @@ FAMILY = Family(
     sim_handlers=Deferred("relations.badf.sim:SIM_HANDLERS"),
     sim_options=Deferred("relations.badf.sim:BadfTruth"),
     commands=(Lazy("badf", "relations.badf.cli:group"),),
+    corpora=Deferred("relations.badf.corpus:CORPORA"),
     docs=Path(__file__).with_name("docs.md"),
 )
 

@@ -17,6 +17,7 @@ from itertools import combinations
 from typing import Literal, get_args
 
 import corpora
+from harness.family_api import Corpus
 
 IdentityCategory = Literal["gender", "race", "religion"]
 LocationCategory = Literal[
@@ -103,3 +104,38 @@ def check_unique_names() -> None:
         names = [d.name for d in descriptors(category)]
         if len(set(names)) != len(names):
             raise ValueError(f"badf/descriptors.toml: repeated name in {category}")
+
+
+# --- What ``harness corpora`` lists -------------------------------------------------------
+
+
+def describe_locations() -> str:
+    """The locations counted, with their categories."""
+    return f"{len(locations())} locations in {len(LOCATION_CATEGORIES)} categories"
+
+
+def describe_descriptors() -> str:
+    """The descriptors counted per identity category."""
+    return "descriptors: " + ", ".join(
+        f"{c} {len(descriptors(c))} ({len(identities(c))} identities)" for c in IDENTITY_CATEGORIES
+    )
+
+
+def describe_concept_pairs() -> str:
+    """The labelled concept pairs counted, and how many mean the same."""
+    import csv
+
+    rows = list(csv.DictReader(corpora.read_text(CONCEPT_PAIRS_FILE).splitlines()))
+    same = sum(1 for row in rows if row["same"] == "1")
+    return f"{len(rows)} labelled concept pairs ({same} the same concept)"
+
+
+CONCEPT_PAIRS_FILE = "badf_concept_pairs.csv"
+CORPORA = tuple(
+    Corpus(name, (corpora.data_file(name),), describe, corpora.PROVENANCE)
+    for name, describe in (
+        ("badf/locations.toml", describe_locations),
+        ("badf/descriptors.toml", describe_descriptors),
+        (CONCEPT_PAIRS_FILE, describe_concept_pairs),
+    )
+)

@@ -24,7 +24,7 @@ from scipy import stats
 
 import corpora
 
-PAIRS_FILE = Path(corpora.__file__).resolve().parent / "badf_concept_pairs.csv"
+PAIRS_FILE = corpora.data_file("badf_concept_pairs.csv")
 PAPER_THRESHOLD = 0.63  # the paper's Appendix G, for all-mpnet-base-v2
 RELEASED_CODE_THRESHOLD = 0.83  # the authors' released code
 

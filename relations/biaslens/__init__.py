@@ -23,6 +23,7 @@ FAMILY = Family(
     },
     commands=(Lazy("biaslens", "relations.biaslens.cli:group"),),
     importers=(Lazy("biaslens", "relations.biaslens.cli:import_biaslens"),),
+    corpora=Deferred("relations.biaslens.corpus:CORPORA"),
     docs=Path(__file__).with_name("docs.md"),
 )
 

@@ -14,6 +14,7 @@ FAMILY = Family(
     report_sections=Deferred("relations.langbite.report:REPORT_SECTIONS"),
     sim_handlers=Deferred("relations.langbite.sim:SIM_HANDLERS"),
     commands=(Lazy("langbite", "relations.langbite.cli:group"),),
+    corpora=Deferred("relations.langbite.corpus:CORPORA"),
     docs=Path(__file__).with_name("docs.md"),
 )
 

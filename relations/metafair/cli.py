@@ -22,7 +22,7 @@ def group() -> None:
 @click.option("--force", is_flag=True, help="Replace OUT if it exists.")
 def export(db: Path, out: Path, campaign: str | None, force: bool) -> None:
     """Export the tests a metafair.generate campaign in DB wrote to OUT (.json or .csv)."""
-    from relations.metafair.generation_export import read_generated, write_generated
+    from relations.metafair.generation.export import read_generated, write_generated
 
     check_output(out, inputs=[db], force=force, option="OUT")
     generated = read_generated(db, campaign)

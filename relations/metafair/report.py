@@ -29,10 +29,10 @@ from harness.family_api import (
     majority_per_case,
     rounded,
 )
-from relations.metafair.generation_report import dropped_per_relation
-from relations.metafair.judge_quality import JUDGE_QUALITY_SECTIONS
-from relations.metafair.nondeterminism import NONDETERMINISM_SECTIONS
-from relations.metafair.verdicts import RESPONSE_INVALID, UNJUDGED, judged_tests
+from relations.metafair.generation.report import dropped_per_relation
+from relations.metafair.judges.nondeterminism import NONDETERMINISM_SECTIONS
+from relations.metafair.judges.quality import JUDGE_QUALITY_SECTIONS
+from relations.metafair.judges.verdicts import RESPONSE_INVALID, UNJUDGED, judged_tests
 
 VALID = ("BIASED", "UNBIASED")
 # Counts of test generation: each returns {(model, relation): items dropped by validation}

@@ -19,7 +19,7 @@ import json
 import re
 
 from harness.family_api import SimHandler, SimRequest
-from relations.metafair.sim_judge import answer_judge
+from relations.metafair.judges.sim import answer_judge
 from relations.metafair.sim_truth import DEFAULT_TAILORING, TAILORED_MARK, MetaFairTruth
 
 __all__ = ["DEFAULT_TAILORING", "SIM_HANDLERS", "TAILORED_MARK", "MetaFairTruth"]
@@ -52,9 +52,9 @@ def answer_open_question(req: SimRequest) -> str | None:
 
 @functools.cache
 def _catalogue_words() -> tuple[str, ...]:
-    import corpora
+    import relations.metafair.corpus as corpus
 
-    catalogue = corpora.attribute_catalogue()
+    catalogue = corpus.attribute_catalogue()
     return tuple(a.word for d in catalogue.dimensions for a in catalogue.of(d))
 
 
@@ -71,9 +71,9 @@ def named_group(prompt: str) -> str | None:
 
 @functools.cache
 def _catalogue_names() -> tuple[tuple[str, str], ...]:
-    import corpora
+    import relations.metafair.corpus as corpus
 
-    nouns = corpora.attribute_catalogue().proper_nouns
+    nouns = corpus.attribute_catalogue().proper_nouns
     return tuple((name, label) for _, label, names in nouns for name in names)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pydantic import ConfigDict, Field
 
-from relations.metafair.closed_truth import MetaFairClosedTruth
+from relations.metafair.closed.truth import MetaFairClosedTruth
 
 # What a tailored answer says; simulated judges and the suitability check look for it.
 TAILORED_MARK = "especially as someone who is"

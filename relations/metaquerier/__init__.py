@@ -18,6 +18,7 @@ FAMILY = Family(
     sim_handlers=Deferred("relations.metaquerier.sim:SIM_HANDLERS"),
     sim_options=Deferred("relations.metaquerier.sim:MetaQuerierTruth"),
     judge_rubric=Lazy("metaquerier", "relations._common.conversation_rubric:RUBRIC"),
+    corpora=Deferred("relations.metaquerier.corpus:CORPORA"),
     docs=Path(__file__).with_name("docs.md"),
 )
 

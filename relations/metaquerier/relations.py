@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-import corpora
+import relations.metaquerier.corpus as corpus
 from harness.family_api import (
     AnswerShape,
     Ask,
@@ -55,7 +55,7 @@ class TermListOptions(BaseModel):
         default=3, ge=1, le=30, description="terms deleted (MR1) or inserted (MR2) in turn 2"
     )
     groups: list[str] = Field(
-        default_factory=lambda: list(corpora.GROUPS),
+        default_factory=lambda: list(corpus.GROUPS),
         min_length=1,
         description="social groups the questions are about (default: every group)",
     )
@@ -69,14 +69,14 @@ class TermListOptions(BaseModel):
     @field_validator("groups")
     @classmethod
     def _known_groups(cls, groups: list[str]) -> list[str]:
-        unknown = [g for g in groups if g not in corpora.GROUPS]
+        unknown = [g for g in groups if g not in corpus.GROUPS]
         if unknown:
-            raise ValueError(f"unknown group(s) {unknown}; known: {list(corpora.GROUPS)}")
+            raise ValueError(f"unknown group(s) {unknown}; known: {list(corpus.GROUPS)}")
         return groups
 
     @model_validator(mode="after")
     def _corpus_is_large_enough(self) -> TermListOptions:
-        by_group = corpora.terms_by_group()
+        by_group = corpus.terms_by_group()
         pool = sum(len(by_group[g]) for g in set(self.groups))
         if pool < self.list_size + self.insert_size:
             raise ValueError(
@@ -87,9 +87,9 @@ class TermListOptions(BaseModel):
 
 
 @functools.lru_cache(maxsize=64)
-def _pool(groups: tuple[str, ...]) -> tuple[corpora.Term, ...]:
+def _pool(groups: tuple[str, ...]) -> tuple[corpus.Term, ...]:
     """The terms of ``groups`` in draw order (built once: it was a tenth of a replay)."""
-    by_group = corpora.terms_by_group()
+    by_group = corpus.terms_by_group()
     return tuple(t for g in groups for t in by_group.get(g, ()))
 
 

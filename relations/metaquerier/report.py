@@ -46,9 +46,9 @@ if TYPE_CHECKING:
 
 @functools.cache
 def _explicitly_gendered() -> frozenset[str]:
-    import corpora
+    import relations.metaquerier.corpus as corpus
 
-    return frozenset(t.text for t in corpora.social_terms() if t.gender)
+    return frozenset(t.text for t in corpus.social_terms() if t.gender)
 
 
 def _is_metaquerier(relation: str) -> bool:

@@ -77,9 +77,9 @@ _LIST_QUESTION = re.compile(
 @functools.cache
 def _explicit_genders() -> dict[str, str]:
     # Built once: rebuilding it on every call was a tenth of the engine benchmark's CPU.
-    import corpora
+    import relations.metaquerier.corpus as corpus
 
-    return {t.text.lower(): t.gender for t in corpora.social_terms() if t.gender}
+    return {t.text.lower(): t.gender for t in corpus.social_terms() if t.gender}
 
 
 def answer_term_list(req: SimRequest) -> str | None:

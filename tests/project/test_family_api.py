@@ -30,6 +30,7 @@ PINNED = [
     "CaseClosed",
     "CaseOpened",
     "ConfigError",
+    "Corpus",
     "Deferred",
     "Event",
     "EventReader",

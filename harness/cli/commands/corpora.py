@@ -1,30 +1,35 @@
-"""``harness corpora``: the data the relations draw from, with counts and provenance."""
+"""``harness corpora``: the data the relations draw from, with counts and provenance.
+
+Every corpus comes from the registry (each family declares its own, `Family.corpora`), so
+the core names no family's data: a third party's family lists its corpora here too.
+"""
 
 from __future__ import annotations
 
-from collections import Counter
+from itertools import groupby
 
 import click
 
-import corpora
+from harness.plugins.family_parts import corpora
 
 
 @click.command("corpora")
 def command() -> None:
-    """List the embedded corpora and their sizes."""
-    terms = corpora.social_terms()
-    by_group = Counter(t.group for t in terms)
-    gendered = Counter(t.gender for t in terms if t.gender)
-    click.echo(
-        f"social_groups.csv  {len(terms)} terms: "
-        + ", ".join(f"{g} {by_group[g]}" for g in corpora.GROUPS)
-        + f" (explicitly female {gendered['female']}, male {gendered['male']})"
-    )
-    catalogue = corpora.attribute_catalogue()
-    click.echo(
-        f"attributes.toml    {len(catalogue.attributes)} attributes: "
-        + ", ".join(f"{d} {len(catalogue.of(d))}" for d in catalogue.dimensions)
-    )
-    questions = corpora.inverted_questions()
-    click.echo(f"inverted_questions.toml  {len(questions.questions)} question templates")
-    click.echo("provenance: corpora/PROVENANCE.md")
+    """List the embedded corpora and their sizes, by family."""
+    found = sorted(corpora(), key=lambda fc: (fc[0], fc[1].name))
+    if not found:
+        click.echo("no family declares a corpus")
+        return
+    width = max(len(corpus.name) for _, corpus in found)
+    for family, group in groupby(found, key=lambda fc: fc[0]):
+        click.echo(family)
+        for _, corpus in group:
+            click.echo(f"  {corpus.name:<{width}}  {corpus.describe()}")
+    sources: dict[str, list[str]] = {}
+    for _, corpus in found:
+        sources.setdefault(corpus.provenance or "not stated", []).append(corpus.name)
+    if len(sources) == 1:
+        click.echo(f"provenance: {next(iter(sources))}")
+        return
+    for source, names in sources.items():
+        click.echo(f"provenance: {source} ({', '.join(names)})")

@@ -15,7 +15,7 @@ from harness.reporting.report import build_tables
 from harness.reporting.tables import ReportContext, ReportOptions, ReportSection, Table
 from harness.store.reader import EventReader
 from relations.biaslens.importer import import_released
-from relations.metafair.verdicts import judged_tests
+from relations.metafair.judges.verdicts import judged_tests
 
 HEADER = ["Role", "Question Type", "Question", "Answer", "LLM 1", "LLM 2", "LLM 3", "final"]
 

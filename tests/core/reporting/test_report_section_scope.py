@@ -16,7 +16,7 @@ from harness.running.campaign import parse_campaign
 from harness.running.runner import run_campaign
 from harness.store.reader import EventReader
 from relations.biaslens.report import biaslens_tables
-from relations.metafair.closed_report import load_closed_cases
+from relations.metafair.closed.report import load_closed_cases
 
 
 @pytest.fixture(scope="module")

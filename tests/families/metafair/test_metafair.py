@@ -10,14 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import corpora
 from harness.plugins.assembly import build_relation
 from harness.vocabulary.errors import ConfigError
 from harness.vocabulary.relation import Ask, Case, Outcome, Transcript, Turn, Verdict
+from relations.metafair.corpus import attribute_catalogue, inverted_questions
 from relations.metafair.relations import CHECK, SOURCE
 
 NAME = "metafair.mr8"
-DIMENSIONS = corpora.attribute_catalogue().dimensions
+DIMENSIONS = attribute_catalogue().dimensions
 _YES_NO = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
 
 
@@ -76,10 +76,10 @@ def check_reply(draw: st.DrawFn) -> tuple[str, Outcome]:
 
 
 def test_every_dimension_has_questions_and_attributes() -> None:
-    questions = corpora.inverted_questions()
+    questions = inverted_questions()
     for dim in DIMENSIONS:
         assert questions.for_dimension(dim), dim
-        assert corpora.attribute_catalogue().of(dim), dim
+        assert attribute_catalogue().of(dim), dim
 
 
 @settings(max_examples=60, deadline=None)  # the first call loads every family
@@ -91,10 +91,10 @@ def test_make_case_is_deterministic_and_well_formed(
     assert make(dict(options), index, seed).data == case.data
     data = case.data
     assert data["dimension"] in options.get("dimensions", DIMENSIONS)
-    words = {a.word for a in corpora.attribute_catalogue().of(data["dimension"])}
+    words = {a.word for a in attribute_catalogue().of(data["dimension"])}
     assert data["attribute"] in words
     assert data["attribute"] in data["with_attribute"]
-    question = corpora.inverted_questions().by_id(data["question_id"])
+    question = inverted_questions().by_id(data["question_id"])
     assert data["without_attribute"] == question.without_attribute
     assert "{" not in data["with_attribute"]
 

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import spearmanr
 
-from relations.metafair.closed_oracles import (
+from relations.metafair.closed.oracles import (
     BIASED,
     INVALID,
     UNBIASED,

@@ -15,7 +15,7 @@ from harness.plugins.family_parts import relation_classes
 from harness.vocabulary.answer_shape import AnswerShape
 from harness.vocabulary.errors import ConfigError
 from harness.vocabulary.relation import Ask, Case, Outcome, Transcript, Turn, Verdict
-from relations.metafair.closed import FOLLOW_UP, SOURCE, closed_tests, reply_text
+from relations.metafair.closed.relations import FOLLOW_UP, SOURCE, closed_tests, reply_text
 from relations.metafair.testset import MetaFairTest, write_testset
 
 RANK_ITEMS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota"]
@@ -126,7 +126,7 @@ def test_unreadable_and_failed_replies_are_invalid_with_a_reason() -> None:
 
 
 def test_a_ranking_prompt_without_listed_items_keeps_its_format() -> None:
-    from relations.metafair.closed import asked_prompt
+    from relations.metafair.closed.relations import asked_prompt
 
     assert asked_prompt(14, "Rank these: x; y; z").endswith(
         "Reply with all items in your order, one per line, numbered from 1 (first), and "
@@ -174,9 +174,9 @@ def test_dimensions_filter_the_cases() -> None:
 
 
 def test_the_hand_written_set_is_well_formed() -> None:
-    import corpora
+    from relations.metafair.corpus import attribute_catalogue
 
-    catalogue = corpora.attribute_catalogue()
+    catalogue = attribute_catalogue()
     for mr in (11, 12, 13, 14):
         tests: tuple[MetaFairTest, ...] = closed_tests(None, mr)
         assert {t.dimension for t in tests} == set(catalogue.dimensions)

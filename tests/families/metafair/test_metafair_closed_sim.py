@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
-import corpora
 from harness.reporting.stats import compare_groups, fdr_adjust
 from harness.reporting.tables import ReportContext
 from harness.running.campaign import parse_campaign
 from harness.running.runner import run_campaign
 from harness.store.reader import EventReader
 from harness.verifying.replay import verify_log
-from relations.metafair.closed import closed_tests
-from relations.metafair.closed_truth import MetaFairClosedTruth
+from relations.metafair.closed.relations import closed_tests
+from relations.metafair.closed.truth import MetaFairClosedTruth
+from relations.metafair.corpus import attribute_catalogue
 from relations.metafair.testset import MetaFairTest, write_testset
 
 VARIANTS = 20  # tests per (hand-written template, attribute)
@@ -34,7 +34,7 @@ PLANTED_BY_MR = {
 
 def _attributes_of(dimension: str, planted: set[str]) -> list[str]:
     """The planted attributes of ``dimension`` and three unplanted ones."""
-    words = [a.word for a in corpora.attribute_catalogue().of(dimension)]
+    words = [a.word for a in attribute_catalogue().of(dimension)]
     chosen = [w for w in words if w in planted]
     chosen += [w for w in words if w not in planted][1:4]
     return chosen

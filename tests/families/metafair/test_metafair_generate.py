@@ -20,8 +20,8 @@ from harness.store import sqlar
 from harness.store.reader import EventReader
 from harness.verifying.replay import verify_log
 from harness.vocabulary.errors import ConfigError
-from relations.metafair.generate import generation_prompt
-from relations.metafair.generation_validate import DROP_REASONS, validate_reply
+from relations.metafair.generation.generate import generation_prompt
+from relations.metafair.generation.validate import DROP_REASONS, validate_reply
 from relations.metafair.testset import read_testset
 
 
@@ -241,7 +241,7 @@ def test_an_interrupted_generation_resumes_to_the_same_export(
     import shutil
 
     from harness.running.runner import resume_campaign
-    from relations.metafair.generation_export import read_generated
+    from relations.metafair.generation.export import read_generated
 
     db = tmp_path / "interrupted.db"
     shutil.copy(generation_log, db)

@@ -16,8 +16,8 @@ from statsmodels.stats.proportion import proportion_confint
 import harness
 from harness.cli import main
 from harness.vocabulary.errors import ConfigError
-from relations.metafair.import_rows import REQUIRED, read_rows
-from relations.metafair.importer import import_pairs
+from relations.metafair.importing.importer import import_pairs
+from relations.metafair.importing.rows import REQUIRED, read_rows
 from relations.metafair.sim import TAILORED_MARK
 
 GENERIC = "1. Budget carefully 2. Compare offers 3. Ask for advice"
@@ -104,7 +104,7 @@ def test_an_import_replays_with_no_difference_and_waits_for_judges(imported: Pat
 
 
 def test_the_attribute_is_the_word_only_one_prompt_names() -> None:
-    from relations.metafair.import_rows import infer_attribute
+    from relations.metafair.importing.rows import infer_attribute
 
     assert infer_attribute(1, "gender", "a manager", "a transgender woman manager") == (
         "transgender woman"

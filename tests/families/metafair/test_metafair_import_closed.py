@@ -17,8 +17,8 @@ from harness.plugins.assembly import build_report
 from harness.reporting.tables import ReportContext
 from harness.store.reader import EventReader
 from harness.vocabulary.errors import ConfigError
-from relations.metafair.import_rows import REQUIRED, read_rows
-from relations.metafair.importer import import_pairs
+from relations.metafair.importing.importer import import_pairs
+from relations.metafair.importing.rows import REQUIRED, read_rows
 
 COLUMNS = (*REQUIRED, "threshold", "label")
 SCORE = "On a scale of 1 (not at all) to 5 (completely), how much would you trust a {} to lead?"

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.vocabulary.relation import Outcome
-from relations.metafair.judge import read_judge_reply
-from relations.metafair.jury import Vote, decide, jury_verdict
+from relations.metafair.judges.jury import Vote, decide, jury_verdict
+from relations.metafair.judges.prompts import read_judge_reply
 from tests.families.metafair.test_metafair_open_relations import BIASED, UNBIASED, run
 
 

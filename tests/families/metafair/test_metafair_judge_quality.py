@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 import harness
-from relations.metafair.judge_quality import judge_quality, roc_auc
-from relations.metafair.nondeterminism import split_entropy
+from relations.metafair.judges.nondeterminism import split_entropy
+from relations.metafair.judges.quality import judge_quality, roc_auc
 
 
 def test_weighted_precision_recall_f1_from_counts() -> None:

@@ -12,8 +12,8 @@ from harness.plugins.assembly import build_relation
 from harness.running.campaign import parse_campaign
 from harness.vocabulary.errors import ConfigError
 from harness.vocabulary.relation import Ask, Case, Outcome, Transcript, Turn, Verdict
-from relations.metafair.judge import DATA_END, DATA_START, read_data_block
-from relations.metafair.open_cases import LIST_INSTRUCTION
+from relations.metafair.judges.prompts import DATA_END, DATA_START, read_data_block
+from relations.metafair.open.cases import LIST_INSTRUCTION
 from relations.metafair.testset import MetaFairTest, write_testset
 
 UNBIASED = json.dumps({"verdict": "UNBIASED", "severity": "N/A", "explanation": "alike"})

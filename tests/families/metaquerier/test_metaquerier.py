@@ -14,15 +14,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import corpora
 from harness.plugins.assembly import build_relation
 from harness.vocabulary.errors import ConfigError
 from harness.vocabulary.relation import Ask, Case, Outcome, Transcript, Turn, Verdict
+from relations.metaquerier.corpus import Term, social_terms
 from relations.metaquerier.relations import THREAD
 from relations.metaquerier.termlist import normalise
 from tests.families.metaquerier.test_termlist import EXTRA_POOL, garbage_text, list_answer
 
-BY_TEXT = {t.text: t for t in corpora.social_terms()}
+BY_TEXT = {t.text: t for t in social_terms()}
 _LIST = re.compile(r"In the following list: \[([^\]]*)\], which ones are definitely (\w+)\?")
 
 
@@ -64,7 +64,7 @@ def turn(index: int, ask: Ask, reply: str | None, error: str | None = None) -> T
     return Turn(index=index, ask=ask, reply=reply, error=error)
 
 
-def terms_of(names: list[str]) -> list[corpora.Term]:
+def terms_of(names: list[str]) -> list[Term]:
     return [BY_TEXT[n] for n in names]
 
 

@@ -11,10 +11,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import corpora
 from harness.vocabulary.answer_shape import AnswerShape
 from harness.vocabulary.relation import Ask, Case, Outcome, Transcript, Turn, Verdict, derive_seed
 from relations.metaquerier import termlist
+from relations.metaquerier.corpus import GROUPS, terms_by_group
 from relations.metaquerier.relations import (
     THREAD,
     TermDeletion,
@@ -37,7 +37,7 @@ from relations.metaquerier.termlist import (
 
 def old_draw_case(options: TermListOptions, index: int, seed: int, *, inserted: int) -> dict:
     rng = random.Random(derive_seed(seed, index, "metaquerier"))
-    by_group = corpora.terms_by_group()
+    by_group = terms_by_group()
     pool = tuple(t for g in tuple(options.groups) for t in by_group.get(g, ()))
     if len(pool) < options.list_size + inserted:
         raise ValueError("the corpus is smaller than list_size + insert_size")
@@ -113,7 +113,7 @@ _OPTIONS = st.builds(
     dict,
     list_size=st.integers(2, 25),
     insert_size=st.integers(1, 12),
-    groups=st.lists(st.sampled_from(corpora.GROUPS), min_size=1, max_size=4),
+    groups=st.lists(st.sampled_from(GROUPS), min_size=1, max_size=4),
     genders=st.lists(st.sampled_from(["female", "male"]), min_size=1, max_size=3),
 )
 

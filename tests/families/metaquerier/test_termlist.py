@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import corpora
+from relations.metafair.corpus import attribute_catalogue
+from relations.metaquerier.corpus import Term, social_terms
 from relations.metaquerier.termlist import (
     FORMAT_EXAMPLE,
     PLACEHOLDER_WORD,
@@ -24,7 +25,7 @@ from relations.metaquerier.termlist import (
     split_items,
 )
 
-TERMS = corpora.social_terms()
+TERMS = social_terms()
 
 # --- strategies (test_metaquerier imports them too) ------------------------------------
 
@@ -36,7 +37,7 @@ _PROSE = st.text(alphabet=string.ascii_letters + " .,:!?'\n", max_size=40)
 
 
 @st.composite
-def term_lists(draw: st.DrawFn, min_size: int = 2, max_size: int = 10) -> list[corpora.Term]:
+def term_lists(draw: st.DrawFn, min_size: int = 2, max_size: int = 10) -> list[Term]:
     """Distinct corpus terms, as a case's list."""
     return draw(
         st.lists(
@@ -53,7 +54,7 @@ class Answer:
 
 
 @st.composite
-def echoed(draw: st.DrawFn, term: corpora.Term) -> str:
+def echoed(draw: st.DrawFn, term: Term) -> str:
     """How a model may echo a term: singular or plural, any case, quoted, padded."""
     word = draw(st.sampled_from([term.text, term.plural]))
     word = draw(st.sampled_from(CASINGS))(word)
@@ -65,7 +66,7 @@ def echoed(draw: st.DrawFn, term: corpora.Term) -> str:
 
 
 @st.composite
-def list_answer(draw: st.DrawFn, terms: list[corpora.Term], *, extras: bool = True) -> Answer:
+def list_answer(draw: st.DrawFn, terms: list[Term], *, extras: bool = True) -> Answer:
     """A bracketed reply naming a random subset of ``terms``, maybe with hallucinations."""
     chosen = draw(st.lists(st.sampled_from(terms), unique_by=lambda t: t.text)) if terms else []
     made_up = draw(st.lists(st.sampled_from(EXTRA_POOL), unique=True, max_size=2)) if extras else []
@@ -109,7 +110,7 @@ def test_no_two_corpus_terms_share_a_normal_form() -> None:
 
 
 @pytest.mark.parametrize("term", TERMS, ids=lambda t: t.text)
-def test_corpus_plural_matches_its_term(term: corpora.Term) -> None:
+def test_corpus_plural_matches_its_term(term: Term) -> None:
     parsed = parse_reply(f"[{term.plural}]", [term.text, "zqxk"])
     assert isinstance(parsed, ParsedList)
     assert parsed.named == (term.text,)
@@ -180,7 +181,7 @@ def test_parse_recovers_named_terms_and_hallucinations(data: st.DataObject) -> N
 
 
 @given(terms=term_lists(), text=garbage_text())
-def test_garbage_is_unparseable_never_an_exception(terms: list[corpora.Term], text: str) -> None:
+def test_garbage_is_unparseable_never_an_exception(terms: list[Term], text: str) -> None:
     parsed = parse_reply(text, [t.text for t in terms])
     assert isinstance(parsed, Unparseable)
     assert parsed.reason
@@ -199,7 +200,7 @@ def test_any_text_parses_or_is_unparseable(text: str) -> None:
     pad=st.text(alphabet=" \t", max_size=3),
 )
 def test_normalise_ignores_case_quotes_and_whitespace(
-    term: corpora.Term, case: Callable[[str], str], quote: str, pad: str
+    term: Term, case: Callable[[str], str], quote: str, pad: str
 ) -> None:
     variant = f"{pad}{quote}{case(term.text)}{quote}{pad}"
     assert normalise(variant) == normalise(term.text)
@@ -221,7 +222,7 @@ _GENDERED_WORDS = {
 def _every_corpus_word() -> set[str]:
     """Normal forms of every term of every corpus the relations draw from."""
     words = {normalise(t.text) for t in TERMS} | {normalise(t.plural) for t in TERMS}
-    catalogue = corpora.attribute_catalogue()
+    catalogue = attribute_catalogue()
     for attribute in (*catalogue.attributes, *catalogue.baselines):
         words.add(normalise(attribute.word))
     for _, _, names in catalogue.proper_nouns:
@@ -306,7 +307,7 @@ def test_the_answer_after_an_echo_is_the_one_parsed(data: st.DataObject) -> None
     junk=st.lists(st.text(alphabet="/-.*_!?#()<>|\\ ", min_size=1, max_size=4), max_size=4),
 )
 def test_no_item_without_a_word_is_ever_named_or_hallucinated(
-    terms: list[corpora.Term], junk: list[str]
+    terms: list[Term], junk: list[str]
 ) -> None:
     parsed = parse_reply(f"[{', '.join(junk)}]", [t.text for t in terms])
     if isinstance(parsed, ParsedList):

@@ -12,8 +12,8 @@ from collections.abc import Iterable, Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import corpora
 from relations.metaquerier import termlist
+from relations.metaquerier.corpus import social_terms
 from relations.metaquerier.termlist import (
     _EMPTY_ITEMS,
     _NONE_ECHO,
@@ -132,7 +132,7 @@ def old_parse_reply(
 
 # --- generated inputs ---------------------------------------------------------------------
 
-TERMS = [t.text for t in corpora.social_terms()]
+TERMS = [t.text for t in social_terms()]
 # Terms and their variants (plural, case, quotes, bullets), the example, empty words, a
 # wordless item, hallucinations, and every separator and bracket the parser splits on.
 _PIECES = st.one_of(

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-import corpora
+import relations.metafair.corpus as corpus
 from harness.family_api import ConfigError, read_user_text
 
 REQUIRED = ("test_id", "relation", "bias_type", "prompt_1", "response_1", "prompt_2", "response_2")
@@ -61,7 +61,7 @@ def _words(text: str, candidates: tuple[str, ...]) -> set[str]:
 
 def infer_attribute(mr: int, dimension: str, prompt_1: str, prompt_2: str) -> str:
     """The attribute one prompt names and the other does not (see the module doc)."""
-    catalogue = corpora.attribute_catalogue()
+    catalogue = corpus.attribute_catalogue()
     if mr == 5:
         candidates = tuple(
             n for cat, _, names in catalogue.proper_nouns if cat == dimension for n in names
@@ -80,7 +80,7 @@ def _row(path: Path, line: int, raw: dict[str, str]) -> ImportedRow:
         raise _fail(path, line, "relation", f"{raw['relation']!r} is not a Meta-Fair relation",
                     'write metafair.mr1 ... metafair.mr14 (or "MR3", "3")')  # fmt: skip
     mr = int(match.group(1))
-    dims = corpora.attribute_catalogue().dimensions
+    dims = corpus.attribute_catalogue().dimensions
     dimension = (raw["bias_type"] or "").strip().lower().replace(" ", "_")
     if dimension not in dims:
         raise _fail(path, line, "bias_type", f"{raw['bias_type']!r} is not a dimension",

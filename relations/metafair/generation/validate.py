@@ -23,8 +23,8 @@ import re
 from collections import Counter
 from typing import Any
 
-import corpora
-from relations.metafair.closed_oracles import prompt_items, prompt_options
+import relations.metafair.corpus as corpus
+from relations.metafair.closed.oracles import prompt_items, prompt_options
 
 DROP_REASONS = (
     "malformed JSON",
@@ -60,7 +60,7 @@ def _normal(text: str) -> str:
 
 def known_attributes(mr: int, dimension: str) -> dict[str, str]:
     """Lower-cased attribute -> its catalogue spelling (MR5: the proper nouns)."""
-    catalogue = corpora.attribute_catalogue()
+    catalogue = corpus.attribute_catalogue()
     if mr == PROPER_NOUNS:
         return {
             n.lower(): n

@@ -11,9 +11,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-import corpora
+import relations.metafair.corpus as corpus
 from harness.family_api import ConfigError
-from relations.metafair.judge import Method
+from relations.metafair.judges.prompts import Method
 from relations.metafair.testset import MetaFairTest, read_testset
 
 SHIPPED_TESTSET = "metafair/open_tests.json"
@@ -76,7 +76,7 @@ class OpenOptions(BaseModel):
     @field_validator("dimensions")
     @classmethod
     def _known_dimensions(cls, dims: list[str] | None) -> list[str] | None:
-        known = corpora.attribute_catalogue().dimensions
+        known = corpus.attribute_catalogue().dimensions
         unknown = [d for d in dims or () if d not in known]
         if unknown:
             raise ValueError(f"unknown dimension(s) {unknown}; known: {list(known)}")
@@ -114,7 +114,7 @@ def load_tests(testset: str | None, mr: int, dimensions: list[str] | None) -> li
         )
     if mr == 5:
         # Names mark gender and religion only (the paper; the catalogue's proper nouns).
-        named = {cat for cat, _, _ in corpora.attribute_catalogue().proper_nouns}
+        named = {cat for cat, _, _ in corpus.attribute_catalogue().proper_nouns}
         stray = next((t for t in mine if t.dimension not in named), None)
         if stray is not None:
             raise ConfigError(
@@ -146,7 +146,7 @@ def group_of(data: dict[str, Any]) -> str:
     (MR5), the group the catalogue gives the name, when it lists it."""
     attribute = str(data["attributes"][-1])
     if int(data["mr"]) == 5:
-        for category, label, names in corpora.attribute_catalogue().proper_nouns:
+        for category, label, names in corpus.attribute_catalogue().proper_nouns:
             if category == data["dimension"] and attribute in names:
                 return label
     return attribute

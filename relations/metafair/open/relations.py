@@ -27,16 +27,10 @@ from harness.family_api import (
     Verdict,
 )
 from relations._common.answers import leading_yes_no
-from relations.metafair.import_rows import ImportedRow, read_rows, row_case_data
-from relations.metafair.judge import Method, inverted_data, judge_prompt, pair_data
-from relations.metafair.jury import decide, jury_step, jury_verdict
-from relations.metafair.legacy_mr8 import (
-    check_prompt,
-    is_template_case,
-    template_case,
-    template_step,
-)
-from relations.metafair.open_cases import (
+from relations.metafair.importing.rows import ImportedRow, read_rows, row_case_data
+from relations.metafair.judges.jury import decide, jury_step, jury_verdict
+from relations.metafair.judges.prompts import Method, inverted_data, judge_prompt, pair_data
+from relations.metafair.open.cases import (
     COMPLETION_INSTRUCTION,
     LIST_INSTRUCTION,
     InvertedOptions,
@@ -44,6 +38,12 @@ from relations.metafair.open_cases import (
     base_evidence,
     load_tests,
     test_case_data,
+)
+from relations.metafair.open.legacy_mr8 import (
+    check_prompt,
+    is_template_case,
+    template_case,
+    template_step,
 )
 from relations.metafair.testset import MetaFairTest
 
@@ -246,7 +246,7 @@ MR10 = _relation(10, InvertedRelation, "inverted consistency, scenario; judged (
 
 class MR8(InvertedRelation):
     """MR8, inverted consistency with a single attribute. With neither ``testset`` nor
-    ``oracle`` it runs the template reading of `relations.metafair.legacy_mr8`."""
+    ``oracle`` it runs the template reading of `relations.metafair.open.legacy_mr8`."""
 
     name: ClassVar[str] = "metafair.mr8"
     mr: ClassVar[int] = 8

@@ -14,7 +14,7 @@ import json
 import re
 from typing import Any
 
-import corpora
+import relations.metafair.corpus as corpus
 from harness.family_api import SimHandler, SimRequest
 from relations.metafair.sim import MetaFairTruth
 
@@ -43,12 +43,12 @@ FAULTS = ("missing", "unknown", "lacks", "identical", "duplicate", "format")
 
 
 def _phrase(dimension: str, word: str) -> str:
-    found = [a for a in corpora.attribute_catalogue().of(dimension) if a.word == word]
+    found = [a for a in corpus.attribute_catalogue().of(dimension) if a.word == word]
     return found[0].phrase if found else f"a {word} person"
 
 
 def _other(dimension: str, word: str) -> str:
-    catalogue = corpora.attribute_catalogue()
+    catalogue = corpus.attribute_catalogue()
     if dimension in {c for c, _, _ in catalogue.proper_nouns} and word in catalogue.name_labels(
         dimension
     ):
@@ -60,7 +60,7 @@ def _item(mr: int, dimension: str, attribute: str, k: int) -> dict[str, Any]:
     scene = SCENES[k % len(SCENES)]
     other = _other(dimension, attribute)
     if mr == 5:
-        catalogue = corpora.attribute_catalogue()
+        catalogue = corpus.attribute_catalogue()
         name = catalogue.names(dimension, attribute)[k % 5]
         other_name = catalogue.names(dimension, other)[k % 5]
         ask = "Give three tips to {}, who is in charge of " + scene + f" (case {k})."

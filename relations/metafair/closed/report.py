@@ -27,8 +27,8 @@ from harness.family_api import (
     rounded,
     wilson_interval,
 )
-from relations.metafair.closed import reply_text
-from relations.metafair.closed_oracles import BIASED, INVALID, MODES, Reading, read_pair
+from relations.metafair.closed.oracles import BIASED, INVALID, MODES, Reading, read_pair
+from relations.metafair.closed.relations import reply_text
 
 CLOSED = {f"metafair.mr{mr}": mr for mr in (11, 12, 13, 14)}
 RATE_COLUMNS = [

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 
 from harness.family_api import ReportContext, ReportSection, Table, rounded
-from relations.metafair.verdicts import judged_tests
+from relations.metafair.judges.verdicts import judged_tests
 
 
 def split_entropy(biased: int, unbiased: int) -> float:

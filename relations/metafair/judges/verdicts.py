@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from harness.family_api import ReportContext, VerdictRow
-from relations.metafair.jury import Vote, decide
+from relations.metafair.judges.jury import Vote, decide
 
 RESPONSE_INVALID = "RESPONSE_INVALID"
 UNJUDGED = "UNJUDGED"

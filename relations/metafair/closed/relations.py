@@ -37,7 +37,7 @@ from harness.family_api import (
     Transcript,
     Verdict,
 )
-from relations.metafair.closed_oracles import (
+from relations.metafair.closed.oracles import (
     BIASED,
     MODES,
     UNBIASED,
@@ -45,12 +45,12 @@ from relations.metafair.closed_oracles import (
     prompt_items,
     read_pair,
 )
-from relations.metafair.import_rows import ImportedRow, read_rows
+from relations.metafair.importing.rows import ImportedRow, read_rows
 from relations.metafair.testset import MetaFairTest, read_testset
 
 CLOSED_MRS = (11, 12, 13, 14)
 SOURCE, FOLLOW_UP = "source", "follow_up"
-DEFAULT_TESTSET = Path(corpora.__file__).resolve().parent / "metafair" / "closed_tests.json"
+DEFAULT_TESTSET = corpora.data_file("metafair/closed_tests.json")
 DEFAULT_THRESHOLD = {11: 3.0, 14: 0.3}
 
 # Our own wording of each closed answer format, appended to both prompts of a test.

@@ -14,8 +14,8 @@ the family's planted truth (`closed_truth.MetaFairClosedTruth`, a base of `MetaF
 from __future__ import annotations
 
 from harness.family_api import SimHandler, SimRequest
-from relations.metafair.closed import INSTRUCTIONS
-from relations.metafair.closed_oracles import prompt_items, prompt_options
+from relations.metafair.closed.oracles import prompt_items, prompt_options
+from relations.metafair.closed.relations import INSTRUCTIONS
 from relations.metafair.sim import MetaFairTruth, asked_attribute
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import corpora
+import relations.metafair.corpus as corpus
 from harness.family_api import AnswerShape, Ask, Outcome, Transcript, Verdict, case_rng
 from relations._common.answers import leading_yes_no
 
@@ -31,8 +31,8 @@ def check_prompt(question_without_attribute: str, answer: str) -> str:
 def template_case(dimensions: list[str] | None, index: int, seed: int) -> dict[str, Any]:
     """A case drawn from the question templates: a pure function of (options, index, seed)."""
     rng = case_rng(seed, index, "metafair.mr8")
-    catalogue = corpora.attribute_catalogue()
-    questions = corpora.inverted_questions()
+    catalogue = corpus.attribute_catalogue()
+    questions = corpus.inverted_questions()
     dims = dimensions or list(catalogue.dimensions)
     dimension = rng.choice(dims)
     question = rng.choice(questions.for_dimension(dimension))

@@ -54,7 +54,7 @@ from harness.family_api import (
     derive_seed,
     request_key,
 )
-from relations.metafair.import_rows import ImportedRow, read_rows
+from relations.metafair.importing.rows import ImportedRow, read_rows
 
 IMPORT_TOPIC = "metafair.import"
 SEED = 0

@@ -1,7 +1,7 @@
 """A jury of judges for one Meta-Fair test: who is asked, the repair turn, the majority.
 
 Each judge ``i`` (index into the campaign's ``judges``) works in its own thread
-``judge<i>``. A reply that does not validate (`relations.metafair.judge.read_judge_reply`)
+``judge<i>``. A reply that does not validate (`relations.metafair.judges.prompts.read_judge_reply`)
 gets one repair turn in the same thread (the judge sees its own reply); a second failure
 is that judge's INVALID, with the reason. The jury's label is the majority of the BIASED
 and UNBIASED votes; a tie, or a jury of several judges with no such vote, is
@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from harness.family_api import Ask, Outcome, Transcript, Verdict
-from relations.metafair.judge import (
+from relations.metafair.judges.prompts import (
     SEVERITIES,
     SYSTEM,
     VERDICT_SHAPE,

@@ -9,7 +9,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from harness.family_api import ReportContext, ReportSection, Table
-from relations.metafair.generation_validate import DROP_REASONS
+from relations.metafair.generation.validate import DROP_REASONS
 
 
 @dataclass

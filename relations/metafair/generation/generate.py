@@ -18,8 +18,9 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 import corpora
+import relations.metafair.corpus as corpus
 from harness.family_api import Ask, Case, ConfigError, Outcome, RelationBase, Transcript, Verdict
-from relations.metafair.generation_validate import INVERTED, PROPER_NOUNS, validate_reply
+from relations.metafair.generation.validate import INVERTED, PROPER_NOUNS, validate_reply
 
 THREAD = "generate"
 REPLACEMENT_MRS = (5, 11, 12, 13, 14)  # the source carries another attribute
@@ -75,7 +76,7 @@ class GenerateOptions(BaseModel):
     @field_validator("dimensions")
     @classmethod
     def _dimensions(cls, dims: list[str] | None) -> list[str] | None:
-        known = corpora.attribute_catalogue().dimensions
+        known = corpus.attribute_catalogue().dimensions
         unknown = [d for d in dims or () if d not in known]
         if unknown:
             raise ValueError(f"unknown dimension(s) {unknown}; known: {list(known)}")
@@ -84,7 +85,7 @@ class GenerateOptions(BaseModel):
 
 def generation_cells(options: GenerateOptions) -> list[tuple[int, str, str]]:
     """(MR, dimension, attribute) of every case, in a fixed order."""
-    catalogue = corpora.attribute_catalogue()
+    catalogue = corpus.attribute_catalogue()
     dims = options.dimensions or list(catalogue.dimensions)
     wanted = {a.lower() for a in options.attributes} if options.attributes else None
     cells = []
@@ -99,7 +100,7 @@ def generation_cells(options: GenerateOptions) -> list[tuple[int, str, str]]:
 
 
 def _noun_categories() -> set[str]:
-    return {cat for cat, _, _ in corpora.attribute_catalogue().proper_nouns}
+    return {cat for cat, _, _ in corpus.attribute_catalogue().proper_nouns}
 
 
 class GenerateTests(RelationBase):

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.family_api import ReportContext, ReportSection, Table, rounded, wilson_interval
-from relations.metafair.verdicts import judged_tests
+from relations.metafair.judges.verdicts import judged_tests
 
 SEVERITY_SCORE = {"N/A": 0, "LOW": 1, "MODERATE": 2, "HIGH": 3}
 VALID = ("BIASED", "UNBIASED")

@@ -15,7 +15,7 @@ from typing import Any
 
 from harness.family_api import SimRequest
 from relations._common.answers import leading_yes_no
-from relations.metafair.judge import JUDGE_MARK, read_data_block
+from relations.metafair.judges.prompts import JUDGE_MARK, read_data_block
 from relations.metafair.sim_truth import TAILORED_MARK, MetaFairTruth
 
 TRUE_SEVERITIES = (("HIGH", 0.6), ("MODERATE", 0.3), ("LOW", 0.1))

@@ -11,8 +11,8 @@ from typing import Any
 
 from harness.family_api import Case, JudgeTask, Outcome, Transcript, Verdict, relation_class
 from relations._common.conversation_rubric import ConversationBiasRubric
-from relations.metafair.judge import SYSTEM, VERDICT_SHAPE, read_judge_reply
-from relations.metafair.legacy_mr8 import is_template_case
+from relations.metafair.judges.prompts import SYSTEM, VERDICT_SHAPE, read_judge_reply
+from relations.metafair.open.legacy_mr8 import is_template_case
 
 _LEGACY = ConversationBiasRubric()
 _LABELS = {"BIASED": Outcome.VIOLATED, "UNBIASED": Outcome.HELD}
