@@ -16,6 +16,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    # Command-line arguments naming a log: parsed where they are typed
+    from harness.cli.log_params import (
+        LogFileParam as LogFileParam,
+    )
+    from harness.cli.log_params import (
+        LogParam as LogParam,
+    )
+
     # Relations: the pure step function and what it reads and returns
     from harness.cli.progress import (
         RichProgress as RichProgress,
@@ -188,6 +196,9 @@ if TYPE_CHECKING:
     )
 
     # Reading and writing a log
+    from harness.store.log import (
+        Log as Log,
+    )
     from harness.store.open import (
         open_reader as open_reader,
     )
@@ -427,6 +438,9 @@ _WHERE: dict[str, tuple[str, str]] = {
     "check_output": ("harness.reporting.output_files", "check_output"),
     "write_output": ("harness.reporting.output_files", "write_output"),
     "write_stdout": ("harness.reporting.output_files", "write_stdout"),
+    "Log": ("harness.store.log", "Log"),
+    "LogFileParam": ("harness.cli.log_params", "LogFileParam"),
+    "LogParam": ("harness.cli.log_params", "LogParam"),
     "open_reader": ("harness.store.open", "open_reader"),
     "EventReader": ("harness.store.reader", "EventReader"),
     "EventWriter": ("harness.store.writer", "EventWriter"),
@@ -496,7 +510,10 @@ __all__ = [
     "JudgeRubric",
     "JudgeTask",
     "Lazy",
+    "Log",
     "LogAnswerCache",
+    "LogFileParam",
+    "LogParam",
     "MalformedResponseError",
     "Message",
     "Model",
