@@ -205,6 +205,9 @@ if TYPE_CHECKING:
     from harness.store.reader import (
         EventReader as EventReader,
     )
+    from harness.store.side_tables import (
+        SideTable as SideTable,
+    )
     from harness.store.writer import (
         EventWriter as EventWriter,
     )
@@ -442,6 +445,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     "LogFileParam": ("harness.cli.log_params", "LogFileParam"),
     "LogParam": ("harness.cli.log_params", "LogParam"),
     "open_reader": ("harness.store.open", "open_reader"),
+    "SideTable": ("harness.store.side_tables", "SideTable"),
     "EventReader": ("harness.store.reader", "EventReader"),
     "EventWriter": ("harness.store.writer", "EventWriter"),
     "PendingEvent": ("harness.store.writer", "PendingEvent"),
@@ -537,6 +541,7 @@ __all__ = [
     "ReportSection",
     "RetryPolicy",
     "RichProgress",
+    "SideTable",
     "SimHandler",
     "SimOptions",
     "SimRequest",

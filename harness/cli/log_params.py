@@ -43,6 +43,6 @@ class LogFileParam(click.ParamType):
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Path:
         field = _field(param)
-        path = Log.at(value, field=field).file(field)
+        path = Log.at(value, field=field).file("this command", field=field)
         converted: Path = self._path.convert(path, param, ctx)
         return converted

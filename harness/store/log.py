@@ -24,13 +24,14 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from harness.store.postgres_url import PostgresUrl
 from harness.store.reader import EventReader
-from harness.store.target import LogTarget, parse_target
+from harness.store.target import URL_FORM, LogTarget, parse_target
 from harness.store.writer import EventWriter
 from harness.vocabulary.errors import ConfigError, NotAHarnessLogError
 
 if TYPE_CHECKING:
     from harness.store.postgres_leases import CaseLeases
     from harness.store.protocol import EventSink
+    from harness.store.side_tables import SideTable
     from harness.store.verdict_counts import VerdictCounts
 
 
@@ -81,18 +82,17 @@ class Log:
                 f"{feature} needs a PostgreSQL log (several processes share a campaign "
                 f"through the database); {self.shown} is a SQLite file",
                 field=field or (feature if feature.startswith("-") else "--db"),
-                fix="give a postgresql://user@host:port/dbname URL (copy a SQLite log there "
-                "with 'harness copy')",
+                fix=f"give a {URL_FORM} URL (copy a SQLite log there with 'harness copy')",
             )
         return self.target.url
 
-    def file(self, feature: str) -> Path:
+    def file(self, feature: str, *, field: str = "DB") -> Path:
         """The SQLite file of a feature only a file log has (``feature`` names it); on a
-        database, a `ConfigError`."""
+        database, a `ConfigError` naming ``field``, where the log was given."""
         if self.target.path is None:
             raise ConfigError(
                 f"{feature} works on a SQLite log file; {self.shown} is a PostgreSQL database",
-                field=feature if feature.startswith("-") else "DB",
+                field=field,
                 fix="copy the log into a file with 'harness copy URL FILE.db' and give the file",
             )
         return self.target.path
@@ -161,6 +161,14 @@ class Log:
 
         with self.reader() as log:
             return relation_outcomes(log.connection, campaign)
+
+    def side_table(self, name: str, *, schema: str, format_key: str, format: str) -> SideTable:
+        """A family's own tables in the log file beside the events, created by ``schema`` and
+        marked ``format_key = format`` in ``meta`` (SQLite only: `harness.store.side_tables`)."""
+        from harness.store.side_tables import SideTable
+
+        path = self.file(f"{name} kept in the log")
+        return SideTable(path, name, schema=schema, format_key=format_key, format=format)
 
 
 LogLike: TypeAlias = Log | LogTarget | str | Path

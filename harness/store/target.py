@@ -20,7 +20,10 @@ from pathlib import Path
 from harness.store.postgres_url import SCHEMES, PostgresUrl
 from harness.vocabulary.errors import ConfigError, StoreError
 
-URL_FORM = "postgresql://user@host:port/dbname"
+# The user goes in the query: `harness.vocabulary.errors.redact` strips whatever stands
+# between "://" and "@" from every message, so "postgresql://user@host" would read
+# "postgresql://host" in the refusal.
+URL_FORM = "postgresql://host:port/dbname?user=NAME"
 FIX = (
     f"give a SQLite file path, or a PostgreSQL URL of the form {URL_FORM} with the password "
     "in PGPASSWORD or ~/.pgpass (a file whose name holds '=' or '@' can be given as "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from harness.cli.commands.show import find_case
@@ -30,14 +32,14 @@ def group() -> None:
 @click.option("--campaign", help="Campaign id in DB (default: the latest).")
 @click.option("--turn", type=int, help="Only this turn.")
 def explain(
-    db: Log, case: str, old: tuple[str, ...], campaign: str | None, turn: int | None
+    db: Log, case: str, old: tuple[Path, ...], campaign: str | None, turn: int | None
 ) -> None:
     """For each turn of CASE in DB: would it hit the cache built from --from, and if not,
     which of model / params / messages / repeat differ from the closest recorded call."""
     with db.reader() as log:
         campaign = log.campaign_id(campaign)
         case_id = find_case(log, campaign, case)
-    click.echo(f"{case_id} against {', '.join(old)}")
+    click.echo(f"{case_id} against {', '.join(map(str, old))}")
     for item in explain_case(db, campaign, case_id, old):
         if turn is not None and item.turn != turn:
             continue
