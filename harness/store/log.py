@@ -1,7 +1,7 @@
 """`Log`: one event log, opened from its target (`harness.store.target`), and everything the
-harness opens on it: its reader and writer, a PostgreSQL campaign's case leases and runners,
-the connection that shared budgets and spend use, verdict counts, and the side tables a
-family keeps beside the events.
+harness opens on it: its reader and writer, a PostgreSQL campaign's case leases (whose
+connection the runners' registry shares), the connection that shared budgets and spend use,
+verdict counts, and the side tables a family keeps beside the events.
 
 A `Log` holds no connection: it is a parsed location with methods, cheap to make, to pass
 along and to pickle (a forked verify, a second process counting verdicts). Code that is

@@ -102,12 +102,13 @@ def command(
     """Run CAMPAIGN (a TOML file, or 'demo' / 'sim'; default: the embedded local-model demo)."""
     config, stem = resolve_campaign(campaign)
     db_path = db or Log.at(config.store or f"{stem}.db", field="store")
+    if workers > 1:
+        db_path.postgres("--workers")  # refused on a SQLite log, before anything is read
     if not new_campaign:
         refuse_second_campaign(db_path, config, campaign or "demo")
     if html_out is not None:
         # Checked before the first call: a run that cannot write its page does not start.
-        check_output(html_out, inputs=[db_path.path] if db_path.path else [], force=force,
-                     option="--html")  # fmt: skip
+        check_output(html_out, inputs=[db_path], force=force, option="--html")
     plan = Plan(config)
     click.echo(
         f"campaign {config.name!r}: {plan.total_cases} cases on "
@@ -117,8 +118,6 @@ def command(
     if any(m.scheme in VENDOR_SCHEMES for m in [*config.models, *config.judges]):
         click.echo("estimated cost before the first call:", err=True)
         click.echo(format_estimate(estimate_cost(config, plan)), err=True)
-    if workers > 1:
-        db_path.postgres("--workers")  # refused on a SQLite log
     if db_path.is_postgres:
         summary = _run_with_workers(config, db_path, plan, workers, reuse)
     else:

@@ -5,6 +5,7 @@ SQLite refusing the features only PostgreSQL has, naming them."""
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from harness.running.postgres_spend import SharedSpend
 from harness.running.worker import run_worker
 from harness.store.log import Log
 from harness.store.target import URL_FORM, LogTargetError, parse_target
+from harness.store.verdict_counts import count_verdicts
 from harness.vocabulary.errors import ConfigError
 
 _SEGMENT = st.text(
@@ -159,3 +161,19 @@ def test_sqlite_refuses_postgres_features_naming_them(tmp_path: Path) -> None:
 def test_a_database_refuses_file_only_features() -> None:
     with pytest.raises(ConfigError, match=r"^DB: badf analyze works on a SQLite log file"):
         Log.at("postgresql://u@h/db").file("badf analyze")
+
+
+def test_the_logs_counts_are_the_stores(tmp_path: Path) -> None:
+    fixture = Path(__file__).resolve().parents[2] / "fixtures" / "events_v1.db"
+    log = Log.at(fixture)
+    with log.reader() as reader:
+        campaign = reader.latest_campaign()
+        outcomes = Counter(
+            row[0]
+            for row in reader.connection.execute(
+                "SELECT outcome FROM verdicts WHERE campaign = ? AND source = 'relation'",
+                (campaign,),
+            )
+        )
+        assert log.verdict_counts(campaign) == count_verdicts(reader.connection, campaign)
+    assert outcomes and log.relation_outcomes(campaign) == outcomes
