@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from harness.reporting.tables import Table
     from harness.running.campaign import CampaignConfig
     from harness.running.engine import ProgressSink, RunSummary
+    from harness.store.log import LogLike
     from harness.store.reader import EventReader
     from harness.verifying.rejudge import RejudgeSummary
     from harness.verifying.replay import VerifyResult
@@ -116,7 +117,7 @@ def campaign_config(campaign: str | Path | Mapping[str, Any] | CampaignConfig) -
 
 def run(
     campaign: str | Path | Mapping[str, Any] | CampaignConfig,
-    db: str | Path,
+    db: LogLike,
     *,
     reuse: Iterable[str | Path] = (),
     progress: ProgressSink | None = None,
@@ -127,14 +128,16 @@ def run(
 
     from harness.running.cache import open_cache
     from harness.running.runner import run_campaign
+    from harness.store.log import Log
 
+    log = Log.at(db, field="db")
     config = campaign_config(campaign)
     cache = open_cache(tuple(str(p) for p in reuse))
-    return asyncio.run(run_campaign(config, db, progress=progress, cache=cache))
+    return asyncio.run(run_campaign(config, log, progress=progress, cache=cache))
 
 
 def resume(
-    db: str | Path,
+    db: LogLike,
     *,
     campaign: str | None = None,
     spend_ceiling_usd: float | None = None,
@@ -147,35 +150,37 @@ def resume(
 
     from harness.running.cache import open_cache
     from harness.running.runner import resume_campaign
-    from harness.store.open import is_postgres_url
+    from harness.store.log import Log
 
+    log = Log.at(db, field="db")
     updates = {} if spend_ceiling_usd is None else {"limits.spend_ceiling_usd": spend_ceiling_usd}
     cache = open_cache(tuple(str(p) for p in reuse))
-    if is_postgres_url(str(db)):  # leases each case, as a worker: workers may run beside it
+    if log.is_postgres:  # leases each case, as a worker: workers may run beside it
         from harness.running.worker import resume_with_leases  # psycopg only when a log is there
 
         return asyncio.run(
             resume_with_leases(
-                str(db), campaign=campaign, config_updates=updates, progress=progress, cache=cache
+                log, campaign=campaign, config_updates=updates, progress=progress, cache=cache
             )
         )
     return asyncio.run(
         resume_campaign(
-            db, campaign=campaign, config_updates=updates, progress=progress, cache=cache
+            log, campaign=campaign, config_updates=updates, progress=progress, cache=cache
         )
     )
 
 
-def verify(db: str | Path, *, campaign: str | None = None) -> VerifyResult:
+def verify(db: LogLike, *, campaign: str | None = None) -> VerifyResult:
     """Replay a campaign offline and list every ask or verdict today's code computes
     differently (``.differences`` is empty when nothing changed)."""
+    from harness.store.log import Log
     from harness.verifying.replay import verify_log
 
-    return verify_log(db, campaign)
+    return verify_log(Log.at(db, field="db"), campaign)
 
 
 def rejudge_campaign(
-    db: str | Path,
+    db: LogLike,
     judge: str,
     *,
     campaign: str | None = None,
@@ -187,26 +192,28 @@ def rejudge_campaign(
     are appended beside the relation's own."""
     import asyncio
 
+    from harness.store.log import Log
     from harness.verifying.rejudge import judge_spec
     from harness.verifying.rejudge import rejudge as _rejudge
 
+    log = Log.at(db, field="db")
     spec = judge_spec(judge, dict(options or {}), answer_format=answer_format)
-    return asyncio.run(_rejudge(db, spec, campaign=campaign, limit=limit))
+    return asyncio.run(_rejudge(log, spec, campaign=campaign, limit=limit))
 
 
-def report_tables(db: str | Path, *, campaign: str | None = None, **options: Any) -> list[Table]:
+def report_tables(db: LogLike, *, campaign: str | None = None, **options: Any) -> list[Table]:
     """Every report table of a campaign (default: the latest in ``db``), after the header
     table ``campaign`` (name, id, times, status, cases closed of planned, models, seed)."""
     from harness.plugins.assembly import build_report
     from harness.reporting.campaign_status import report_header
-    from harness.store.open import open_reader
+    from harness.store.log import Log
 
-    with open_reader(db) as log:
+    with Log.at(db, field="db").reader() as log:
         return [*report_header(log, campaign), *build_report(log, campaign, **options)]
 
 
 def report_text(
-    db: str | Path, *, format: str = "json", campaign: str | None = None, **options: Any
+    db: LogLike, *, format: str = "json", campaign: str | None = None, **options: Any
 ) -> str:
     """The report as ``json`` or ``csv`` text, exactly as ``harness report --format``."""
     from harness.reporting.report import to_csv, to_json

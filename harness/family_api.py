@@ -16,6 +16,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    # Command-line arguments naming a log: parsed where they are typed
+    from harness.cli.log_params import (
+        LogFileParam as LogFileParam,
+    )
+    from harness.cli.log_params import (
+        LogParam as LogParam,
+    )
+
     # Relations: the pure step function and what it reads and returns
     from harness.cli.progress import (
         RichProgress as RichProgress,
@@ -188,11 +196,17 @@ if TYPE_CHECKING:
     )
 
     # Reading and writing a log
+    from harness.store.log import (
+        Log as Log,
+    )
     from harness.store.open import (
         open_reader as open_reader,
     )
     from harness.store.reader import (
         EventReader as EventReader,
+    )
+    from harness.store.side_tables import (
+        SideTable as SideTable,
     )
     from harness.store.writer import (
         EventWriter as EventWriter,
@@ -433,7 +447,11 @@ _WHERE: dict[str, tuple[str, str]] = {
     "check_output": ("harness.reporting.output_files", "check_output"),
     "write_output": ("harness.reporting.output_files", "write_output"),
     "write_stdout": ("harness.reporting.output_files", "write_stdout"),
+    "Log": ("harness.store.log", "Log"),
+    "LogFileParam": ("harness.cli.log_params", "LogFileParam"),
+    "LogParam": ("harness.cli.log_params", "LogParam"),
     "open_reader": ("harness.store.open", "open_reader"),
+    "SideTable": ("harness.store.side_tables", "SideTable"),
     "EventReader": ("harness.store.reader", "EventReader"),
     "EventWriter": ("harness.store.writer", "EventWriter"),
     "PendingEvent": ("harness.store.writer", "PendingEvent"),
@@ -503,7 +521,10 @@ __all__ = [
     "JudgeRubric",
     "JudgeTask",
     "Lazy",
+    "Log",
     "LogAnswerCache",
+    "LogFileParam",
+    "LogParam",
     "MalformedResponseError",
     "Message",
     "Model",
@@ -527,6 +548,7 @@ __all__ = [
     "ReportSection",
     "RetryPolicy",
     "RichProgress",
+    "SideTable",
     "SimHandler",
     "SimOptions",
     "SimRequest",

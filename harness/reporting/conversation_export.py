@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, TextIO
 
 from harness.store.fold import CaseState, TurnState, fold_or_raise
+from harness.store.log import LogLike
 from harness.store.open import open_reader
 
 
@@ -61,14 +61,14 @@ def conversation(campaign: str, state: CaseState) -> dict[str, Any]:
     }
 
 
-def conversations(db: str | Path, campaign: str | None = None) -> Iterator[dict[str, Any]]:
+def conversations(db: LogLike, campaign: str | None = None) -> Iterator[dict[str, Any]]:
     with open_reader(db) as log:
         campaign = log.campaign_id(campaign)
         for case_id, events in log.cases(campaign):
             yield conversation(campaign, fold_or_raise(case_id, events))
 
 
-def write_jsonl(db: str | Path, out: TextIO, campaign: str | None = None) -> int:
+def write_jsonl(db: LogLike, out: TextIO, campaign: str | None = None) -> int:
     n = 0
     for item in conversations(db, campaign):
         out.write(json.dumps(item, ensure_ascii=False, sort_keys=False) + "\n")

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TextIO
 
+from harness.store.log import Log
 from harness.vocabulary.errors import ConfigError
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -49,14 +50,18 @@ def _same_file(a: Path, b: Path) -> bool:
 def check_output(
     path: str | Path,
     *,
-    inputs: Iterable[str | Path] = (),
+    inputs: Iterable[str | Path | Log] = (),
     force: bool = False,
     option: str = "--out",
 ) -> Path:
     """``path`` if the command may write it; a `ConfigError` naming the fix otherwise."""
     target = Path(path)
-    for source in inputs:
-        if _same_file(target, Path(source)) or target.resolve() == Path(source).resolve():
+    for given in inputs:
+        # A log in a database is no file an output could overwrite.
+        source = given.path if isinstance(given, Log) else Path(given)
+        if source is None:
+            continue
+        if _same_file(target, source) or target.resolve() == source.resolve():
             raise ConfigError(
                 f"{target} is also an input of this command; writing it would destroy it",
                 field=option,
@@ -83,7 +88,7 @@ def check_output(
 
 
 def check_new_log(
-    path: str | Path, *, inputs: Iterable[str | Path] = (), option: str = "--out"
+    path: str | Path, *, inputs: Iterable[str | Path | Log] = (), option: str = "--out"
 ) -> Path:
     """``path`` if a command may create a new event log there: never an input, never an
     existing file (a log output is always a new file; nothing is appended to another log)."""
@@ -97,7 +102,7 @@ def check_new_log(
 def atomic_output(
     path: str | Path,
     *,
-    inputs: Iterable[str | Path] = (),
+    inputs: Iterable[str | Path | Log] = (),
     force: bool = False,
     option: str = "--out",
     newline: str | None = None,
@@ -128,7 +133,7 @@ def write_output(
     path: str | Path,
     text: str,
     *,
-    inputs: Iterable[str | Path] = (),
+    inputs: Iterable[str | Path | Log] = (),
     force: bool = False,
     option: str = "--out",
 ) -> None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.store.log import LogLike
 from harness.store.open import open_reader
 from harness.vocabulary.events import AskSent, CampaignStarted, CaseOpened, ReplyReceived
 from harness.vocabulary.model import GenerationParams, Message, Reply, request_key
@@ -57,7 +58,7 @@ class RecordedCall:
     key: str
 
 
-def recorded_calls(db: str | Path) -> Iterator[RecordedCall]:
+def recorded_calls(db: LogLike) -> Iterator[RecordedCall]:
     """Every answered call of every campaign in ``db`` (cached answers included)."""
     with open_reader(db) as log:
         for campaign, started in log.campaigns():
@@ -194,7 +195,7 @@ def _common_prefix(a: Sequence[Message], b: Sequence[Message]) -> int:
 
 
 def explain_case(
-    db: str | Path, campaign: str, case_id: str, old_dbs: Sequence[str | Path]
+    db: LogLike, campaign: str, case_id: str, old_dbs: Sequence[str | Path]
 ) -> list[Explanation]:
     """For each turn of ``case_id`` in ``db``: would it hit the cache over ``old_dbs``, and if
     not, how does it differ from the closest recorded call."""

@@ -19,7 +19,7 @@ from harness.models.providers import check_vendor_options
 from harness.plugins.assembly import build_relation, known_schemes
 from harness.plugins.family_parts import families, family_distribution, relation_class
 from harness.plugins.registry import ENTRY_POINT_GROUP
-from harness.store.postgres_url import PostgresUrl, is_postgres_url
+from harness.store.target import LogTargetError, parse_target
 from harness.vocabulary.answer_shape import AnswerFormat
 from harness.vocabulary.config_errors import config_error
 from harness.vocabulary.errors import ConfigError, FamilyNotInstalledError, strip_url_credentials
@@ -64,7 +64,13 @@ class CampaignConfig(BaseModel):
     @field_validator("store")
     @classmethod
     def _store_without_password(cls, value: str | None) -> str | None:
-        if value is not None and is_postgres_url(value) and PostgresUrl.parse(value).secrets:
+        if value is None:
+            return None
+        try:
+            target = parse_target(value, field="store")
+        except LogTargetError as exc:  # pydantic reports the field; the reason says the fix
+            raise ValueError(exc.reason) from exc
+        if target.url is not None and target.url.secrets:
             raise ValueError(
                 "the store URL holds a password; a campaign file never holds secrets: give "
                 "the URL without it and the password in PGPASSWORD or ~/.pgpass"

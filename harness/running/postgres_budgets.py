@@ -29,6 +29,7 @@ from typing import Any
 import psycopg
 
 from harness.models.providers import RateBudget
+from harness.store.log import Log, LogLike
 from harness.store.postgres_schema import SCHEMA_LOCK
 from harness.store.postgres_url import PostgresUrl
 from harness.vocabulary.errors import StoreError
@@ -282,10 +283,10 @@ class SharedBudgets:
         self.budgets = budgets
 
     @classmethod
-    async def share(cls, url: str, campaign: str, gates: Mapping[str, Any]) -> SharedBudgets:
+    async def share(cls, log: LogLike, campaign: str, gates: Mapping[str, Any]) -> SharedBudgets:
         """Replace the ``requests`` and ``tokens`` budgets of each `VendorGate` in ``gates``
         (by model name) with shared ones of the same size."""
-        target = PostgresUrl.parse(url)
+        target = Log.at(log).postgres("shared budgets")
         try:
             conn = await psycopg.AsyncConnection.connect(target.url, autocommit=True)
             await prepare(conn)

@@ -19,6 +19,7 @@ from typing import Any
 import psycopg
 
 from harness.models.providers import VendorGate
+from harness.store.log import Log, LogLike
 from harness.store.postgres_schema import SCHEMA_LOCK
 from harness.store.postgres_url import PostgresUrl
 from harness.vocabulary.errors import BudgetExceededError, ModelError, StoreError
@@ -64,7 +65,7 @@ class SharedSpend:
     @classmethod
     async def open(
         cls,
-        url: str,
+        log: LogLike,
         campaign: str,
         owner: str,
         *,
@@ -72,7 +73,7 @@ class SharedSpend:
         spent_in_log: float,
         ttl_s: float = 30.0,
     ) -> SharedSpend:
-        target = PostgresUrl.parse(url)
+        target = Log.at(log).postgres("a shared spending ceiling")
         try:
             conn = await psycopg.AsyncConnection.connect(target.url, autocommit=True)
             async with conn.transaction():

@@ -9,7 +9,6 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 
 from harness.models.gates import CallGate, InFlightGate
 from harness.models.providers import Budgets, build_budgets, campaign_endpoints
@@ -20,6 +19,7 @@ from harness.running.code_version import code_version as code_version
 from harness.running.engine import AnswerCache, Engine, ProgressSink, RunSummary
 from harness.running.plan import Plan
 from harness.store.fold import CaseState, fold_case
+from harness.store.log import LogLike
 from harness.store.log_summary import Summary
 from harness.store.open import log_exists, open_reader, open_writer
 from harness.store.writer import EventWriter, PendingEvent
@@ -103,7 +103,7 @@ def campaign_started(config: CampaignConfig, planned_cases: int) -> CampaignStar
 
 async def run_campaign(
     config: CampaignConfig,
-    db: str | Path,
+    db: LogLike,
     *,
     progress: ProgressSink | None = None,
     overrides: Mapping[str, Model] | None = None,
@@ -168,7 +168,7 @@ class ResumePoint:
     summary: Summary | None = None
 
 
-def load_resume_point(db: str | Path, campaign: str | None = None) -> ResumePoint:
+def load_resume_point(db: LogLike, campaign: str | None = None) -> ResumePoint:
     """The open cases of ``campaign`` (default: the latest) with their state, the ids of the
     closed ones, and the spend so far.
 
@@ -223,7 +223,7 @@ def updated_config(config: CampaignConfig, updates: Mapping[str, object] | None)
 
 
 async def resume_campaign(
-    db: str | Path,
+    db: LogLike,
     *,
     campaign: str | None = None,
     progress: ProgressSink | None = None,

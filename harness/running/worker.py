@@ -43,12 +43,12 @@ from harness.running.runner import (
 )
 from harness.running.worker_ends import join_campaign, record_end
 from harness.running.worker_reclaim import run_to_the_end
-from harness.store.open import is_postgres_url, open_writer
+from harness.store.log import Log, LogLike
+from harness.store.open import open_writer
 from harness.store.postgres_leases import CaseLeases, reopen_open_cases
-from harness.store.postgres_url import PostgresUrl
 from harness.store.postgres_workers import CampaignRunners
 from harness.store.writer import PendingEvent
-from harness.vocabulary.errors import CampaignAbortedError, ConfigError, HarnessError
+from harness.vocabulary.errors import CampaignAbortedError, HarnessError
 from harness.vocabulary.model import Model
 
 
@@ -77,7 +77,7 @@ async def _renew(
 
 
 async def run_worker(
-    db: str,
+    db: LogLike,
     *,
     campaign: str | None = None,
     lease_s: float = 30.0,
@@ -93,21 +93,15 @@ async def run_worker(
     """Run cases of ``campaign`` (default: the latest) of the PostgreSQL log ``db`` until
     none is left to lease. ``config_updates``, ``point`` and ``announce`` (record
     CampaignResumed) serve ``harness resume``, which runs on PostgreSQL as one worker."""
-    if not is_postgres_url(db):
-        raise ConfigError(
-            "workers share a campaign through a PostgreSQL database",
-            field="DB_URL",
-            fix="give a postgresql:// URL (copy a SQLite log there with 'harness copy')",
-        )
+    db = Log.at(db)
+    db.postgres("workers", field="DB_URL")  # refused on a SQLite log, before any read
     point = point if point is not None else load_resume_point(db, campaign)
     updates = dict(config_updates or {})
     config = plan.config if plan is not None else updated_config(point.config, updates)
     plan = plan if plan is not None else Plan(config)
     session = Session.build(config, overrides, spent_usd=point.spent_usd)
     session.attach(progress)
-    leases = await CaseLeases.open(
-        db, point.campaign, ttl_s=lease_s, had_events=set(point.open_cases)
-    )
+    leases = await db.leases(point.campaign, ttl_s=lease_s, had_events=set(point.open_cases))
     runners = CampaignRunners(leases._conn, point.campaign, leases.owner, lease_s)
     if announce:  # resume: what the log says is open is open, whatever the leases say
         await reopen_open_cases(leases, sorted(point.open_cases))
@@ -176,7 +170,7 @@ async def run_worker(
 
 
 async def resume_with_leases(
-    db: str,
+    db: LogLike,
     *,
     campaign: str | None = None,
     point: ResumePoint | None = None,
@@ -205,7 +199,7 @@ async def resume_with_leases(
     return done.run
 
 
-async def start_campaign(config: CampaignConfig, db: str, plan: Plan) -> str:
+async def start_campaign(config: CampaignConfig, db: LogLike, plan: Plan) -> str:
     """Record a new campaign in the PostgreSQL log ``db`` for workers to run; its id."""
     check_plan_has_cases(plan)
     campaign_id = uuid.uuid4().hex[:12]
@@ -216,17 +210,17 @@ async def start_campaign(config: CampaignConfig, db: str, plan: Plan) -> str:
 
 
 def spawn_workers(
-    db: str, campaign: str, count: int, lease_s: float
+    db: LogLike, campaign: str, count: int, lease_s: float
 ) -> list[subprocess.Popen[bytes]]:
     """``count`` more ``harness worker`` processes on this machine (each its own core).
     A password in ``db`` goes to them in their environment (PGPASSWORD), never on their
     command line, which any user of the machine can list."""
-    target = PostgresUrl.parse(db)
+    target = Log.at(db).postgres("workers")
     env = dict(os.environ)
     if target.secrets:
         env["PGPASSWORD"] = target.secrets[0]
     argv = [sys.executable, "-c", "from harness.cli import main; main()", "worker"]
-    argv += [target.shown if target.secrets else db, "--campaign", campaign]
+    argv += [target.shown if target.secrets else target.url, "--campaign", campaign]
     argv += ["--lease", str(lease_s)]
     return [
         subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

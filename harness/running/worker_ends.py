@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Mapping
 from harness.models.providers import campaign_endpoints
 from harness.running.engine import RunSummary
 from harness.running.runner import ResumePoint, code_version, updated_config
+from harness.store.log import LogLike
 from harness.store.open import open_reader
 from harness.store.postgres_leases import CaseLeases
 from harness.store.postgres_workers import CampaignRunners
@@ -38,7 +39,7 @@ async def _finish_lock(leases: CaseLeases) -> AsyncIterator[None]:
         await conn.execute("SELECT pg_advisory_unlock(%s)", (FINISH_LOCK,))
 
 
-def _log_state(db: str, campaign: str) -> tuple[int, str | None, str | None]:
+def _log_state(db: LogLike, campaign: str) -> tuple[int, str | None, str | None]:
     """(closed cases, kind and status of the campaign's last event outside its cases)."""
     with open_reader(db) as log:
         closed = log.connection.execute(
@@ -61,7 +62,7 @@ async def join_campaign(
     leases: CaseLeases,
     runners: CampaignRunners,
     point: ResumePoint,
-    db: str,
+    db: LogLike,
     updates: Mapping[str, object],
     announce: bool,
 ) -> None:
@@ -89,7 +90,7 @@ async def record_end(
     leases: CaseLeases,
     runners: CampaignRunners,
     planned: int,
-    db: str,
+    db: LogLike,
     summary: RunSummary,
 ) -> bool:
     """Record CampaignFinished if the campaign ended with this process: completed when

@@ -19,7 +19,7 @@ from harness.store import sqlar
 from harness.store.compact_rows import CompactInserter
 from harness.store.compact_schema import has_blocks
 from harness.store.fresh_log import FreshLog
-from harness.store.open import is_postgres_url, open_reader, open_writer, shown_target
+from harness.store.log import Log, LogLike
 from harness.store.postgres_url import PostgresUrl
 from harness.store.schema import BULK_PRAGMAS, apply_pragmas
 from harness.store.writer import EventWriter
@@ -29,8 +29,8 @@ COLUMNS = "gseq, campaign, case_id, seq, kind, schema_version, turn, attempt, ba
 _CHUNK = 500
 
 
-def _source_rows(source: str | Path) -> Iterator[tuple[Any, ...]]:
-    with open_reader(source) as log:
+def _source_rows(source: Log) -> Iterator[tuple[Any, ...]]:
+    with source.reader() as log:
         yield from log.connection.execute(f"SELECT {COLUMNS} FROM events ORDER BY gseq")
 
 
@@ -45,9 +45,9 @@ def _chunks(rows: Iterator[tuple[Any, ...]]) -> Iterator[list[tuple[Any, ...]]]:
         yield chunk
 
 
-async def _create(target: str | Path) -> None:
+async def _create(target: Log) -> None:
     """Lay out an empty PostgreSQL log at ``target`` (the writer creates the tables)."""
-    async with await open_writer(target):
+    async with await target.writer():
         pass
 
 
@@ -82,10 +82,9 @@ def _into_sqlite(path: Path, rows: Iterator[tuple[Any, ...]], compact: bool) -> 
     return n
 
 
-def _into_postgres(url: str, rows: Iterator[tuple[Any, ...]]) -> int:
+def _into_postgres(target: PostgresUrl, rows: Iterator[tuple[Any, ...]]) -> int:
     import psycopg
 
-    target = PostgresUrl.parse(url)
     n = 0
     try:
         with psycopg.connect(target.url) as conn, conn.cursor() as cur:
@@ -104,17 +103,19 @@ def _into_postgres(url: str, rows: Iterator[tuple[Any, ...]]) -> int:
     return n
 
 
-def _count(target: str | Path) -> int:
-    with open_reader(target) as log:
+def _count(target: Log) -> int:
+    with target.reader() as log:
         row = log.connection.execute("SELECT count(*) FROM events").fetchone()
     return int(row[0]) if row else 0
 
 
-def copy_log(source: str | Path, destination: str | Path, *, compact: bool = False) -> int:
+def copy_log(source: LogLike, destination: LogLike, *, compact: bool = False) -> int:
     """Copy every event of ``source`` into the new log ``destination``; the number copied.
     ``compact``: write the new SQLite log in format 2 (`harness.store.compact_schema`)."""
+    source = Log.at(source, field="SRC")
+    destination = Log.at(destination, field="DST")
     total = _count(source)  # also checks that the source is a log
-    if is_postgres_url(destination):
+    if destination.path is None:
         if compact:
             raise ConfigError(
                 "--compact writes log format 2, which only SQLite logs have",
@@ -124,13 +125,13 @@ def copy_log(source: str | Path, destination: str | Path, *, compact: bool = Fal
         asyncio.run(_create(destination))
         if _count(destination):
             raise ConfigError(
-                f"{shown_target(destination)} already holds events; a copy never merges logs",
+                f"{destination} already holds events; a copy never merges logs",
                 field="DST",
                 fix="give an empty database (CREATE DATABASE ...)",
             )
-        copied = _into_postgres(str(destination), _source_rows(source))
+        copied = _into_postgres(destination.postgres("DST"), _source_rows(source))
     else:
-        path = Path(destination)
+        path = destination.path
         if path.exists():
             raise ConfigError(f"{path} exists", field="DST", fix="give the name of a new file")
         # Built in a private file and published whole: a failed or killed copy leaves no

@@ -93,9 +93,14 @@ class CaseLeases:
 
     @classmethod
     async def open(
-        cls, url: str, campaign: str, *, ttl_s: float = 30.0, had_events: set[str] | None = None
+        cls,
+        target: PostgresUrl,
+        campaign: str,
+        *,
+        ttl_s: float = 30.0,
+        had_events: set[str] | None = None,
     ) -> CaseLeases:
-        target = PostgresUrl.parse(url)
+        """The leases of a new owner on ``campaign`` (`harness.store.log.Log.leases`)."""
         conns: list[psycopg.AsyncConnection[Any]] = []
         try:
             for _ in range(CONNECTIONS):

@@ -135,8 +135,8 @@ class PgEventReader(EventReader):
 
     log_format = 1  # PostgreSQL keeps format 1's layout (see harness.store.postgres_schema)
 
-    def __init__(self, url: str) -> None:
-        self.target = PostgresUrl.parse(url)
+    def __init__(self, target: PostgresUrl) -> None:
+        self.target = target
         self.path = self.target.shown  # type: ignore[assignment]  # named in messages
         self._pg = connect_reader(self.target)
         self._conn = SqliteDialectConnection(self._pg, self.target)  # type: ignore[assignment]

@@ -1,5 +1,6 @@
 """Where a PostgreSQL event log lives: a ``postgresql://`` connection string, and the form of
-it that may be shown (never its password: invariant 5).
+it that may be shown (never its password: invariant 5). Parsed by `harness.store.target`,
+the one place that tells a URL from a file path.
 
 The password should come from the environment (``PGPASSWORD``) or ``~/.pgpass``, which libpq
 reads itself; one given inside the URL still works but is never printed, logged or put in an
@@ -9,18 +10,12 @@ error message.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from harness.vocabulary.errors import StoreError
 
 SCHEMES = ("postgresql://", "postgres://")
 _SECRET_PARAMS = frozenset({"password", "sslpassword"})
-
-
-def is_postgres_url(target: str | Path) -> bool:
-    """True when ``target`` names a PostgreSQL database rather than a SQLite file."""
-    return isinstance(target, str) and target.lower().startswith(SCHEMES)
 
 
 @dataclass(frozen=True)
@@ -31,8 +26,12 @@ class PostgresUrl:
     shown: str
     secrets: tuple[str, ...]
 
+    def __repr__(self) -> str:  # the dataclass's would print the password
+        return f"PostgresUrl({self.shown!r})"
+
     @classmethod
     def parse(cls, target: str) -> PostgresUrl:
+        """``target``, a ``postgresql://`` URL, split into what may be shown and its secrets."""
         try:
             parts = urlsplit(target)
             _ = parts.port  # raises on a malformed port
@@ -60,8 +59,3 @@ class PostgresUrl:
 
     def __str__(self) -> str:
         return self.shown
-
-
-def shown_target(target: str | Path) -> str:
-    """How to name a log (a file path or a database) in output: never with a password."""
-    return PostgresUrl.parse(str(target)).shown if is_postgres_url(target) else str(target)

@@ -53,7 +53,7 @@ async def connect(target: PostgresUrl) -> psycopg.AsyncConnection[Any]:
 
 
 class PgEventWriter:
-    """Async append side of a PostgreSQL log. Use ``async with await PgEventWriter.open(url)``."""
+    """Async append side of a PostgreSQL log. Use ``async with await Log.writer()``."""
 
     def __init__(
         self,
@@ -76,8 +76,9 @@ class PgEventWriter:
         self.events_written = 0
 
     @classmethod
-    async def open(cls, url: str, *, create: bool = True, max_group: int = 512) -> PgEventWriter:
-        target = PostgresUrl.parse(url)
+    async def open(
+        cls, target: PostgresUrl, *, create: bool = True, max_group: int = 512
+    ) -> PgEventWriter:
         conn = await connect(target)
         reads: psycopg.AsyncConnection[Any] | None = None
         try:

@@ -196,6 +196,15 @@ class EventReader:
         except sqlite3.Error as exc:
             raise StoreError(f"reading {self.path} failed: {exc}") from exc
 
+    def opened_case_ids(self, campaign: str) -> list[str]:
+        """The ids of the cases of ``campaign`` in the order they were opened (what a
+        case's position, as ``harness show`` takes it, counts in)."""
+        sql = "SELECT case_id FROM events WHERE campaign = ? AND kind = 'CaseOpened' ORDER BY gseq"
+        try:
+            return [case_id for (case_id,) in self._conn.execute(sql, (campaign,))]
+        except sqlite3.Error as exc:
+            raise StoreError(f"reading {self.path} failed: {exc}") from exc
+
     def recorded_spend(self, campaign: str) -> float:
         """USD of the campaign's ReplyReceived events that were paid for (cached answers cost
         nothing), without decoding the events."""

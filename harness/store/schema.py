@@ -80,35 +80,6 @@ JOIN events o ON o.campaign = v.campaign AND o.case_id = v.case_id AND o.kind = 
 WHERE v.kind = 'VerdictReached';
 """
 
-# Sentence embeddings computed during a campaign (BADF's concept unification), cached by
-# (embedder, text) so resume, replay and re-analysis never pay for a vector twice. Vectors are
-# not events: a JSON payload would triple their size, and they are a cache of a pure function
-# of (embedder, text), not a fact about a conversation. The tables live in the log file (one
-# file holds a campaign) and are created by the first write (`CREATE ... IF NOT EXISTS`), so
-# logs written before them load unchanged and read as holding no vectors. Rows are only ever
-# inserted; one call's rows and its `embedding_calls` row commit in one transaction.
-EMBEDDINGS_FORMAT = "bias-harness-embeddings/1"
-EMBEDDINGS_SCHEMA = """
-CREATE TABLE IF NOT EXISTS embedding_calls (
-    call       INTEGER PRIMARY KEY AUTOINCREMENT,
-    campaign   TEXT    NOT NULL,       -- '' outside a campaign
-    embedder   TEXT    NOT NULL,       -- the embedder's stable name, e.g. minilm-l6-numpy
-    endpoint   TEXT    NOT NULL,       -- base URL, credentials removed; 'local' offline
-    texts      INTEGER NOT NULL,       -- vectors this call recorded
-    dim        INTEGER NOT NULL,
-    latency_s  REAL    NOT NULL,
-    ts         REAL    NOT NULL
-);
-CREATE TABLE IF NOT EXISTS embeddings (
-    embedder   TEXT    NOT NULL,
-    text       TEXT    NOT NULL,
-    dim        INTEGER NOT NULL,
-    vector     BLOB    NOT NULL,       -- dim float32 values, little-endian
-    call       INTEGER NOT NULL REFERENCES embedding_calls (call),
-    PRIMARY KEY (embedder, text)
-);
-"""
-
 # The connection settings of the log, in one place: the writer's (WAL, durable commits) and
 # the readers' (`harness.store.reader.EventReader`, read-only: they only wait out a busy writer).
 WRITER_PRAGMAS = (

@@ -96,6 +96,17 @@ def count_verdicts(conn: sqlite3.Connection, campaign: str) -> VerdictCounts:
     return _accumulate(_latest(conn.execute(_VERDICTS.format(key=key), (campaign,))))
 
 
+def relation_outcomes(conn: Any, campaign: str) -> Counter[str]:
+    """Every relation verdict of the campaign by outcome (repeats and re-decisions
+    included), on a reader's connection of either store."""
+    rows = conn.execute(
+        "SELECT outcome, count(*) FROM verdicts WHERE campaign = ? AND source = 'relation'"
+        " GROUP BY outcome",
+        (campaign,),
+    ).fetchall()
+    return Counter(dict(rows))
+
+
 def count_verdicts_in(path: Path, campaign: str) -> VerdictCounts:
     """`count_verdicts` over a reader of its own on the SQLite log ``path`` (what a second
     process runs: `harness.reporting.tables.ReportContext.count_verdicts_aside`)."""

@@ -19,7 +19,6 @@ import functools
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 from harness.models.gates import CallGate
 from harness.plugins.assembly import build_model
@@ -28,6 +27,7 @@ from harness.reporting.tables import REJUDGE_TOPIC
 from harness.running.calls import CallLoop
 from harness.running.retry import RetryPolicy
 from harness.store.fold import CaseState, fold_or_raise
+from harness.store.log import LogLike
 from harness.store.open import open_reader, open_writer
 from harness.store.protocol import EventSink
 from harness.store.writer import PendingEvent
@@ -244,7 +244,7 @@ class _Rejudge:
 
 
 def _jobs(
-    db: str | Path, campaign: str, source: str, summary: RejudgeSummary, limit: int | None
+    db: LogLike, campaign: str, source: str, summary: RejudgeSummary, limit: int | None
 ) -> Iterator[CaseState]:
     taken = 0
     with open_reader(db) as log:
@@ -262,7 +262,7 @@ def _jobs(
 
 
 async def rejudge(
-    db: str | Path,
+    db: LogLike,
     judge: ModelSpec,
     *,
     campaign: str | None = None,

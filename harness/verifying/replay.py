@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from harness.running.campaign import CampaignConfig, parse_recorded_campaign
 from harness.store.fold import CaseState, TurnState, fold_or_raise, messages_for
+from harness.store.log import Log, LogLike
 from harness.store.open import open_reader
 from harness.store.protocol import EventLog
 from harness.store.reader import EventReader, StoredEvent
@@ -202,11 +203,12 @@ def relations_of(config: CampaignConfig) -> dict[str, Relation]:
     return {name: relation for name, relation, _ in Plan(config).relations}
 
 
-def verify_log(db: str | Path, campaign: str | None = None) -> VerifyResult:
+def verify_log(db: LogLike, campaign: str | None = None) -> VerifyResult:
     """Re-derive every case of ``campaign`` (default: the latest) from the log alone (a large
     SQLite log on two processes: `harness.verifying.replay_parallel`)."""
     started_at = time.monotonic()
-    with open_reader(db) as log:
+    db = Log.at(db)
+    with db.reader() as log:
         campaign = log.campaign_id(campaign)
         _, config = recorded_config(log, campaign)
         boundary = split_point(db, log.connection, campaign) or ""
@@ -214,8 +216,8 @@ def verify_log(db: str | Path, campaign: str | None = None) -> VerifyResult:
     found = campaign
 
     def verify_range(first: str | None, end: str | None) -> VerifyResult:
-        with open_reader(db) as log:
-            return _verify_cases(log, str(db), found, config, relations, first, end)
+        with db.reader() as log:
+            return _verify_cases(log, db.shown, found, config, relations, first, end)
 
     split = boundary != ""
     result = verify_in_two(verify_range, boundary) if split else verify_range(None, None)
@@ -285,7 +287,7 @@ class ReplayIndex:
     by_key: dict[str, RecordedOutcome] = field(default_factory=dict)
 
     @classmethod
-    def from_log(cls, db: str | Path, campaign: str) -> ReplayIndex:
+    def from_log(cls, db: LogLike, campaign: str) -> ReplayIndex:
         index = cls()
         with open_reader(db) as log:
             for case_id, events in log.cases(campaign):
@@ -367,7 +369,7 @@ class ReplayRun:
     misses: int
 
 
-async def replay_into(db: str | Path, out: str | Path, campaign: str | None = None) -> ReplayRun:
+async def replay_into(db: LogLike, out: str | Path, campaign: str | None = None) -> ReplayRun:
     """Re-run ``campaign`` of ``db`` through the engine into the new log ``out``, every model
     answered from the log. The new log keeps the campaign id."""
     from harness.models.gates import InFlightGate

@@ -14,10 +14,9 @@ from __future__ import annotations
 import os
 import pickle
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from harness.store.open import is_postgres_url
+from harness.store.log import Log, LogLike
 
 # Below this many cases a fork costs more than it saves (and small logs stay in one process).
 PARALLEL_MIN_CASES = 2_000
@@ -34,10 +33,10 @@ MIDDLE_CASE_SQL = (
 VerifyRange = Callable[[str | None, str | None], Any]  # (first id, end id) -> VerifyResult
 
 
-def split_point(db: str | Path, connection: Any, campaign: str) -> str | None:
+def split_point(db: LogLike, connection: Any, campaign: str) -> str | None:
     """The case id that splits ``campaign``'s cases in two halves, or None when the log is
     verified in one process (a PostgreSQL log, no fork, one core, or a small campaign)."""
-    if is_postgres_url(db) or not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
+    if Log.at(db).is_postgres or not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
         return None
     sql = "SELECT count(*) FROM events WHERE campaign = ? AND kind = 'CaseOpened'"
     (opened,) = connection.execute(sql, (campaign,)).fetchone()

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 from pydantic import ValidationError
 
-from harness.family_api import ModelSpec, config_error
+from harness.family_api import LogFileParam, ModelSpec, config_error
 from relations.badf.embedding import DEFAULT_EMBEDDER
 
 
@@ -20,7 +20,7 @@ def group() -> None:
 
 
 @group.command("analyze")
-@click.argument("db", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.argument("db", type=LogFileParam(exists=True))
 @click.option("--campaign", help="The badf.story campaign (default: the latest in the log).")
 @click.option(
     "--judge",
@@ -132,7 +132,7 @@ def _key_value(text: str) -> tuple[str, object]:
 @click.argument("src", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option(
     "--db",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=LogFileParam(),
     help="Event log to add the import to (default: badf-<folder>.db); give your BADF log to "
     "see the authors' findings beside yours in one report.",
 )

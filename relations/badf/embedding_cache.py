@@ -7,13 +7,12 @@ chunk is either fully recorded or absent and a resume pays only for what is abse
 `RecordedEmbedder` reads vectors only, never computing one: replay, re-analysis and reports
 use it, so they get the recorded float32 vectors bit for bit and cannot call a vendor.
 
-The tables are `harness.store.schema.EMBEDDINGS_SCHEMA` (why they are not events: there).
+The tables are `EMBEDDINGS_SCHEMA` (why they are not events: there), kept in the log through
+`harness.family_api.Log.side_table`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -22,15 +21,43 @@ from typing import Any, Protocol
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.family_api import MalformedResponseError, ReplayMissError, StoreError
-from harness.store.schema import (
-    EMBEDDINGS_FORMAT,
-    EMBEDDINGS_SCHEMA,
-    READER_PRAGMAS,
-    WRITER_PRAGMAS,
-    apply_pragmas,
-    check_log_format,
+from harness.family_api import (
+    Log,
+    MalformedResponseError,
+    ReplayMissError,
+    SideTable,
+    StoreError,
 )
+
+# Sentence embeddings computed during a campaign (BADF's concept unification), cached by
+# (embedder, text) so resume, replay and re-analysis never pay for a vector twice. Vectors are
+# not events: a JSON payload would triple their size, and they are a cache of a pure function
+# of (embedder, text), not a fact about a conversation. The tables live in the log file (one
+# file holds a campaign: `harness.store.side_tables`) and are created by the first write
+# (`CREATE ... IF NOT EXISTS`), so logs written before them load unchanged and read as
+# holding no vectors. Rows are only ever inserted; one call's rows and its `embedding_calls`
+# row commit in one transaction.
+EMBEDDINGS_FORMAT = "bias-harness-embeddings/1"
+EMBEDDINGS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS embedding_calls (
+    call       INTEGER PRIMARY KEY AUTOINCREMENT,
+    campaign   TEXT    NOT NULL,       -- '' outside a campaign
+    embedder   TEXT    NOT NULL,       -- the embedder's stable name, e.g. minilm-l6-numpy
+    endpoint   TEXT    NOT NULL,       -- base URL, credentials removed; 'local' offline
+    texts      INTEGER NOT NULL,       -- vectors this call recorded
+    dim        INTEGER NOT NULL,
+    latency_s  REAL    NOT NULL,
+    ts         REAL    NOT NULL
+);
+CREATE TABLE IF NOT EXISTS embeddings (
+    embedder   TEXT    NOT NULL,
+    text       TEXT    NOT NULL,
+    dim        INTEGER NOT NULL,
+    vector     BLOB    NOT NULL,       -- dim float32 values, little-endian
+    call       INTEGER NOT NULL REFERENCES embedding_calls (call),
+    PRIMARY KEY (embedder, text)
+);
+"""
 
 _LOOKUP_CHUNK = 500  # texts per SELECT ... IN (...), under SQLite's parameter limit
 _VECTOR = np.dtype("<f4")
@@ -55,35 +82,14 @@ class EmbeddingCall(BaseModel):
     ts: float
 
 
-def _connect(db: Path, *, write: bool) -> sqlite3.Connection:
-    if not db.exists():
-        raise StoreError(f"{db} does not exist (embeddings are recorded in a campaign's log)")
-    try:
-        if write:
-            conn = sqlite3.connect(db, isolation_level=None)
-            apply_pragmas(conn, WRITER_PRAGMAS)
-        else:
-            conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-            apply_pragmas(conn, READER_PRAGMAS)
-    except sqlite3.Error as exc:
-        raise StoreError(f"cannot open {db} for embeddings: {exc}") from exc
-    check_log_format(conn, db)
-    return conn
-
-
-def _has_tables(conn: sqlite3.Connection, db: Path) -> bool:
-    row = conn.execute(
-        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'embeddings'"
-    ).fetchone()
-    if not row or not row[0]:
-        return False  # a log written before embeddings were recorded, or none recorded yet
-    marker = conn.execute("SELECT value FROM meta WHERE key = 'embeddings_format'").fetchone()
-    if marker is not None and marker[0] != EMBEDDINGS_FORMAT:
-        raise StoreError(
-            f"{db} records embeddings as {marker[0]!r}; this harness reads {EMBEDDINGS_FORMAT!r}"
-            " (upgrade the harness to read it)"
-        )
-    return True
+def _tables(db: str | Path) -> SideTable:
+    """The embedding tables of the log ``db`` (a SQLite file)."""
+    return Log.at(db).side_table(
+        "embeddings",
+        schema=EMBEDDINGS_SCHEMA,
+        format_key="embeddings_format",
+        format=EMBEDDINGS_FORMAT,
+    )
 
 
 def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
@@ -93,26 +99,22 @@ def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
 
 def recorded_vectors(db: str | Path, embedder: str, texts: Iterable[str]) -> dict[str, np.ndarray]:
     """The vectors of ``texts`` that ``db`` holds for ``embedder`` (absent ones left out)."""
-    db = Path(db)
     wanted = list(dict.fromkeys(texts))
     found: dict[str, np.ndarray] = {}
-    with contextlib.closing(_connect(db, write=False)) as conn:
-        if not _has_tables(conn, db):
+    with _tables(db).reading() as conn:
+        if conn is None:
             return found
-        try:
-            for chunk in _chunks(wanted, _LOOKUP_CHUNK):
-                rows = conn.execute(
-                    "SELECT text, dim, vector FROM embeddings WHERE embedder = ? AND text IN "
-                    f"({','.join('?' * len(chunk))})",
-                    (embedder, *chunk),
-                )
-                for text, dim, blob in rows:
-                    vector = np.frombuffer(blob, dtype=_VECTOR)
-                    if vector.shape != (dim,):
-                        raise StoreError(f"{db}: the vector of {text!r} is not {dim} floats")
-                    found[text] = vector.astype(np.float32)
-        except sqlite3.Error as exc:
-            raise StoreError(f"reading embeddings from {db} failed: {exc}") from exc
+        for chunk in _chunks(wanted, _LOOKUP_CHUNK):
+            rows = conn.execute(
+                "SELECT text, dim, vector FROM embeddings WHERE embedder = ? AND text IN "
+                f"({','.join('?' * len(chunk))})",
+                (embedder, *chunk),
+            )
+            for text, dim, blob in rows:
+                vector = np.frombuffer(blob, dtype=_VECTOR)
+                if vector.shape != (dim,):
+                    raise StoreError(f"{db}: the vector of {text!r} is not {dim} floats")
+                found[text] = vector.astype(np.float32)
     return found
 
 
@@ -121,52 +123,29 @@ def record_vectors(
 ) -> None:
     """Record one call's vectors and its `embedding_calls` row in one transaction. A text
     recorded meanwhile (by another process) keeps its first vector."""
-    db = Path(db)
-    with contextlib.closing(_connect(db, write=True)) as conn:
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            _create_tables(conn)
-            cur = conn.execute(
-                "INSERT INTO embedding_calls (campaign, embedder, endpoint, texts, dim,"
-                " latency_s, ts) VALUES (?,?,?,?,?,?,?)",
-                (
-                    call.campaign,
-                    call.embedder,
-                    call.endpoint,
-                    call.texts,
-                    call.dim,
-                    call.latency_s,
-                    call.ts,
-                ),
-            )
-            call_id = cur.lastrowid
-            conn.executemany(
-                "INSERT OR IGNORE INTO embeddings (embedder, text, dim, vector, call)"
-                " VALUES (?,?,?,?,?)",
-                [
-                    (call.embedder, text, call.dim, vector.astype(_VECTOR).tobytes(), call_id)
-                    for text, vector in zip(texts, vectors, strict=True)
-                ],
-            )
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-            raise StoreError(f"recording embeddings in {db} failed: {exc}") from exc
-
-
-def _create_tables(conn: sqlite3.Connection) -> None:
-    # Statement by statement: executescript would commit the open transaction first.
-    statement = ""
-    for line in EMBEDDINGS_SCHEMA.splitlines(keepends=True):
-        statement += line
-        if sqlite3.complete_statement(statement):
-            conn.execute(statement)
-            statement = ""
-    conn.execute(
-        "INSERT OR IGNORE INTO meta (key, value) VALUES ('embeddings_format', ?)",
-        (EMBEDDINGS_FORMAT,),
-    )
+    with _tables(db).writing() as conn:
+        cur = conn.execute(
+            "INSERT INTO embedding_calls (campaign, embedder, endpoint, texts, dim,"
+            " latency_s, ts) VALUES (?,?,?,?,?,?,?)",
+            (
+                call.campaign,
+                call.embedder,
+                call.endpoint,
+                call.texts,
+                call.dim,
+                call.latency_s,
+                call.ts,
+            ),
+        )
+        call_id = cur.lastrowid
+        conn.executemany(
+            "INSERT OR IGNORE INTO embeddings (embedder, text, dim, vector, call)"
+            " VALUES (?,?,?,?,?)",
+            [
+                (call.embedder, text, call.dim, vector.astype(_VECTOR).tobytes(), call_id)
+                for text, vector in zip(texts, vectors, strict=True)
+            ],
+        )
 
 
 def _checked(vectors: Any, texts: Sequence[str], name: str) -> np.ndarray:
@@ -258,9 +237,8 @@ def _stack(known: dict[str, np.ndarray], texts: Sequence[str], name: str) -> np.
 
 def embedding_calls(db: str | Path) -> list[EmbeddingCall]:
     """Every recorded embedding call of ``db``, oldest first (empty for older logs)."""
-    db = Path(db)
-    with contextlib.closing(_connect(db, write=False)) as conn:
-        if not _has_tables(conn, db):
+    with _tables(db).reading() as conn:
+        if conn is None:
             return []
         rows = conn.execute(
             "SELECT campaign, embedder, endpoint, texts, dim, latency_s, ts"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from harness.family_api import ConfigError, check_output
+from harness.family_api import ConfigError, LogFileParam, check_output
 
 
 @click.group("biaslens")
@@ -17,7 +17,7 @@ def group() -> None:
 
 
 @group.command("export")
-@click.argument("db", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.argument("db", type=LogFileParam(exists=True))
 @click.option("--campaign", help="Campaign id (default: the latest in the log).")
 @click.option(
     "--roles",
@@ -76,7 +76,7 @@ def export(
 @click.argument("src", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option(
     "--db",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=LogFileParam(),
     help="Event log to write (default: biaslens-<folder>.db in the current directory).",
 )
 @click.option(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from harness.family_api import check_output
+from harness.family_api import LogFileParam, check_output
 
 
 @click.group("metafair")
@@ -16,7 +16,7 @@ def group() -> None:
 
 
 @group.command("export")
-@click.argument("db", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.argument("db", type=LogFileParam(exists=True))
 @click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--campaign", help="Campaign id (default: the latest in the log).")
 @click.option("--force", is_flag=True, help="Replace OUT if it exists.")

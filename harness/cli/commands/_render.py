@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 from rich.console import Console
@@ -15,7 +14,8 @@ from harness.reporting.campaign_status import report_header
 from harness.reporting.report import Table
 from harness.reporting.terminal_text import printable, rich_text
 from harness.running.engine import RunSummary
-from harness.store.open import open_reader, shown_target
+from harness.store.log import Log, LogLike
+from harness.store.open import open_reader
 
 
 def finish(summary: RunSummary, cases_to_close: int | None) -> None:
@@ -28,8 +28,7 @@ def finish(summary: RunSummary, cases_to_close: int | None) -> None:
         sys.exit(code)
 
 
-def echo_summary(summary: RunSummary, db: str | Path) -> None:
-    db = shown_target(db)
+def echo_summary(summary: RunSummary, db: Log) -> None:
     outcomes = ", ".join(f"{k.lower()} {v}" for k, v in sorted(summary.outcomes.items()))
     click.echo(
         f"{summary.status}: {summary.cases_closed} cases closed ({outcomes or 'none'}); "
@@ -102,7 +101,7 @@ def render_tables(
             )
 
 
-def echo_report(db: str | Path, campaign: str | None = None) -> None:
+def echo_report(db: LogLike, campaign: str | None = None) -> None:
     with open_reader(db) as log:
         tables = [*report_header(log, campaign), *build_report(log, campaign)]
     render_tables(tables, row_limit=TEXT_ROW_LIMIT)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from harness.cli.commands.show import find_case
+from harness.cli.log_params import LogFileParam, LogParam
 from harness.reporting.terminal_text import printable
 from harness.running.cache import explain_case
-from harness.store.open import open_reader
+from harness.store.log import Log
 
 
 @click.group("cache")
@@ -16,27 +19,27 @@ def group() -> None:
 
 
 @group.command("explain")
-@click.argument("db", type=click.Path(dir_okay=False))
+@click.argument("db", type=LogParam())
 @click.argument("case")
 @click.option(
     "--from",
     "old",
     multiple=True,
     required=True,
-    type=click.Path(dir_okay=False, exists=True),
+    type=LogFileParam(exists=True),
     help="The earlier log(s) the answers would come from (repeatable).",
 )
 @click.option("--campaign", help="Campaign id in DB (default: the latest).")
 @click.option("--turn", type=int, help="Only this turn.")
 def explain(
-    db: str, case: str, old: tuple[str, ...], campaign: str | None, turn: int | None
+    db: Log, case: str, old: tuple[Path, ...], campaign: str | None, turn: int | None
 ) -> None:
     """For each turn of CASE in DB: would it hit the cache built from --from, and if not,
     which of model / params / messages / repeat differ from the closest recorded call."""
-    with open_reader(db) as log:
+    with db.reader() as log:
         campaign = log.campaign_id(campaign)
         case_id = find_case(log, campaign, case)
-    click.echo(f"{case_id} against {', '.join(old)}")
+    click.echo(f"{case_id} against {', '.join(map(str, old))}")
     for item in explain_case(db, campaign, case_id, old):
         if turn is not None and item.turn != turn:
             continue

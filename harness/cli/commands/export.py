@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from harness.cli.log_params import LogParam
 from harness.reporting.conversation_export import write_jsonl
 from harness.reporting.export_tables import (
     FORMATS,
@@ -18,12 +19,12 @@ from harness.reporting.export_tables import (
 )
 from harness.reporting.export_tables import write_jsonl as write_table_jsonl
 from harness.reporting.output_files import atomic_output, check_output
-from harness.store.reader import EventReader
+from harness.store.log import Log
 from harness.vocabulary.errors import ConfigError
 
 
 @click.command("export")
-@click.argument("db")
+@click.argument("db", type=LogParam())
 @click.option(
     "--format",
     "fmt",
@@ -41,7 +42,7 @@ from harness.vocabulary.errors import ConfigError
 @click.option("--out", type=click.Path(dir_okay=False), help="Write here instead of stdout.")
 @click.option("--force", is_flag=True, help="Replace the --out file if it exists.")
 def command(
-    db: str, fmt: str, table: str | None, campaign: str | None, out: str | None, force: bool
+    db: Log, fmt: str, table: str | None, campaign: str | None, out: str | None, force: bool
 ) -> None:
     """Write every case of DB as one JSON object per line: case data, turns (prompt, full
     request, reply or error, usage) and verdicts (the relation's and any judge's); or, with
@@ -73,7 +74,7 @@ def command(
     if out is not None:
         check_output(out, inputs=[db], force=force)
     columns, _ = TABLES[table]
-    with EventReader(db) as log:
+    with db.reader() as log:
         rows = table_rows(log, table, campaign)
         if out is None:
             n = (write_csv if fmt == "csv" else write_table_jsonl)(columns, rows, sys.stdout)

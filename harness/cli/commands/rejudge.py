@@ -9,6 +9,8 @@ from typing import cast
 import click
 
 from harness.cli.commands._render import echo_report
+from harness.cli.log_params import LogParam
+from harness.store.log import Log
 from harness.verifying.rejudge import judge_spec, rejudge
 from harness.vocabulary.answer_shape import AnswerFormat
 from harness.vocabulary.errors import ConfigError
@@ -30,7 +32,7 @@ def _options(pairs: tuple[str, ...]) -> dict[str, object]:
 
 
 @click.command("rejudge")
-@click.argument("db")
+@click.argument("db", type=LogParam())
 @click.option(
     "--judge", "judge", required=True, help="Judge model, e.g. sim:judge or local:smollm2."
 )
@@ -57,7 +59,7 @@ def _options(pairs: tuple[str, ...]) -> dict[str, object]:
 )
 @click.option("--report/--no-report", default=True)
 def command(
-    db: str,
+    db: Log,
     judge: str,
     campaign: str | None,
     options: tuple[str, ...],

@@ -8,13 +8,15 @@ from pathlib import Path
 import click
 
 from harness.cli.exit_codes import ExitCode
+from harness.cli.log_params import LogParam
 from harness.reporting.output_files import check_new_log
 from harness.reporting.terminal_text import printable
+from harness.store.log import Log
 from harness.verifying.replay import describe, replay_into, verify_log
 
 
 @click.command("replay")
-@click.argument("db")
+@click.argument("db", type=LogParam())
 @click.option("--campaign", help="Campaign id (default: the latest in the log).")
 @click.option("--verify", is_flag=True, help="Exit with status 1 when any ask or verdict differs.")
 @click.option(
@@ -24,7 +26,7 @@ from harness.verifying.replay import describe, replay_into, verify_log
     "answered from DB, and print its report.",
 )
 @click.option("--limit", default=50, show_default=True, help="Differences to print at most.")
-def command(db: str, campaign: str | None, verify: bool, out: str | None, limit: int) -> None:
+def command(db: Log, campaign: str | None, verify: bool, out: str | None, limit: int) -> None:
     """Recompute every follow-up and verdict of DB from its recorded replies, without
     network, and list the asks and verdicts today's code computes differently."""
     if out is not None:

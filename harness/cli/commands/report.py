@@ -8,6 +8,7 @@ import click
 from rich.console import Console
 
 from harness.cli.commands._render import FILE_WIDTH, TEXT_ROW_LIMIT, render_tables
+from harness.cli.log_params import LogParam
 from harness.plugins.assembly import build_report
 from harness.plugins.family_parts import report_sections
 from harness.reporting.campaign_status import campaign_status, header_table
@@ -15,11 +16,11 @@ from harness.reporting.html import DEFAULT_MAX_CASES, write_html_report
 from harness.reporting.output_files import check_output, write_output, write_stdout
 from harness.reporting.report import to_csv, to_json
 from harness.reporting.terminal_text import printable
-from harness.store.open import open_reader
+from harness.store.log import Log
 
 
 @click.command("report")
-@click.argument("db", type=click.Path(dir_okay=False))
+@click.argument("db", type=LogParam())
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "csv"]), default="text")
 @click.option("--campaign", help="Campaign id (default: the latest in the log).")
 @click.option(
@@ -56,7 +57,7 @@ from harness.store.open import open_reader
     help=f"Text: show every row of long tables (default: the first {TEXT_ROW_LIMIT}).",
 )
 def command(
-    db: str,
+    db: Log,
     fmt: str,
     campaign: str | None,
     top: int,
@@ -75,7 +76,7 @@ def command(
     options: dict[str, object] = {"top": top}
     if mode:
         options["mode"] = mode
-    with open_reader(db) as log:
+    with db.reader() as log:
         # The header first: which campaign, in what state (an unfinished one says so).
         status = campaign_status(log, campaign)
         tables = [header_table(status), *build_report(log, status.campaign, **options)]

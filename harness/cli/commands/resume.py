@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import click
 
 from harness.cli.commands._render import echo_report, echo_summary, finish
+from harness.cli.log_params import LogFileParam, LogParam
 from harness.cli.progress import RichProgress
 from harness.running.cache import open_cache
 from harness.running.plan import Plan
 from harness.running.runner import load_resume_point, resume_campaign, updated_config
-from harness.store.open import is_postgres_url
+from harness.store.log import Log
 
 
 @click.command("resume")
-@click.argument("db")
+@click.argument("db", type=LogParam())
 @click.option("--campaign", help="Campaign id (default: the latest in the log).")
 @click.option(
     "--spend-ceiling", type=float, help="Raise the spending ceiling (USD) before resuming."
@@ -24,11 +26,15 @@ from harness.store.open import is_postgres_url
 @click.option(
     "--reuse",
     multiple=True,
-    type=click.Path(dir_okay=False, exists=True),
+    type=LogFileParam(exists=True),
     help="Reuse answers recorded in this earlier log (repeatable).",
 )
 def command(
-    db: str, campaign: str | None, spend_ceiling: float | None, report: bool, reuse: tuple[str, ...]
+    db: Log,
+    campaign: str | None,
+    spend_ceiling: float | None,
+    report: bool,
+    reuse: tuple[Path, ...],
 ) -> None:
     """Continue the campaign in DB: recorded replies are never paid for again."""
     point = load_resume_point(db, campaign)
@@ -47,7 +53,7 @@ def command(
     # Imported here: harness.running.worker imports psycopg, a second of every command's start.
     from harness.running.worker import resume_with_leases
 
-    resume = resume_with_leases if is_postgres_url(db) else resume_campaign
+    resume = resume_with_leases if db.is_postgres else resume_campaign
     with RichProgress(total - len(point.closed)) as progress:
         summary = asyncio.run(
             resume(
@@ -69,5 +75,5 @@ def command(
         echo_report(db, point.campaign)
     # On PostgreSQL, cases that workers beside resume hold are theirs to close (like a
     # worker, resume answers for the cases it ran; the last process records the end).
-    to_close = summary.cases_closed if is_postgres_url(db) else total - len(point.closed)
+    to_close = summary.cases_closed if db.is_postgres else total - len(point.closed)
     finish(summary, to_close)

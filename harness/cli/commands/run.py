@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
 from pathlib import Path
 
 import click
 
 from harness.cli.commands._render import echo_report, echo_summary, finish
+from harness.cli.log_params import LogFileParam, LogParam
 from harness.cli.progress import RichProgress
 from harness.models.providers import VENDOR_SCHEMES, estimate_cost, format_estimate
 from harness.plugins.family_parts import report_sections
@@ -20,26 +20,18 @@ from harness.running.campaign import CampaignConfig, resolve_campaign
 from harness.running.engine import RunSummary
 from harness.running.plan import Plan
 from harness.running.runner import run_campaign
-from harness.store.open import is_postgres_url, open_reader, shown_target
-from harness.vocabulary.errors import ConfigError, NotAHarnessLogError
+from harness.store.log import Log
+from harness.vocabulary.errors import ConfigError
 
 
-def refuse_second_campaign(db: str | Path, config: CampaignConfig, campaign_arg: str) -> None:
+def refuse_second_campaign(db: Log, config: CampaignConfig, campaign_arg: str) -> None:
     """A log that already holds a campaign is not silently given a second one: that pays
     again for every answer it recorded. Raises a `ConfigError` with the three ways on."""
-    if is_postgres_url(db):
-        try:
-            log = open_reader(db)
-        except NotAHarnessLogError:
-            return  # an empty database (a foreign one is refused when the run opens it)
-    elif not Path(db).exists() or Path(db).stat().st_size == 0:
+    if not db.holds_events():
         return
-    else:
-        log = open_reader(db)
-    with log:
+    with db.reader() as log:
         existing = campaign_statuses(log)
         paid = {s.campaign: paid_replies(log, s.campaign) for s in existing}
-    db = shown_target(db)
     if not existing:
         return
     last = existing[-1]
@@ -66,6 +58,7 @@ def refuse_second_campaign(db: str | Path, config: CampaignConfig, campaign_arg:
 @click.argument("campaign", required=False)
 @click.option(
     "--db",
+    type=LogParam(),
     help="Event log to write: a SQLite file or a postgresql:// URL (default: the campaign "
     "file's 'store', else <campaign>.db).",
 )
@@ -73,7 +66,7 @@ def refuse_second_campaign(db: str | Path, config: CampaignConfig, campaign_arg:
 @click.option(
     "--reuse",
     multiple=True,
-    type=click.Path(dir_okay=False, exists=True),
+    type=LogFileParam(exists=True),
     help="Reuse answers recorded in this earlier log (repeatable); see docs/resume-replay.md.",
 )
 @click.option(
@@ -98,9 +91,9 @@ def refuse_second_campaign(db: str | Path, config: CampaignConfig, campaign_arg:
 )
 def command(
     campaign: str | None,
-    db: str | None,
+    db: Log | None,
     report: bool,
-    reuse: tuple[str, ...],
+    reuse: tuple[Path, ...],
     new_campaign: bool,
     workers: int,
     html_out: str | None,
@@ -108,7 +101,9 @@ def command(
 ) -> None:
     """Run CAMPAIGN (a TOML file, or 'demo' / 'sim'; default: the embedded local-model demo)."""
     config, stem = resolve_campaign(campaign)
-    db_path = db or config.store or f"{stem}.db"
+    db_path = db or Log.at(config.store or f"{stem}.db", field="store")
+    if workers > 1:
+        db_path.postgres("--workers")  # refused on a SQLite log, before anything is read
     if not new_campaign:
         refuse_second_campaign(db_path, config, campaign or "demo")
     if html_out is not None:
@@ -117,20 +112,14 @@ def command(
     plan = Plan(config)
     click.echo(
         f"campaign {config.name!r}: {plan.total_cases} cases on "
-        f"{', '.join(m.name for m in config.models)} -> {shown_target(db_path)}",
+        f"{', '.join(m.name for m in config.models)} -> {db_path}",
         err=True,
     )
     if any(m.scheme in VENDOR_SCHEMES for m in [*config.models, *config.judges]):
         click.echo("estimated cost before the first call:", err=True)
         click.echo(format_estimate(estimate_cost(config, plan)), err=True)
-    if is_postgres_url(db_path):
+    if db_path.is_postgres:
         summary = _run_with_workers(config, db_path, plan, workers, reuse)
-    elif workers > 1:
-        raise ConfigError(
-            "--workers shares a campaign through a PostgreSQL database",
-            field="--workers",
-            fix="give --db postgresql://..., or leave --workers out",
-        )
     else:
         summary = _run_here(config, db_path, plan, reuse)
     echo_summary(summary, db_path)
@@ -147,7 +136,7 @@ def command(
 
 
 def _run_here(
-    config: CampaignConfig, db_path: str, plan: Plan, reuse: tuple[str, ...]
+    config: CampaignConfig, db_path: Log, plan: Plan, reuse: tuple[Path, ...]
 ) -> RunSummary:
     with RichProgress(plan.total_cases) as progress:
         return asyncio.run(
@@ -163,7 +152,7 @@ def _run_here(
 
 
 def _run_with_workers(
-    config: CampaignConfig, db: str, plan: Plan, workers: int, reuse: tuple[str, ...]
+    config: CampaignConfig, db: Log, plan: Plan, workers: int, reuse: tuple[Path, ...]
 ) -> RunSummary:
     """Start the campaign in PostgreSQL, then run it here and in ``workers - 1`` more
     processes; the summary counts every worker's cases (read back from the log)."""
@@ -171,7 +160,7 @@ def _run_with_workers(
     from harness.running.worker import run_worker, spawn_workers, start_campaign
 
     campaign = asyncio.run(start_campaign(config, db, plan))
-    click.echo(f"campaign {campaign}: join with 'harness worker {shown_target(db)} "
+    click.echo(f"campaign {campaign}: join with 'harness worker {db} "
                f"--campaign {campaign}'", err=True)  # fmt: skip
     others = spawn_workers(db, campaign, workers - 1, lease_s=30.0)
     try:
@@ -186,15 +175,7 @@ def _run_with_workers(
         for proc in others:
             proc.wait()
     summary = done.run
-    with open_reader(db) as log:
+    with db.reader() as log:
         summary.cases_closed = campaign_status(log, campaign).closed
-        summary.outcomes = Counter(
-            dict(
-                log.connection.execute(
-                    "SELECT outcome, count(*) FROM verdicts WHERE campaign = ?"
-                    " AND source = 'relation' GROUP BY outcome",
-                    (campaign,),
-                ).fetchall()
-            )
-        )
+    summary.outcomes = db.relation_outcomes(campaign)
     return summary

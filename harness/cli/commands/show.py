@@ -8,23 +8,18 @@ import click
 from rich.console import Console
 from rich.panel import Panel
 
+from harness.cli.log_params import LogParam
 from harness.reporting.terminal_text import markup_safe as escape
 from harness.reporting.terminal_text import rich_text
 from harness.store.fold import fold_case
-from harness.store.open import open_reader
+from harness.store.log import Log
 from harness.store.reader import EventReader
 from harness.vocabulary.errors import StoreError
 
 
 def find_case(log: EventReader, campaign: str, wanted: str) -> str:
     """A case id given exactly, by its position (1-based) or by a unique substring."""
-    ids = [
-        row[0]
-        for row in log.connection.execute(
-            "SELECT case_id FROM events WHERE campaign = ? AND kind = 'CaseOpened' ORDER BY gseq",
-            (campaign,),
-        )
-    ]
+    ids = log.opened_case_ids(campaign)
     if wanted in ids:
         return wanted
     if wanted.isdigit() and 1 <= int(wanted) <= len(ids):
@@ -40,14 +35,14 @@ def find_case(log: EventReader, campaign: str, wanted: str) -> str:
 
 
 @click.command("show")
-@click.argument("db", type=click.Path(dir_okay=False))
+@click.argument("db", type=LogParam())
 @click.argument("case")
 @click.option("--campaign", help="Campaign id (default: the latest in the log).")
-def command(db: str, case: str, campaign: str | None) -> None:
+def command(db: Log, case: str, campaign: str | None) -> None:
     """Print CASE (an id, a unique part of one, or its number) of the log DB."""
     # No highlighting: its regexes take minutes on a long reply, and model text is data.
     console = Console(highlight=False)
-    with open_reader(db) as log:
+    with db.reader() as log:
         campaign = log.campaign_id(campaign)
         case_id = find_case(log, campaign, case)
         state = fold_case(log.case_events(campaign, case_id))

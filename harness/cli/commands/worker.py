@@ -4,16 +4,18 @@ number of other workers (docs/scale-out.md)."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import click
 
 from harness.cli.commands._render import echo_summary, finish
+from harness.cli.log_params import LogFileParam, LogParam
 from harness.running.cache import open_cache
-from harness.store.open import shown_target
+from harness.store.log import Log
 
 
 @click.command("worker")
-@click.argument("db_url")
+@click.argument("db_url", type=LogParam())
 @click.option("--campaign", help="Campaign id (default: the latest in the database).")
 @click.option(
     "--lease",
@@ -26,10 +28,10 @@ from harness.store.open import shown_target
 @click.option(
     "--reuse",
     multiple=True,
-    type=click.Path(dir_okay=False, exists=True),
+    type=LogFileParam(exists=True),
     help="Reuse answers recorded in this earlier log (repeatable).",
 )
-def command(db_url: str, campaign: str | None, lease_s: float, reuse: tuple[str, ...]) -> None:
+def command(db_url: Log, campaign: str | None, lease_s: float, reuse: tuple[Path, ...]) -> None:
     """Run the cases of the campaign in DB_URL that no other worker holds, until none is
     left; a worker that dies leaves its cases to the others after --lease seconds."""
     # Imported here: harness.running.worker imports psycopg, a second of every command's start.
@@ -48,7 +50,7 @@ def command(db_url: str, campaign: str | None, lease_s: float, reuse: tuple[str,
     click.echo(
         f"worker {done.owner}: {done.taken_over} cases continued from other workers; "
         f"{done.run.resent_in_flight} in-flight calls re-sent"
-        + (f"; campaign finished in {shown_target(db_url)}" if done.finished else ""),
+        + (f"; campaign finished in {db_url}" if done.finished else ""),
         err=True,
     )
     finish(done.run, done.run.cases_closed)

@@ -10,7 +10,7 @@ from typing import Any
 from harness.reporting.html.page import render_html
 from harness.reporting.output_files import check_output, write_output
 from harness.reporting.tables import ReportSection, Table
-from harness.store.open import open_reader
+from harness.store.log import Log, LogLike
 
 # Conversations embedded by default: enough for every case of most campaigns; a larger
 # campaign keeps its violations first (docs/report.md has the sizes measured).
@@ -18,7 +18,7 @@ DEFAULT_MAX_CASES = 20000
 
 
 def write_html_report(
-    db: str | Path,
+    db: LogLike,
     out: str | Path,
     *,
     campaign: str | None = None,
@@ -33,8 +33,9 @@ def write_html_report(
     written. ``tables``: the report's tables when the caller has built them already (a
     report of a million answers is not computed twice); ``sections``: those to build
     otherwise (`harness.plugins.family_parts.report_sections` for every registered one)."""
+    db = Log.at(db)
     target = check_output(out, inputs=[db], force=force, option="--html")
-    with open_reader(db) as log:
+    with db.reader() as log:
         text = render_html(
             log, campaign, sections=sections, max_cases=max_cases, tables=tables, **options
         )

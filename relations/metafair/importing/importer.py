@@ -34,6 +34,7 @@ from harness.family_api import (
     Event,
     EventWriter,
     GenerationParams,
+    LogFileParam,
     Message,
     ModelError,
     ModelSpec,
@@ -187,7 +188,7 @@ async def import_pairs(
 @click.argument("src", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
     "--db",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=LogFileParam(),
     help="Event log to write (default: metafair-<file>.db in the current directory).",
 )
 @click.option("--model", help="Name of the model that answered (default: the file's name).")

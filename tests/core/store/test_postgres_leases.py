@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from harness.store.log import Log
 from harness.store.open import open_writer
 from harness.store.postgres_leases import CaseLeases
 
@@ -32,8 +33,8 @@ async def test_concurrent_claims_of_two_workers_grant_each_case_once_in_few_roun
 ) -> None:
     async with await open_writer(pg_url):
         pass
-    a = await CaseLeases.open(pg_url, "c1")
-    b = await CaseLeases.open(pg_url, "c1")
+    a = await Log.at(pg_url).leases("c1")
+    b = await Log.at(pg_url).leases("c1")
     try:
         sent = [_count_statements(a), _count_statements(b)]
         # Both walk the plan in the same order, as two workers do.

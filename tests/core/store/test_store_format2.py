@@ -20,7 +20,8 @@ from harness.store import sqlar
 from harness.store.compact_rows import split_payload
 from harness.store.compact_schema import CASE_MARKER, LOG_FORMAT_2
 from harness.store.copy import copy_log
-from harness.store.open import is_postgres_url, open_reader, open_writer
+from harness.store.log import Log
+from harness.store.open import open_reader, open_writer
 from harness.store.schema import LOG_FORMAT
 from harness.store.writer import PendingEvent
 from harness.vocabulary.errors import ConfigError
@@ -61,7 +62,8 @@ def _events(text: str, case_id: str = "c/0001-a-case-of-some-length") -> list[Pe
 async def _append(target: str, events: list[PendingEvent]) -> None:
     """Append to ``target``; a new SQLite log is made compact (format 2), as `harness copy
     --compact` makes it (PostgreSQL has one layout)."""
-    async with await open_writer(target, compact=not is_postgres_url(target)) as sink:
+    log = Log.at(target)
+    async with await log.writer(compact=not log.is_postgres) as sink:
         await sink.append(events)
 
 

@@ -253,9 +253,10 @@ _CRASHING_CHILD = textwrap.dedent(
     import os, sys
     sys.path.insert(0, {repo!r})
     from tests.families.badf.test_badf_embed_cache import CountingEmbedder
+    from harness.store.side_tables import SideTable
     from relations.badf import embedding_cache
 
-    real_connect = embedding_cache._connect
+    real_connect = SideTable._connect
     written = 0
 
     class DiesBeforeCommit:
@@ -275,7 +276,7 @@ _CRASHING_CHILD = textwrap.dedent(
                 os._exit(9)
             return result
 
-    embedding_cache._connect = lambda db, write: DiesBeforeCommit(real_connect(db, write=write))
+    SideTable._connect = lambda self, write: DiesBeforeCommit(real_connect(self, write=write))
     texts = [f"concept {{i}}" for i in range(30)]
     embedding_cache.CachedEmbedder(CountingEmbedder(), {db!r}, record_every=4).embed(texts)
     """
