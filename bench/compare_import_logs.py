@@ -6,7 +6,7 @@ Compares (gseq, case_id, seq, kind, schema_version, turn, attempt, batch, payloa
 order, each log's campaign id replaced by one name and CampaignStarted's code version left
 out (the two things that differ between two imports of one folder by two commits); prints
 the first differences, the number of differing rows, and each log's summary tables
-(`harness.store.log_summary`). Exits 1 when a row differs.
+(`harness.store._log_summary`). Exits 1 when a row differs.
 """
 
 from __future__ import annotations

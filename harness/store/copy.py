@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harness.store import sqlar
-from harness.store.compact_rows import CompactInserter
-from harness.store.compact_schema import has_blocks
+from harness.store import _sqlar as sqlar
+from harness.store._compact_rows import CompactInserter
+from harness.store._compact_schema import has_blocks
 from harness.store.fresh_log import FreshLog
 from harness.store.open import is_postgres_url, open_reader, open_writer, shown_target
 from harness.store.postgres_url import PostgresUrl
@@ -112,7 +112,7 @@ def _count(target: str | Path) -> int:
 
 def copy_log(source: str | Path, destination: str | Path, *, compact: bool = False) -> int:
     """Copy every event of ``source`` into the new log ``destination``; the number copied.
-    ``compact``: write the new SQLite log in format 2 (`harness.store.compact_schema`)."""
+    ``compact``: write the new SQLite log in format 2 (`harness.store._compact_schema`)."""
     total = _count(source)  # also checks that the source is a log
     if is_postgres_url(destination):
         if compact:

@@ -25,9 +25,10 @@ from typing import NamedTuple
 
 import aiosqlite
 
-from harness.store import log_summary, sqlar
-from harness.store.compact_rows import CompactInserter
-from harness.store.compact_schema import LOG_FORMAT_2, PLANNER_STATS, SCHEMA_2
+from harness.store import _log_summary as log_summary
+from harness.store import _sqlar as sqlar
+from harness.store._compact_rows import CompactInserter
+from harness.store._compact_schema import LOG_FORMAT_2, PLANNER_STATS, SCHEMA_2
 from harness.store.schema import (
     BULK_PRAGMAS,
     LOG_FORMAT,
@@ -107,7 +108,7 @@ class EventWriter:
         compact: bool = False,
         bulk: bool = False,
     ) -> EventWriter:
-        """``compact``: a log created here is written in format 2 (`harness.store.compact_schema`:
+        """``compact``: a log created here is written in format 2 (`harness.store._compact_schema`:
         about 5x smaller, slower to write and read); an existing log keeps its own format.
         ``bulk``: commits are not durable one by one (`BULK_PRAGMAS`), only for the private
         file of a log built whole (`harness.store.fresh_log`), which is synced when published."""
@@ -187,7 +188,7 @@ class EventWriter:
     @property
     def splits_payloads(self) -> bool:
         """True for a log of format 2, which stores payloads split (a bulk writer's
-        `harness.store.compact_templates` payloads save it the scan)."""
+        `harness.store._compact_templates` payloads save it the scan)."""
         return self._compact is not None
 
     async def __aenter__(self) -> EventWriter:
@@ -368,7 +369,7 @@ class EventWriter:
         results: list[list[int] | BaseException],
     ) -> None:
         # Derived data, moved in the transaction of the events it covers (see
-        # `harness.store.log_summary`); every REFRESH_EVERY events, so a commit pays for it
+        # `harness.store._log_summary`); every REFRESH_EVERY events, so a commit pays for it
         # rarely and a resume reads at most about that many events past the summary.
         started = [row[0] for b in group for row in b.rows if row[3] == "CampaignStarted"]
         for campaign in started:

@@ -28,8 +28,8 @@ from harness.store.fold import CaseState, TurnState, fold_or_raise, messages_for
 from harness.store.open import open_reader
 from harness.store.protocol import EventLog
 from harness.store.reader import EventReader, StoredEvent
-from harness.verifying.replay_parallel import split_point, verify_in_two
-from harness.verifying.replay_quick import quick_verify, raw_cases, step_safely
+from harness.verifying._replay_parallel import split_point, verify_in_two
+from harness.verifying._replay_quick import quick_verify, raw_cases, step_safely
 from harness.vocabulary.errors import (
     ModelError,
     ReplayMissError,
@@ -202,7 +202,7 @@ def relations_of(config: CampaignConfig) -> dict[str, Relation]:
 
 def verify_log(db: str | Path, campaign: str | None = None) -> VerifyResult:
     """Re-derive every case of ``campaign`` (default: the latest) from the log alone (a large
-    SQLite log on two processes: `harness.verifying.replay_parallel`)."""
+    SQLite log on two processes: `harness.verifying._replay_parallel`)."""
     started_at = time.monotonic()
     with open_reader(db) as log:
         campaign = log.campaign_id(campaign)

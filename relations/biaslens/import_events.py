@@ -40,7 +40,7 @@ from harness.family_api import (
     dump_json,
     encode_event,
 )
-from harness.store.compact_templates import PayloadTemplate
+from harness.store._compact_templates import PayloadTemplate
 from harness.vocabulary.model import key_of_request_text, request_key_text
 from relations.biaslens.questionset import QType
 from relations.biaslens.relations import BiasLensAnswer

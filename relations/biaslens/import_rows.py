@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.family_api import GenerationParams, HarnessError, Verdict, build_relation, seed_deriver
-from harness.runtime.gc_pause import gc_paused
-from harness.runtime.process_call import Failed, spawning
+from harness.runtime._gc_pause import gc_paused
+from harness.runtime._process_call import Failed, spawning
 from relations.biaslens.import_events import EncodedRow, ImportEncoder
 from relations.biaslens.relations import BiasLensAnswer
 from relations.biaslens.released import AnswerFile, answer_case_rows

@@ -38,7 +38,7 @@ from harness.family_api import (
     campaign_started,
     encode_event,
 )
-from harness.runtime.gc_pause import gc_paused
+from harness.runtime._gc_pause import gc_paused
 from relations.biaslens.import_events import ROWS_PER_ANSWER, EncodedRow
 from relations.biaslens.import_rows import (
     CAMPAIGN_SEED,
@@ -181,7 +181,7 @@ async def import_released(
     (`relations.biaslens.import_rows`) while this one writes them in batches of
     ``batch_events``, so memory stays bounded by the largest file whatever the folder's
     size; ``progress`` hears of every imported answer (`harness.cli.progress.RichProgress`);
-    ``compact``: a new log is written in format 2 (`harness.store.compact_schema`)."""
+    ``compact``: a new log is written in format 2 (`harness.store._compact_schema`)."""
     started = time.monotonic()
     plan = plan or plan_import(src, models, count=False)
     src, wanted, files = plan.src, plan.models, plan.files
@@ -243,7 +243,7 @@ async def _write_campaign(
 ) -> None:
     """Every answer of the plan's files as one campaign appended to ``db``; ``bulk``: a
     log built whole (`EventWriter.open`'s ``bulk``). Runs with the cyclic collector paused
-    (`harness.runtime.gc_pause`): the chunks the reading process hands over are half a million
+    (`harness.runtime._gc_pause`): the chunks the reading process hands over are half a million
     row tuples, which made it scan the held chunks and batches again and again, and
     nothing here makes cycles worth reclaiming early."""
     async with await EventWriter.open(db, max_group=8, compact=compact, bulk=bulk) as store:

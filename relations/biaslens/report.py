@@ -23,7 +23,7 @@ from harness.family_api import (
     Table,
     load_statistics,
 )
-from harness.runtime.process_call import ProcessCall, second_core_free
+from harness.runtime._process_call import ProcessCall, second_core_free
 from relations.biaslens.comparisons import (
     ALL_TYPES,
     PAIRED_COLUMNS,

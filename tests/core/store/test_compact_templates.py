@@ -1,4 +1,4 @@
-"""Payloads written pre-split (`harness.store.compact_templates`) are split exactly as
+"""Payloads written pre-split (`harness.store._compact_templates`) are split exactly as
 `split_payload` splits their text, whatever the template and the values, and a log
 written from them reads back the same bytes."""
 
@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.store.compact_rows import split_payload
-from harness.store.compact_templates import PayloadTemplate
+from harness.store._compact_rows import split_payload
+from harness.store._compact_templates import PayloadTemplate
 from harness.store.open import open_reader, open_writer
 
 _GAP = "\x00gap\x00"

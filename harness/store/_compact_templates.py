@@ -1,5 +1,5 @@
 """Payloads handed to the writer already split around their varying values, so that log
-format 2 (`harness.store.compact_rows`) need not scan each payload for its texts and tokens.
+format 2 (`harness.store._compact_rows`) need not scan each payload for its texts and tokens.
 
 A bulk writer (an importer) knows the JSON of an event kind up to a few varying values:
 ``PayloadTemplate(parts)`` is that JSON cut at them (the parts between the values), scanned
@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from harness.store.compact_rows import (
+from harness.store._compact_rows import (
     MAX_INLINE_STRING,
     MIN_TEXT,
     Cuts,
@@ -27,7 +27,7 @@ from harness.store.compact_rows import (
     scan,
     split_payload,
 )
-from harness.store.compact_schema import CASE_MARKER
+from harness.store._compact_schema import CASE_MARKER
 
 # A part before a value ends where a value may start, a part after one starts where a value
 # may end, so a scan of a part alone finds the tokens a scan of the whole finds in it.
