@@ -59,9 +59,22 @@ class PendingEvent(NamedTuple):
     event: Event
 
 
-# A stored row without its batch number and timestamp, which are the same for every row of
-# a batch: (campaign, case_id, seq, kind, schema_version, turn, attempt, payload).
-Row = tuple[str, str, int, str, int, int | None, int | None, str]
+# An event already encoded, as `EventWriter.append_many` takes it: where it goes (campaign,
+# case_id, seq), `encode_event`'s (kind, schema_version, payload) of it, and its turn and
+# attempt (set for AskSent, ReplyReceived and AskFailed, else None), in the order
+# (campaign, case_id, seq, kind, schema_version, turn, attempt, payload). `encoded_event`
+# makes one from a `PendingEvent`. A plain tuple: a bulk writer makes hundreds of thousands.
+EncodedEvent = tuple[str, str, int, str, int, int | None, int | None, str]
+Row = EncodedEvent  # a stored row without its batch number and timestamp (the writer adds them)
+
+
+def encoded_event(pending: PendingEvent) -> EncodedEvent:
+    """``pending`` encoded as `EventWriter.append_many` takes it (what `append` stores)."""
+    kind, version, payload = encode_event(pending.event)
+    turned = kind in _TURN_KINDS
+    turn = getattr(pending.event, "turn", None) if turned else None
+    attempt = getattr(pending.event, "attempt", None) if turned else None
+    return (pending.campaign, pending.case_id, pending.seq, kind, version, turn, attempt, payload)
 
 
 @dataclass
@@ -185,12 +198,6 @@ class EventWriter:
         store._writer = asyncio.create_task(store._write_loop(), name="event-store-writer")
         return store
 
-    @property
-    def splits_payloads(self) -> bool:
-        """True for a log of format 2, which stores payloads split (a bulk writer's
-        `harness.store._compact_templates` payloads save it the scan)."""
-        return self._compact is not None
-
     async def __aenter__(self) -> EventWriter:
         return self
 
@@ -225,19 +232,19 @@ class EventWriter:
         self._enqueue(_Batch(rows, now, future))
         return future
 
-    async def append_encoded(self, rows: Sequence[Row]) -> list[int]:
-        """`append` for events already encoded by a bulk importer's fast path, as rows
-        (campaign, case_id, seq, kind, schema_version, turn, attempt, payload). The payload
-        must be exactly `encode_event`'s (the fast path's own tests show it); the batch is
-        atomic and committed like any other."""
+    async def append_many(self, events: Sequence[EncodedEvent]) -> list[int]:
+        """`append` for events already encoded (`EncodedEvent`), the way a bulk writer (an
+        importer) hands over many: each payload must be exactly `encode_event`'s, and the
+        store's layout is the store's own (a log of format 2 splits the payloads itself).
+        The batch is atomic and committed like any other; returns the events' gseqs."""
         if self._closed:
             raise StoreClosedError("append on a closed event store")
-        if not rows:
+        if not events:
             return []
         future: asyncio.Future[list[int]] = asyncio.get_running_loop().create_future()
-        # The rows go to the insert as they are (a copy of each row cost more than its
+        # The tuples go to the insert as they are (a copy of each cost more than its
         # binding); only the list is copied, so the caller may reuse its own.
-        self._enqueue(_Batch(list(rows), time.time(), future))
+        self._enqueue(_Batch(list(events), time.time(), future))
         return await future
 
     def _enqueue(self, batch: _Batch | None) -> None:

@@ -112,7 +112,7 @@ def test_a_log_written_from_templates_reads_back_the_same_payloads(tmp_path: Pat
 
         async def write(db: Path = db, compact: bool = compact) -> None:
             async with await open_writer(str(db), compact=compact) as sink:
-                await sink.append_encoded(rows)
+                await sink.append_many(rows)
 
         asyncio.run(write())
         with open_reader(db) as log:
