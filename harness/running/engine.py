@@ -225,7 +225,7 @@ class Engine:
     # --- running ---------------------------------------------------------------------
 
     async def run(self) -> RunSummary:
-        with gc_infrequent():  # the collector cost 14 % of a turn's CPU (harness.runtime._gc_pause)
+        with gc_infrequent():  # why: harness.runtime._gc_pause
             return await self._run()
 
     async def _run(self) -> RunSummary:

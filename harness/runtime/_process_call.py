@@ -1,5 +1,10 @@
-"""One function call computed in a second process while the caller goes on: what a report
-or an import uses to put a machine's second core to work.
+"""Work computed in a second process while the caller goes on: what a report or an import
+uses to put a machine's second core to work. `ProcessCall` computes one call's value;
+`ProcessItems` (below) an iterator's items, handed over in order as they come (the BiasLens
+import reads and encodes its files in one while its parent writes them, the two halves each
+keeping a core busy: bench/RESULTS.md, 2026-11-27, "a new log built whole, the import in two
+processes"). Families reach both through neutral facilities: `ProcessItems` itself in
+`harness.family_api`, and `ReportContext.compute_aside` for a `ProcessCall`.
 
 `ProcessCall(fn, *args)` spawns a child (not forked: the parent may hold threads and open
 SQLite connections, which a forked child must not touch) that runs ``fn(*args)`` and pipes

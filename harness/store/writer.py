@@ -150,9 +150,8 @@ class EventWriter:
                 row = await cur.fetchone()
             fresh = row is not None and row[0] == 0
             if fresh:
-                # Format 1 stays the default: format 2 doubles the CPU of writing and reading
-                # (bench/RESULTS.md, 2026-11-26), so it is chosen for archives (harness copy
-                # --compact), not for the hot path.
+                # Format 1 stays the default; format 2 is for archives (harness copy
+                # --compact, import --compact): docs/architecture.md, "One storage story".
                 found, schema = (
                     (LOG_FORMAT_2, SCHEMA_2 + PLANNER_STATS) if compact else (LOG_FORMAT, SCHEMA)
                 )
@@ -327,7 +326,7 @@ class EventWriter:
             numbers = list(range(self._batch_no + 1, self._batch_no + 1 + len(group)))
             self._batch_no += len(group)
             try:
-                # Fast path: the whole group in one statement; on a conflict fall back to
+                # The whole group in one statement; on a conflict fall back to
                 # one savepoint per batch so only the offending batch fails.
                 if self._compact is not None:
                     self._compact.insert(

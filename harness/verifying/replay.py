@@ -6,7 +6,7 @@ Two ways to replay, neither opens a network connection:
   recorded case data, and ``step(case, transcript prefix)`` must give exactly the recorded
   asks (and the requests built from them) at every step and exactly the recorded verdict at
   the end, compared byte for byte as JSON. After a relation changes it lists precisely which
-  asks and verdicts differ, case by case. This is the fast path (no engine, no store writes).
+  asks and verdicts differ, case by case, without the engine and without writing a log.
 - `replay_into` re-runs the campaign through the engine into a new log with `ReplayModel`
   standing in for every model: recorded outcomes are served by (case, turn), else by request
   key. Its report must equal the live run's.
