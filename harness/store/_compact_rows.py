@@ -242,14 +242,10 @@ class CompactInserter:
         campaign_key = self._name(conn, "campaigns", campaign)
         case_key = self._name(conn, "cases", case_id, campaign_key)
         kind_key = self._name(conn, "kinds", kind)
-        # A payload that comes split (`harness.store._compact_templates`) is not scanned.
-        presplit = getattr(payload, "presplit", None)
         split: SplitPayload | None = None
         if len(text) <= _SPLIT_CACHED:
             split = self._splits.get(text)
-        if presplit is not None:
-            split = presplit(case_id)
-        elif split is None or (case_id and case_id in text):
+        if split is None or (case_id and case_id in text):
             split = split_payload(text, case_id)
             if len(text) <= _SPLIT_CACHED and not (case_id and case_id in text):
                 if len(self._splits) >= _CACHE_LIMIT:
