@@ -54,7 +54,7 @@ def build(db: Path, events: int, base_cases: int | None = None) -> None:
     from harness.running.engine import Engine, turn_seeder
     from harness.running.plan import Plan
     from harness.running.runner import campaign_started
-    from harness.store import log_summary
+    from harness.store import _log_summary as log_summary
     from harness.store.fold import messages_for
     from harness.store.schema import LOG_FORMAT, SCHEMA
     from harness.vocabulary.events import (
@@ -256,9 +256,9 @@ def main() -> None:
         t0 = time.perf_counter()
         build(db, args.events)
         print(f"# built {db} in {time.perf_counter() - t0:.0f}s")
-    from harness.store import sqlar
+    from harness.store.schema import connect
 
-    with sqlar.connect(db) as conn:  # either log format (format 2's views need sqlar)
+    with connect(db) as conn:  # either log format (format 2's views need sqlar)
         (events,) = conn.execute("SELECT count(*) FROM events").fetchone()
         (turns,) = conn.execute("SELECT count(*) FROM events WHERE kind='AskSent'").fetchone()
     print(f"# log {db}: {events:,} events, {turns:,} turns, {db.stat().st_size / 2**20:.0f} MB")
@@ -292,7 +292,7 @@ def main() -> None:
     replay_db = Path(tempfile.gettempdir()) / f"bench-replay-{args.replay_events}.db"
     if not replay_db.exists():
         build(replay_db, args.replay_events, base_cases=args.replay_events)
-    with sqlar.connect(replay_db) as conn:
+    with connect(replay_db) as conn:
         (turns,) = conn.execute("SELECT count(*) FROM events WHERE kind='AskSent'").fetchone()
     t0 = time.perf_counter()
     out = subprocess.run(

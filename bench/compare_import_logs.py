@@ -6,21 +6,22 @@ Compares (gseq, case_id, seq, kind, schema_version, turn, attempt, batch, payloa
 order, each log's campaign id replaced by one name and CampaignStarted's code version left
 out (the two things that differ between two imports of one folder by two commits); prints
 the first differences, the number of differing rows, and each log's summary tables
-(`harness.store.log_summary`). Exits 1 when a row differs.
+(`harness.store._log_summary`). Exits 1 when a row differs.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 import sys
 from collections.abc import Iterator
+
+from harness.store.schema import connect  # either log format (format 2's views need it)
 
 COLUMNS = "gseq, case_id, seq, kind, schema_version, turn, attempt, batch, payload"
 
 
 def rows(db: str) -> Iterator[tuple[object, ...]]:
-    conn = sqlite3.connect(db)
+    conn = connect(db)
     (campaign,) = conn.execute("SELECT DISTINCT campaign FROM events").fetchone()
     for row in conn.execute(f"SELECT {COLUMNS} FROM events ORDER BY gseq"):
         *head, payload = row
@@ -43,7 +44,9 @@ def main() -> None:
                 print("DIFF", a[:8], str(a[-1])[:300], "\n    ", b[:8], str(b[-1])[:300])
     print(f"{compared} rows compared, {differ} differ")
     for db in (old, new):
-        conn = sqlite3.connect(db)
+        conn = connect(db)
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'summary_marks'").fetchone():
+            continue  # format 2 keeps no summary tables
         marks = conn.execute("SELECT through_gseq, usd FROM summary_marks").fetchall()
         cases = conn.execute("SELECT count(*), sum(closed) FROM summary_cases").fetchone()
         print(f"{db}: summary marks {marks}, summary cases (count, closed) {cases}")

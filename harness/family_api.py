@@ -124,8 +124,6 @@ if TYPE_CHECKING:
     from harness.reporting.stats import (
         wilson_interval as wilson_interval,
     )
-
-    # Report sections and their statistics
     from harness.reporting.tables import (
         Bars as Bars,
     )
@@ -140,6 +138,9 @@ if TYPE_CHECKING:
     )
     from harness.reporting.tables import (
         Paired as Paired,
+    )
+    from harness.reporting.tables import (
+        PartAside as PartAside,
     )
     from harness.reporting.tables import (
         ReportContext as ReportContext,
@@ -191,6 +192,12 @@ if TYPE_CHECKING:
     from harness.running.runner import (
         run_campaign as run_campaign,
     )
+
+    # Report sections and their statistics
+    # Work computed in a second process: an iterator's items (an importer's reading half)
+    from harness.runtime._process_call import (
+        ProcessItems as ProcessItems,
+    )
     from harness.store.fresh_log import (
         FreshLog as FreshLog,
     )
@@ -207,6 +214,9 @@ if TYPE_CHECKING:
     )
     from harness.store.side_tables import (
         SideTable as SideTable,
+    )
+    from harness.store.writer import (
+        EncodedEvent as EncodedEvent,
     )
     from harness.store.writer import (
         EventWriter as EventWriter,
@@ -425,6 +435,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     "Network": ("harness.reporting.tables", "Network"),
     "Paired": ("harness.reporting.tables", "Paired"),
     "ReportContext": ("harness.reporting.tables", "ReportContext"),
+    "PartAside": ("harness.reporting.tables", "PartAside"),
     "ReportSection": ("harness.reporting.tables", "ReportSection"),
     "Table": ("harness.reporting.tables", "Table"),
     "VerdictRow": ("harness.reporting.tables", "VerdictRow"),
@@ -454,6 +465,8 @@ _WHERE: dict[str, tuple[str, str]] = {
     "SideTable": ("harness.store.side_tables", "SideTable"),
     "EventReader": ("harness.store.reader", "EventReader"),
     "EventWriter": ("harness.store.writer", "EventWriter"),
+    "EncodedEvent": ("harness.store.writer", "EncodedEvent"),
+    "ProcessItems": ("harness.runtime._process_call", "ProcessItems"),
     "PendingEvent": ("harness.store.writer", "PendingEvent"),
     "FreshLog": ("harness.store.fresh_log", "FreshLog"),
     "CampaignConfig": ("harness.running.campaign", "CampaignConfig"),
@@ -509,6 +522,7 @@ __all__ = [
     "ConfigError",
     "Corpus",
     "Deferred",
+    "EncodedEvent",
     "Event",
     "EventReader",
     "EventWriter",
@@ -536,7 +550,9 @@ __all__ = [
     "Note",
     "Outcome",
     "Paired",
+    "PartAside",
     "PendingEvent",
+    "ProcessItems",
     "ProgressSink",
     "Relation",
     "RelationBase",

@@ -184,7 +184,7 @@ def raw_sql(target: str, sql: str, *args: object) -> None:
             conn.execute(sql.replace("?", "%s"), args)  # type: ignore[arg-type]
         return
 
-    from harness.store import sqlar
+    from harness.store.schema import connect
 
-    with contextlib.closing(sqlar.connect(target)) as conn, conn:
+    with contextlib.closing(connect(target)) as conn, conn:
         conn.execute(sql, args)

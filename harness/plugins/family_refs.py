@@ -1,8 +1,8 @@
 """References to a family's contributions that are imported on first use, not at start-up.
 
 What for: every ``harness`` command builds the registry, and a family whose ``FAMILY`` object
-imports its relations, report, simulated model and CLI makes every command pay for every
-family (about half a second of CPU with five families). A family that describes itself with
+imports its relations, report, simulated model and CLI makes every command import every
+family. A family that describes itself with
 these references costs a few dataclasses until something asks for one of its parts:
 ``harness replay`` of a BiasLens campaign imports the BiasLens relation, never BADF's story
 extractor.

@@ -240,9 +240,8 @@ def stratified_exact_test(tables: Sequence[Sequence[Sequence[int]]]) -> float:
 
     # Every table's support in one call: scipy's per-call overhead (argument checks,
     # broadcasting) is most of the cost of a small table, and the values are elementwise.
-    # exp(logpmf), not pmf: scipy's pmf runs Boost's exact series per point, about 30 us
-    # each, so a stratum of 10,000 answers took 30 ms; logpmf (log-beta terms) is 35x
-    # faster and agrees to about 1e-13 relative, far inside the 1e-7 tie tolerance below.
+    # exp(logpmf), not pmf (bench/RESULTS.md has the timings): logpmf (log-beta terms)
+    # agrees to about 1e-13 relative, far inside the 1e-7 tie tolerance below.
     # Each table's values cover its whole support, so they are scaled to sum to 1: a
     # one-point support is then certain (p = 1.0) rather than 1 - 2e-16.
     counts, margins, sizes = [], [], []

@@ -11,10 +11,10 @@ import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from harness.reporting.stats import load as load_statistics
-from harness.runtime.process_call import ProcessCall, second_core_free
+from harness.runtime._process_call import ProcessCall, second_core_free
 from harness.store.reader import EventReader
 from harness.store.verdict_counts import VerdictCounts, case_key, count_verdicts, count_verdicts_in
 
@@ -25,6 +25,18 @@ ASIDE_MIN_BYTES = 64 * 2**20
 # The topic of the Note `harness.verifying.rejudge` appends before the first verdict of a judge: the
 # report looks it up to learn whether the log holds any judge verdict at all.
 REJUDGE_TOPIC = "rejudge"
+
+T_co = TypeVar("T_co", covariant=True)
+
+
+class PartAside(Protocol[T_co]):
+    """A part of a section computed in a second process (`ReportContext.compute_aside`):
+    `result` waits for its value (raising the child's exception, or a `HarnessError` if the
+    child died), `close` stops it if it still runs. Close it always (in a ``finally``)."""
+
+    def result(self) -> T_co: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -162,6 +174,26 @@ class ReportContext:
                 )
         except OSError:  # no file there any more, or no process: the count is made here
             self._counting = None
+
+    def can_compute_aside(self) -> bool:
+        """Whether `compute_aside` may start a second process: the log is a SQLite file (the
+        child opens it by name) and this process may use a second core."""
+        return self.log.file is not None and second_core_free()
+
+    def compute_aside(
+        self, what: str, fn: Callable[..., T_co], *args: Any
+    ) -> PartAside[T_co] | None:
+        """``fn(*args)`` started in a second process while the section goes on with its own
+        part, or None when none can be started (`can_compute_aside`, or the start failed):
+        the section then computes that part itself. ``fn`` is a module-level function and its
+        arguments and value pickle (the log is passed as ``self.log.file``, never open);
+        ``what`` names the process in errors ("the process tallying BiasLens groups")."""
+        if not self.can_compute_aside():
+            return None
+        try:
+            return ProcessCall(what, fn, *args)
+        except OSError:
+            return None
 
     def close(self) -> None:
         """Stops a count still running in a second process (a report that failed)."""

@@ -1,7 +1,7 @@
 """One timer for the timeouts of many concurrent calls that share one duration.
 
-What for: `asyncio.timeout` schedules and cancels a timer handle per call, about fifteen
-Python calls (12 us of CPU, a few percent of a zero-latency turn on `sim`). The call loop's
+What for: `asyncio.timeout` schedules and cancels a timer handle per call (timings in
+bench/RESULTS.md, engine on `sim`). The call loop's
 calls all get the same timeout, so their deadlines come in the order they started: a queue
 in start order and one timer armed at the earliest pending deadline do the same job.
 

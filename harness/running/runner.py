@@ -20,8 +20,8 @@ from harness.running.engine import AnswerCache, Engine, ProgressSink, RunSummary
 from harness.running.plan import Plan
 from harness.store.fold import CaseState, fold_case
 from harness.store.log import LogLike
-from harness.store.log_summary import Summary
 from harness.store.open import log_exists, open_reader, open_writer
+from harness.store.reader import LogSummary
 from harness.store.writer import EventWriter, PendingEvent
 from harness.vocabulary.errors import ConfigError, StoreError
 from harness.vocabulary.events import CampaignResumed, CampaignStarted
@@ -164,8 +164,8 @@ class ResumePoint:
     closed: set[str]
     spent_usd: float = 0.0  # what the campaign's calls cost so far (see `spent_so_far`)
     # What the log said of the campaign's cases and spend; one computed from every row (a
-    # log written before summaries) is recorded by the resume (`harness.store.log_summary`).
-    summary: Summary | None = None
+    # log written before summaries) is recorded by the resume (`EventReader.summary`).
+    summary: LogSummary | None = None
 
 
 def load_resume_point(db: LogLike, campaign: str | None = None) -> ResumePoint:

@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harness.store import sqlar
-from harness.store.compact_rows import CompactInserter
-from harness.store.compact_schema import has_blocks
+from harness.store import _sqlar as sqlar
+from harness.store._compact_rows import CompactInserter
+from harness.store._compact_schema import has_blocks
 from harness.store.fresh_log import FreshLog
 from harness.store.log import Log, LogLike
 from harness.store.postgres_url import PostgresUrl
@@ -111,7 +111,7 @@ def _count(target: Log) -> int:
 
 def copy_log(source: LogLike, destination: LogLike, *, compact: bool = False) -> int:
     """Copy every event of ``source`` into the new log ``destination``; the number copied.
-    ``compact``: write the new SQLite log in format 2 (`harness.store.compact_schema`)."""
+    ``compact``: write the new SQLite log in format 2 (`harness.store._compact_schema`)."""
     source = Log.at(source, field="SRC")
     destination = Log.at(destination, field="DST")
     total = _count(source)  # also checks that the source is a log

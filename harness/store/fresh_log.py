@@ -4,10 +4,9 @@ A bulk writer that creates a log from data it already holds (the BiasLens import
 answers) does not need every commit to be durable on its own: nothing reads the log before
 it is complete, and a build that dies is run again. So it writes a hidden partial file next
 to the target, with the rollback journal in memory and no fsync per commit
-(`harness.store.schema.BULK_PRAGMAS`:
-about a third less CPU and wall for the GPT-4o-mini import than WAL with durable commits,
-bench/RESULTS.md 2026-11-27), then turns the file to WAL, syncs it to disk and links it to
-the target's name, which must still be free: nothing overwrites a log.
+(`harness.store.schema.BULK_PRAGMAS`; figures in bench/RESULTS.md, 2026-11-27), then turns
+the file to WAL, syncs it to disk and links it to the target's name, which must still be
+free: nothing overwrites a log.
 
 A build that fails or is interrupted removes its partial file. One that is killed (SIGKILL,
 power cut) leaves it behind; it holds an exclusive `flock` while it lives, so the next build

@@ -47,7 +47,7 @@ CONNECTIONS = 4  # per worker, for claims and releases
 
 # Every claim waiting when a round trip starts goes in it (as in a group commit): a worker's
 # hundreds of calls in flight need a case each, and beside another worker half the claims
-# are refused (both walk one plan), so one statement per claim cost more CPU than the
+# are refused (both walk one plan), so one statement per claim would cost more than the
 # claims were worth. Rows are taken in case order, so two workers' batches cannot deadlock.
 _CLAIM = """
 INSERT INTO leases (campaign, case_id, owner, expires_at)

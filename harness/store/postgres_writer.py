@@ -32,8 +32,8 @@ from harness.vocabulary.events import encode_event
 _TURN_KINDS = frozenset({"AskSent", "ReplyReceived", "AskFailed"})
 _COLUMNS = "(campaign, case_id, seq, kind, schema_version, turn, attempt, batch, ts, payload)"
 _ROW = "(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)"
-# The fast path's row: the batch number is relative to the group, counted on from the last
-# committed batch by the server (`PgEventWriter._commit_in_one_round_trip`).
+# A row of the one-message commit: the batch number is relative to the group, counted on
+# from the last committed batch by the server (`PgEventWriter._commit_in_one_round_trip`).
 _ROW_ON_TOP = b"(%b,%b,%b,%b,%b,%b,%b,%b + current_setting('harness.batch_top')::bigint,%b,%b)"
 _ROWS_PER_STATEMENT = 1000  # 10 parameters a row, far under PostgreSQL's 65535
 
@@ -64,7 +64,7 @@ class PgEventWriter:
     ) -> None:
         self._conn = conn  # owned by the writer task
         self._reads = reads  # next_seq, so reads never wait inside the writer's transaction
-        self._literals = Transformer.from_context(conn)  # SQL literals for the fast path
+        self._literals = Transformer.from_context(conn)  # SQL literals for the one-message commit
         self.target = target
         self.path = target.shown
         self._max_group = max_group
@@ -189,15 +189,14 @@ class PgEventWriter:
                 batch.future.set_result(result)
 
     async def _commit_in_one_round_trip(self, group: list[_Batch]) -> list[int]:
-        """Commit the whole group as one message of statements (the fast path): the commit
-        lock is then held only while the server executes them, never across a round trip
-        to this process, which may be waiting for a CPU or busy with other tasks while
-        every other worker's commit waits for the lock. Batch numbers are counted on from
+        """Commit the whole group as one message of statements: the commit lock is then
+        held only while the server executes them, never across a round trip to this
+        process, which may be busy with other tasks while every other worker's commit
+        waits for the lock. Batch numbers are counted on from
         the last committed one by the server, after the lock is taken (each statement reads
         a fresh snapshot). Raises UniqueViolation with the transaction left aborted."""
         # Values rendered as literals by psycopg's own adapters (what a client-side binding
-        # cursor does), but without its placeholder parsing, which costs a worker a tenth
-        # of its CPU on statements this long.
+        # cursor does), but without its placeholder parsing (bench/RESULTS.md, issue 15).
         literal = self._literals.as_literal
         rows = [
             _ROW_ON_TOP % (*map(literal, row[:7]), str(i).encode(), *map(literal, row[7:]))
@@ -228,7 +227,7 @@ class PgEventWriter:
                 return ids
 
     async def _rollback(self) -> None:
-        """End the fast path's transaction when a statement of it failed (BEGIN was ours)."""
+        """End the one-message commit's transaction when a statement failed (BEGIN was ours)."""
         if self._conn.info.transaction_status != TransactionStatus.IDLE:
             await self._conn.execute("ROLLBACK")
 

@@ -11,12 +11,16 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.store import log_summary, sqlar
-from harness.store.compact_payloads import COLUMNS, PayloadBuilder, source
-from harness.store.compact_schema import has_blocks
+from harness.store import _log_summary as log_summary
+from harness.store import _sqlar as sqlar
+from harness.store._compact_payloads import COLUMNS, PayloadBuilder, source
+from harness.store._compact_schema import has_blocks
 from harness.store.schema import READER_PRAGMAS, apply_pragmas, check_log_format
 from harness.vocabulary.errors import NotAHarnessLogError, StoreError
 from harness.vocabulary.events import CampaignStarted, Event, decode_event
+
+# What `EventReader.summary` returns: a campaign's closed cases and spend, for resume.
+LogSummary = log_summary.Summary
 
 
 @dataclass(frozen=True)
@@ -223,9 +227,9 @@ class EventReader:
             raise StoreError(f"reading {self.path} failed: {exc}") from exc
         return total
 
-    def summary(self, campaign: str) -> log_summary.Summary:
+    def summary(self, campaign: str) -> LogSummary:
         """The campaign's case ids, closed cases and paid spend, from the log's recorded
-        summary and the events after it (`harness.store.log_summary`), or from every row."""
+        summary and the events after it (`harness.store._log_summary`), or from every row."""
         if self.log_format == 2:
             closed = set(self.case_ids(campaign, kind="CaseClosed"))
             unclosed = set(self.case_ids(campaign)) - closed

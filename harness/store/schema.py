@@ -3,16 +3,19 @@ connection settings, shared by the writer and the readers."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from harness.store.compact_schema import LOG_FORMAT_2
+from harness.store import _sqlar
+from harness.store._compact_schema import LOG_FORMAT_2
 from harness.vocabulary.errors import NotAHarnessLogError
 
 LOG_FORMAT = "bias-harness-event-log/1"  # this module's layout, the default for new logs
 # Every format this harness reads: format 1 (this module) and format 2
-# (`harness.store.compact_schema`, what `harness copy --compact` writes).
+# (`harness.store._compact_schema`, what `harness copy --compact` writes).
 LOG_FORMATS = (LOG_FORMAT, LOG_FORMAT_2)
 
 SCHEMA = """
@@ -114,3 +117,10 @@ def check_log_format(conn: sqlite3.Connection, path: Path) -> int:
             f"{path} is not a harness event log (format marker {row[0] if row else 'missing'!r})"
         )
     return LOG_FORMATS.index(row[0]) + 1
+
+
+def connect(path: str | os.PathLike[str], **kwargs: Any) -> sqlite3.Connection:
+    """`sqlite3.connect` to a log, with the SQL functions its views call: the way to read a
+    log of either format with ad-hoc SQL from Python (``pandas.read_sql`` over its
+    ``events``, ``turns`` and ``verdicts`` views, say). ``kwargs`` go to `sqlite3.connect`."""
+    return _sqlar.register(sqlite3.connect(path, **kwargs))

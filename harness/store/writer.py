@@ -25,9 +25,10 @@ from typing import NamedTuple
 
 import aiosqlite
 
-from harness.store import log_summary, sqlar
-from harness.store.compact_rows import CompactInserter
-from harness.store.compact_schema import LOG_FORMAT_2, PLANNER_STATS, SCHEMA_2
+from harness.store import _log_summary as log_summary
+from harness.store import _sqlar as sqlar
+from harness.store._compact_rows import CompactInserter
+from harness.store._compact_schema import LOG_FORMAT_2, PLANNER_STATS, SCHEMA_2
 from harness.store.schema import (
     BULK_PRAGMAS,
     LOG_FORMAT,
@@ -58,9 +59,22 @@ class PendingEvent(NamedTuple):
     event: Event
 
 
-# A stored row without its batch number and timestamp, which are the same for every row of
-# a batch: (campaign, case_id, seq, kind, schema_version, turn, attempt, payload).
-Row = tuple[str, str, int, str, int, int | None, int | None, str]
+# An event already encoded, as `EventWriter.append_many` takes it: where it goes (campaign,
+# case_id, seq), `encode_event`'s (kind, schema_version, payload) of it, and its turn and
+# attempt (set for AskSent, ReplyReceived and AskFailed, else None), in the order
+# (campaign, case_id, seq, kind, schema_version, turn, attempt, payload). `encoded_event`
+# makes one from a `PendingEvent`. A plain tuple: a bulk writer makes hundreds of thousands.
+EncodedEvent = tuple[str, str, int, str, int, int | None, int | None, str]
+Row = EncodedEvent  # a stored row without its batch number and timestamp (the writer adds them)
+
+
+def encoded_event(pending: PendingEvent) -> EncodedEvent:
+    """``pending`` encoded as `EventWriter.append_many` takes it (what `append` stores)."""
+    kind, version, payload = encode_event(pending.event)
+    turned = kind in _TURN_KINDS
+    turn = getattr(pending.event, "turn", None) if turned else None
+    attempt = getattr(pending.event, "attempt", None) if turned else None
+    return (pending.campaign, pending.case_id, pending.seq, kind, version, turn, attempt, payload)
 
 
 @dataclass
@@ -107,7 +121,7 @@ class EventWriter:
         compact: bool = False,
         bulk: bool = False,
     ) -> EventWriter:
-        """``compact``: a log created here is written in format 2 (`harness.store.compact_schema`:
+        """``compact``: a log created here is written in format 2 (`harness.store._compact_schema`:
         about 5x smaller, slower to write and read); an existing log keeps its own format.
         ``bulk``: commits are not durable one by one (`BULK_PRAGMAS`), only for the private
         file of a log built whole (`harness.store.fresh_log`), which is synced when published."""
@@ -136,9 +150,8 @@ class EventWriter:
                 row = await cur.fetchone()
             fresh = row is not None and row[0] == 0
             if fresh:
-                # Format 1 stays the default: format 2 doubles the CPU of writing and reading
-                # (bench/RESULTS.md, 2026-11-26), so it is chosen for archives (harness copy
-                # --compact), not for the hot path.
+                # Format 1 stays the default; format 2 is for archives (harness copy
+                # --compact, import --compact): docs/architecture.md, "One storage story".
                 found, schema = (
                     (LOG_FORMAT_2, SCHEMA_2 + PLANNER_STATS) if compact else (LOG_FORMAT, SCHEMA)
                 )
@@ -184,12 +197,6 @@ class EventWriter:
         store._writer = asyncio.create_task(store._write_loop(), name="event-store-writer")
         return store
 
-    @property
-    def splits_payloads(self) -> bool:
-        """True for a log of format 2, which stores payloads split (a bulk writer's
-        `harness.store.compact_templates` payloads save it the scan)."""
-        return self._compact is not None
-
     async def __aenter__(self) -> EventWriter:
         return self
 
@@ -224,19 +231,19 @@ class EventWriter:
         self._enqueue(_Batch(rows, now, future))
         return future
 
-    async def append_encoded(self, rows: Sequence[Row]) -> list[int]:
-        """`append` for events already encoded by a bulk importer's fast path, as rows
-        (campaign, case_id, seq, kind, schema_version, turn, attempt, payload). The payload
-        must be exactly `encode_event`'s (the fast path's own tests show it); the batch is
-        atomic and committed like any other."""
+    async def append_many(self, events: Sequence[EncodedEvent]) -> list[int]:
+        """`append` for events already encoded (`EncodedEvent`), the way a bulk writer (an
+        importer) hands over many: each payload must be exactly `encode_event`'s, and the
+        store's layout is the store's own (a log of format 2 splits the payloads itself).
+        The batch is atomic and committed like any other; returns the events' gseqs."""
         if self._closed:
             raise StoreClosedError("append on a closed event store")
-        if not rows:
+        if not events:
             return []
         future: asyncio.Future[list[int]] = asyncio.get_running_loop().create_future()
-        # The rows go to the insert as they are (a copy of each row cost more than its
+        # The tuples go to the insert as they are (a copy of each cost more than its
         # binding); only the list is copied, so the caller may reuse its own.
-        self._enqueue(_Batch(list(rows), time.time(), future))
+        self._enqueue(_Batch(list(events), time.time(), future))
         return await future
 
     def _enqueue(self, batch: _Batch | None) -> None:
@@ -319,7 +326,7 @@ class EventWriter:
             numbers = list(range(self._batch_no + 1, self._batch_no + 1 + len(group)))
             self._batch_no += len(group)
             try:
-                # Fast path: the whole group in one statement; on a conflict fall back to
+                # The whole group in one statement; on a conflict fall back to
                 # one savepoint per batch so only the offending batch fails.
                 if self._compact is not None:
                     self._compact.insert(
@@ -368,7 +375,7 @@ class EventWriter:
         results: list[list[int] | BaseException],
     ) -> None:
         # Derived data, moved in the transaction of the events it covers (see
-        # `harness.store.log_summary`); every REFRESH_EVERY events, so a commit pays for it
+        # `harness.store._log_summary`); every REFRESH_EVERY events, so a commit pays for it
         # rarely and a resume reads at most about that many events past the summary.
         started = [row[0] for b in group for row in b.rows if row[3] == "CampaignStarted"]
         for campaign in started:

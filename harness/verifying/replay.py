@@ -6,7 +6,7 @@ Two ways to replay, neither opens a network connection:
   recorded case data, and ``step(case, transcript prefix)`` must give exactly the recorded
   asks (and the requests built from them) at every step and exactly the recorded verdict at
   the end, compared byte for byte as JSON. After a relation changes it lists precisely which
-  asks and verdicts differ, case by case. This is the fast path (no engine, no store writes).
+  asks and verdicts differ, case by case, without the engine and without writing a log.
 - `replay_into` re-runs the campaign through the engine into a new log with `ReplayModel`
   standing in for every model: recorded outcomes are served by (case, turn), else by request
   key. Its report must equal the live run's.
@@ -29,8 +29,8 @@ from harness.store.log import Log, LogLike
 from harness.store.open import open_reader
 from harness.store.protocol import EventLog
 from harness.store.reader import EventReader, StoredEvent
-from harness.verifying.replay_parallel import split_point, verify_in_two
-from harness.verifying.replay_quick import quick_verify, raw_cases, step_safely
+from harness.verifying._replay_parallel import split_point, verify_in_two
+from harness.verifying._replay_quick import quick_verify, raw_cases, step_safely
 from harness.vocabulary.errors import (
     ModelError,
     ReplayMissError,
@@ -205,7 +205,7 @@ def relations_of(config: CampaignConfig) -> dict[str, Relation]:
 
 def verify_log(db: LogLike, campaign: str | None = None) -> VerifyResult:
     """Re-derive every case of ``campaign`` (default: the latest) from the log alone (a large
-    SQLite log on two processes: `harness.verifying.replay_parallel`)."""
+    SQLite log on two processes: `harness.verifying._replay_parallel`)."""
     started_at = time.monotonic()
     db = Log.at(db)
     with db.reader() as log:

@@ -108,16 +108,11 @@ def request_key(model: str, messages: Sequence[Message], params: GenerationParam
     """Content address of a request: same model, params and full history -> same key.
 
     The hashed text is ``json.dumps({"model", "messages", "params"}, sort_keys=True,
-    ensure_ascii=False, separators=(",", ":"))`` with each message dumped as its two fields
-    (`request_key_text`); it is spelled out here because the key is computed on every call
-    and building the dicts cost more than encoding the strings.
+    ensure_ascii=False, separators=(",", ":"))`` with each message dumped as its two fields,
+    written out by `request_key_text` (tests/core/vocabulary/test_hot_path_encoding.py holds
+    it to that ``json.dumps``).
     """
-    return key_of_request_text(request_key_text(model, messages, params))
-
-
-def key_of_request_text(text: str) -> str:
-    """The request key of a `request_key_text` (for a bulk writer that builds the text
-    itself from a template of it)."""
+    text = request_key_text(model, messages, params)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 

@@ -7,7 +7,6 @@ computes the same follow-ups and verdicts as the code that ran the campaign.
 
 from __future__ import annotations
 
-import _random
 import hashlib
 import random
 from collections.abc import Callable, Sequence
@@ -117,23 +116,8 @@ def seed_deriver(*parts: object) -> Callable[[object], int]:
 
 
 def case_rng(seed: int, index: int, salt: str = "") -> random.Random:
-    """``random.Random(derive_seed(seed, index, salt))``, the generator a case draws from.
-
-    Built as ``Random.__init__`` builds it, without its two Python-level calls (``__init__``
-    and ``seed``, whose type checks an int seed passes): the generator's own ``seed`` on a
-    new instance, then ``gauss_next``. Every case of a campaign and of its replay makes one
-    (`tests/core/vocabulary/test_case_rng.py` compares the states and the seeds)."""
-    # derive_seed(seed, index, salt), its parts' str() joined without a tuple and a map
-    digest = _sha256(f"{seed!s}\x1f{index!s}\x1f{salt!s}".encode()).digest()
-    rng = _new_random(random.Random)
-    _seed_generator(rng, int.from_bytes(digest[:8], "big") >> 1)
-    rng.gauss_next = None  # type: ignore[attr-defined]  # set by Random.__init__, untyped
-    return rng
-
-
-_sha256 = hashlib.sha256
-_new_random = random.Random.__new__
-_seed_generator = _random.Random.seed  # MT19937's own seeding, which random.Random.seed calls
+    """The generator a case draws from: ``random.Random(derive_seed(seed, index, salt))``."""
+    return random.Random(derive_seed(seed, index, salt))
 
 
 class NoOptions(BaseModel):

@@ -1,15 +1,15 @@
 """The five events of one imported BiasLens answer, encoded straight to their stored rows.
 
 An import writes five events per answer (half a million for GPT-4o-mini's column). Building
-each as a pydantic event and dumping it took about a third of the import's CPU, although
+each as a pydantic event and dumping it would repeat the same work for every case, although
 most of an event is the same for every case: the request of a question is the same in its
 three runs, the request parameters and a reply's metadata are the same everywhere. Here the
 pydantic models encode each event once with marker values in its varying fields, and each
 case fills that JSON (`_Slots`) with its own values dumped by pydantic_core's serialiser,
-the one the models use: a question's AskSent (its prompt, twice, and its request key, whose
-hashed text is filled the same way), the verdict's reason and evidence, the answer text.
+the one the models use: a question's AskSent (its prompt, twice, and its request key), the
+verdict's reason and evidence, the answer text.
 The Case is not built at all: CaseOpened is a template too, with holes for the case's fields
-(building and validating a Case cost about as much as encoding all five events). A verdict
+(building and validating one would cost as much as encoding all five events). A verdict
 shared by many answers (`relations.biaslens.relations._decided`) is encoded once.
 tests/families/biaslens/test_biaslens_import_events.py checks, over generated cases and answers,
 that the rows carry exactly `encode_event`'s output for the pydantic events.
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import re
-from json.encoder import encode_basestring
 from typing import Any
 
 from pydantic_core import to_json
@@ -29,6 +28,7 @@ from harness.family_api import (
     Case,
     CaseClosed,
     CaseOpened,
+    EncodedEvent,
     Event,
     GenerationParams,
     Message,
@@ -39,15 +39,11 @@ from harness.family_api import (
     VerdictReached,
     dump_json,
     encode_event,
+    request_key,
 )
-from harness.store.compact_templates import PayloadTemplate
-from harness.vocabulary.model import key_of_request_text, request_key_text
 from relations.biaslens.questionset import QType
 from relations.biaslens.relations import BiasLensAnswer
 
-# A stored row without its batch number and timestamp (the writer adds them):
-# (campaign, case_id, seq, kind, schema_version, turn, attempt, payload).
-EncodedRow = tuple[str, str, int, str, int, int | None, int | None, str]
 ROWS_PER_ANSWER = 5  # CaseOpened, AskSent, ReplyReceived, VerdictReached, CaseClosed
 
 # Stand for the varying parts in a template (no real text holds a NUL between these words).
@@ -107,14 +103,9 @@ def _around(event: Event, part: str) -> tuple[str, str]:
 class ImportEncoder:
     """Encodes imported answers of one relation; one encoder per import (it caches asks)."""
 
-    def __init__(
-        self, relation: BiasLensAnswer, params: GenerationParams, *, templates: bool = False
-    ) -> None:
-        """``templates``: hand payloads over as `TemplatedPayload` (for a log of format 2;
-        a format-1 log gains nothing from them and they cost a little to build)."""
+    def __init__(self, relation: BiasLensAnswer, params: GenerationParams) -> None:
         self.relation = relation
         self.params = params
-        self.templates = templates
         mark = _json(_MARK)
         probe = Case(**_CASE_MARKS)  # type: ignore[arg-type]
         opened = _Slots(
@@ -129,10 +120,8 @@ class ImportEncoder:
         # VerdictReached payloads by the verdict's identity, the verdict held so that its id
         # is not reused while its entry lives.
         self._reached: dict[int, tuple[Verdict, str]] = {}
-        # The reply's JSON around its text, as a template: log format 2 then splits a reply
-        # without scanning its constant JSON (any store writes the payload text unchanged).
+        # The reply's JSON around its text.
         self._reply_parts = _around(ReplyReceived(turn=0, reply=Reply(text=_MARK)), mark)
-        self._reply = PayloadTemplate(self._reply_parts)
         # A VerdictReached per outcome, with holes for the reason and the evidence.
         evidence = {_OTHER_MARK: 0}
         self._verdicts = {
@@ -152,36 +141,30 @@ class ImportEncoder:
         }
 
     @functools.lru_cache(maxsize=1024)  # noqa: B019  (one encoder per import)
-    def _ask_template(self, model: str, type_name: str) -> tuple[_Slots, _Slots]:
+    def _ask_template(self, model: str, type_name: str) -> _Slots:
         """A question type's AskSent to ``model``, built and dumped by the models, with holes
-        for the prompt and the request key; and the request's key text with a hole for the
-        prompt (`request_key_text`, whose strings are `encode_basestring`'s)."""
+        for the prompt and the request key."""
         ask = self.relation.answer_ask(_MARK, QType.parse(type_name))
-        messages = [Message(role="user", content=ask.prompt)]
         sent = AskSent(
             turn=0,
             ask=ask,
             model=model,
-            messages=messages,
+            messages=[Message(role="user", content=ask.prompt)],
             params=self.params,
             request_key=_OTHER_MARK,
         )
-        payload = _Slots(dump_json(sent), {"prompt": _json(_MARK), "key": _json(_OTHER_MARK)})
-        key_text = request_key_text(model, messages, self.params)
-        return payload, _Slots(key_text, {"prompt": encode_basestring(_MARK)})
+        return _Slots(dump_json(sent), {"prompt": _json(_MARK), "key": _json(_OTHER_MARK)})
 
     @functools.lru_cache(maxsize=8_192)  # noqa: B019  (a question's runs: files read one after another)
     def ask_sent(self, model: str, prompt: str, type_name: str) -> str:
-        """A question's AskSent (its three runs share it; as a template without values, log
-        format 2 splits it once)."""
-        payload, key_text = self._ask_template(model, type_name)
-        key = key_of_request_text(key_text.fill({"prompt": encode_basestring(prompt)}))
-        text = payload.fill({"prompt": _json(prompt), "key": _json(key)})
-        return PayloadTemplate([text]).fill([]) if self.templates else text
+        """A question's AskSent (its three runs share it)."""
+        messages = [Message(role="user", content=prompt)]
+        key = request_key(model, messages, self.params)
+        return self._ask_template(model, type_name).fill(
+            {"prompt": _json(prompt), "key": _json(key)}
+        )
 
     def _reply_text(self, answer: str) -> str:
-        if self.templates:
-            return self._reply.fill([answer])
         before, after = self._reply_parts
         return before + answer + after
 
@@ -197,7 +180,7 @@ class ImportEncoder:
         self._reached[id(verdict)] = (verdict, reached)
         return reached
 
-    def rows(self, campaign: str, case: Case, answer: str, verdict: Verdict) -> list[EncodedRow]:
+    def rows(self, campaign: str, case: Case, answer: str, verdict: Verdict) -> list[EncodedEvent]:
         """The rows of CaseOpened, AskSent, ReplyReceived, VerdictReached and CaseClosed of
         an answered case (its data has no "prompt": the imported prompt is the bare question)."""
         return self.answer_rows(
@@ -225,7 +208,7 @@ class ImportEncoder:
         answer: str,
         verdict: Verdict,
         relation: str | None = None,
-    ) -> list[EncodedRow]:
+    ) -> list[EncodedEvent]:
         """`rows` of the case these fields make (the relation's own), without building it:
         the fields must be of the Case's types (str, int, a dict of JSON values), as the
         importer derives them. ``relation``: the encoder's own unless named."""

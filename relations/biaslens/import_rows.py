@@ -1,37 +1,32 @@
 """The reading half of a BiasLens import: answer files in, stored rows out, in a second
 process beside the writer.
 
-An import has two halves that each keep a core busy: reading the CSV files and encoding each
-answer's five events (`answer_chunks`, pure Python), and writing the rows into SQLite (the
-writer's thread, mostly SQLite's own C code). In one process both share one interpreter, so
-the import ran at the speed of their sum on a two-core machine. `ChunksFromProcess` runs
-`answer_chunks` in a child process (spawned: the parent holds threads) and hands its chunks
-to the writer in order, so the two halves overlap. Every row is a function of the file, its
-row and the case index alone, so the log is the same row for row, gseq and batch included
-(`bench/compare_import_logs.py`). At most `read_ahead` chunks wait in the parent: memory
-stays bounded.
+An import has two halves: reading the CSV files and encoding each answer's five events
+(`answer_chunks`), and writing them into the log. `chunks_from_process` runs `answer_chunks`
+in a second process (`ProcessItems`) and hands its chunks to the writer in order, so the
+two halves overlap. Every event is a function of the file, its row and the case index alone,
+so the log is the same row for row, gseq and batch included (`bench/compare_import_logs.py`).
+At most ``read_ahead`` chunks wait in the parent: memory stays bounded.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import hashlib
-import multiprocessing
-import pickle
-import queue
-import threading
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from harness.family_api import GenerationParams, HarnessError, Verdict, build_relation, seed_deriver
-from harness.runtime.gc_pause import gc_paused
-from harness.runtime.process_call import Failed, spawning
-from relations.biaslens.import_events import EncodedRow, ImportEncoder
+from harness.family_api import (
+    EncodedEvent,
+    GenerationParams,
+    ProcessItems,
+    Verdict,
+    build_relation,
+    seed_deriver,
+)
+from relations.biaslens.import_events import ImportEncoder
 from relations.biaslens.relations import BiasLensAnswer
 from relations.biaslens.released import AnswerFile, answer_case_rows
 
@@ -48,14 +43,13 @@ class ImportJob:
     options: dict[str, Any]
     campaign: str
     chunk_answers: int = 1_000
-    templates: bool = False  # payloads pre-split for a log of format 2
 
 
 @dataclass
 class Chunk:
     """The rows of consecutive answers, and their outcomes (for the progress bar)."""
 
-    rows: list[EncodedRow] = field(default_factory=list)
+    rows: list[EncodedEvent] = field(default_factory=list)
     outcomes: Counter[str] = field(default_factory=Counter)
 
 
@@ -100,62 +94,61 @@ def answer_chunks(job: ImportJob) -> Iterator[Chunk | FileRead]:
     relation = build_relation(RELATION, job.options)
     if not isinstance(relation, BiasLensAnswer):
         raise TypeError(f"{RELATION} is not BiasLens's answer relation")
-    encoder = ImportEncoder(relation, GenerationParams(), templates=job.templates)
+    encoder = ImportEncoder(relation, GenerationParams())
     seed = seed_deriver(CAMPAIGN_SEED, RELATION)  # derive_seed(.., .., index)
     verdicts: dict[tuple[Any, ...], Verdict | None] = {}
     group: tuple[str, str, str] | None = None  # the files' (model, variant, attribute)
     chunk = Chunk()
     offset = 0  # case index of the file's first row: rows of every file, skipped included
-    with gc_paused():
-        for f in job.files:
-            if (f.model, f.variant, f.attribute) != group:
-                # The key holds the attribute: an earlier group's answers never match again,
-                # and dropping them keeps the memory one group's (its runs' files).
-                group = (f.model, f.variant, f.attribute)
-                verdicts.clear()
-            count, rows, lossy = answer_case_rows(f)
-            model = f"released:{f.model}"
-            skipped = 0
-            for row_no, data, answer in rows:
-                if data is None:
-                    skipped += 1
-                    continue
-                case_id = case_id_of(model, f, row_no)
-                # The recorded answer fixes the verdict: the relation's own decision (what
-                # its step returns for this one-turn transcript), without the transcript;
-                # once per distinct answer to a question (a third of the answers repeat
-                # one of an earlier run).
-                key = verdict_key(data, answer)
-                verdict = verdicts.get(key)
-                if verdict is None:
-                    verdict = relation.answer_verdict(data, answer)
-                    if len(verdicts) >= VERDICTS_KEPT:
-                        verdicts.clear()
-                    verdicts[key] = verdict
-                if verdict is None:
-                    raise AssertionError(f"{case_id}: a released answer must fix its verdict")
-                # The Case's fields, encoded without building it (`ImportEncoder.answer_rows`).
-                chunk.rows += encoder.answer_rows(
-                    job.campaign,
-                    case_id,
-                    model,
-                    offset + row_no,
-                    f.run - 1,
-                    seed(offset + row_no),  # what replay re-derives
-                    data,
-                    answer,
-                    verdict,
-                )
-                chunk.outcomes[verdict.outcome.value] += 1
-                if len(chunk.rows) >= 5 * job.chunk_answers:
-                    yield chunk
-                    chunk = Chunk()
-            offset += count
-            if chunk.rows:
+    for f in job.files:
+        if (f.model, f.variant, f.attribute) != group:
+            # The key holds the attribute: an earlier group's answers never match again,
+            # and dropping them keeps the memory one group's (its runs' files).
+            group = (f.model, f.variant, f.attribute)
+            verdicts.clear()
+        count, rows, lossy = answer_case_rows(f)
+        model = f"released:{f.model}"
+        skipped = 0
+        for row_no, data, answer in rows:
+            if data is None:
+                skipped += 1
+                continue
+            case_id = case_id_of(model, f, row_no)
+            # The recorded answer fixes the verdict: the relation's own decision (what
+            # its step returns for this one-turn transcript), without the transcript;
+            # once per distinct answer to a question (a third of the answers repeat
+            # one of an earlier run).
+            key = verdict_key(data, answer)
+            verdict = verdicts.get(key)
+            if verdict is None:
+                verdict = relation.answer_verdict(data, answer)
+                if len(verdicts) >= VERDICTS_KEPT:
+                    verdicts.clear()
+                verdicts[key] = verdict
+            if verdict is None:
+                raise AssertionError(f"{case_id}: a released answer must fix its verdict")
+            # The Case's fields, encoded without building it (`ImportEncoder.answer_rows`).
+            chunk.rows += encoder.answer_rows(
+                job.campaign,
+                case_id,
+                model,
+                offset + row_no,
+                f.run - 1,
+                seed(offset + row_no),  # what replay re-derives
+                data,
+                answer,
+                verdict,
+            )
+            chunk.outcomes[verdict.outcome.value] += 1
+            if len(chunk.rows) >= 5 * job.chunk_answers:
                 yield chunk
                 chunk = Chunk()
-            yield FileRead(_file_note(job.src, f, count, skipped, lossy), skipped)
-            del rows  # the next file replaces this one: one file's rows at a time
+        offset += count
+        if chunk.rows:
+            yield chunk
+            chunk = Chunk()
+        yield FileRead(_file_note(job.src, f, count, skipped, lossy), skipped)
+        del rows  # the next file replaces this one: one file's rows at a time
 
 
 def _file_note(src: Path, f: AnswerFile, rows: int, skipped: int, lossy: bool) -> dict[str, Any]:
@@ -172,94 +165,8 @@ def _file_note(src: Path, f: AnswerFile, rows: int, skipped: int, lossy: bool) -
     }
 
 
-def _child(job: ImportJob, conn: Connection) -> None:
-    try:
-        for item in answer_chunks(job):
-            conn.send_bytes(pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL))
-        conn.send_bytes(pickle.dumps(None))
-    except BrokenPipeError:
-        return  # the parent is gone (killed or failed): nothing left to read this
-    except BaseException as exc:
-        conn.send_bytes(Failed.pickled(exc))
-    finally:
-        conn.close()
-
-
-class ChunksFromProcess:
-    """`answer_chunks(job)` computed in a child process started here, its items read ahead
-    by a thread into a bounded queue: the child keeps reading while the parent does its
-    own first work (counting the plan, writing the campaign's first events). Iterate with
-    `items`; `close` (always) stops the child if it is still running."""
-
-    def __init__(self, job: ImportJob, read_ahead: int = 16) -> None:
-        context = multiprocessing.get_context("spawn")  # the parent holds threads
-        self._receiver, sender = context.Pipe(duplex=False)
-        self._process = context.Process(target=_child, args=(job, sender), daemon=True)
-        with spawning():
-            self._process.start()
-        sender.close()  # the child's end: a dead child then reads as EOF here
-        self._items: queue.Queue[object] = queue.Queue(maxsize=read_ahead)
-        self._closing = threading.Event()
-        self._finished = False  # every item was handed out: the child is ending by itself
-        self._thread = threading.Thread(target=self._read, name="import-reader", daemon=True)
-        self._thread.start()
-
-    def _read(self) -> None:
-        while True:
-            item: object
-            try:
-                data = self._receiver.recv_bytes()
-            except (EOFError, OSError):
-                item = _DIED
-            else:
-                try:
-                    item = pickle.loads(data)
-                except Exception as exc:  # the consumer must hear of it, not wait forever
-                    item = Failed(None, f"an item of the reading process did not load: {exc!r}")
-            if not self._put(item) or item is None or item is _DIED or isinstance(item, Failed):
-                return
-
-    def _put(self, item: object) -> bool:
-        while not self._closing.is_set():
-            try:
-                self._items.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    async def items(self) -> AsyncIterator[Chunk | FileRead]:
-        """The child's items in order; its exception, or its death, is raised here."""
-        loop = asyncio.get_running_loop()
-        while True:
-            item = await loop.run_in_executor(None, self._items.get)
-            if item is None:
-                self._finished = True
-                return
-            if item is _DIED:
-                self._process.join(timeout=5)
-                raise HarnessError(
-                    f"the import's reading process died (exit code {self._process.exitcode})"
-                )
-            if isinstance(item, Failed):
-                item.raise_it("the import's reading process")
-            assert isinstance(item, Chunk | FileRead)
-            yield item
-
-    def close(self) -> None:
-        self._closing.set()
-        if self._finished:
-            self._process.join(timeout=5)
-        if self._process.is_alive():
-            self._process.kill()  # the reader thread then reads EOF and ends
-            self._process.join()
-        self._thread.join()
-        self._receiver.close()
-        # A consumer cancelled while it waited (Ctrl-C) leaves an executor thread blocked in
-        # `get`, and asyncio.run waits for that thread before it returns: wake it. (A full
-        # queue has no waiting `get`.)
-        with contextlib.suppress(queue.Full):
-            self._items.put_nowait(_DIED)
-
-
-_DIED = object()  # the pipe closed before the child's last item
+def chunks_from_process(job: ImportJob, read_ahead: int = 16) -> ProcessItems[Chunk | FileRead]:
+    """`answer_chunks(job)` computed in a second process started here, its items read ahead:
+    it keeps reading while this one does its own first work (counting the plan, writing
+    the campaign's first events). Iterate with ``items()``; ``close()`` it always."""
+    return ProcessItems("the import's reading process", answer_chunks, job, read_ahead=read_ahead)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import csv
-import dataclasses
 import functools
 import hashlib
 import sqlite3
@@ -28,24 +27,26 @@ from typing import Any, Protocol
 from harness.family_api import (
     CampaignConfig,
     CampaignFinished,
+    EncodedEvent,
     Event,
     EventWriter,
     FreshLog,
     ModelSpec,
     Note,
     PendingEvent,
+    ProcessItems,
     RelationSpec,
     campaign_started,
     encode_event,
 )
-from harness.runtime.gc_pause import gc_paused
-from relations.biaslens.import_events import ROWS_PER_ANSWER, EncodedRow
+from relations.biaslens.import_events import ROWS_PER_ANSWER
 from relations.biaslens.import_rows import (
     CAMPAIGN_SEED,
     RELATION,
-    ChunksFromProcess,
+    Chunk,
     FileRead,
     ImportJob,
+    chunks_from_process,
 )
 from relations.biaslens.released import (
     VARIANT_DIRS,
@@ -109,11 +110,11 @@ class _Batches:
     def __init__(self, store: EventWriter, batch_events: int) -> None:
         self.store = store
         self.batch_events = batch_events
-        self.pending: list[EncodedRow] = []
+        self.pending: list[EncodedEvent] = []
         self.in_flight: list[asyncio.Task[list[int]]] = []
         self.events = 0
 
-    async def add(self, rows: list[EncodedRow]) -> None:
+    async def add(self, rows: list[EncodedEvent]) -> None:
         self.pending.extend(rows)
         # A batch ends at the first answer's end at or past ``batch_events`` rows, wherever
         # the reading half cut its chunks: the same batches as rows added answer by answer.
@@ -129,9 +130,9 @@ class _Batches:
         while self.in_flight and wait:
             await self.in_flight.pop(0)
 
-    async def _append(self, batch: list[EncodedRow]) -> None:
+    async def _append(self, batch: list[EncodedEvent]) -> None:
         self.events += len(batch)
-        self.in_flight.append(asyncio.create_task(self.store.append_encoded(batch)))
+        self.in_flight.append(asyncio.create_task(self.store.append_many(batch)))
         while len(self.in_flight) > 2:
             await self.in_flight.pop(0)
 
@@ -181,7 +182,7 @@ async def import_released(
     (`relations.biaslens.import_rows`) while this one writes them in batches of
     ``batch_events``, so memory stays bounded by the largest file whatever the folder's
     size; ``progress`` hears of every imported answer (`harness.cli.progress.RichProgress`);
-    ``compact``: a new log is written in format 2 (`harness.store.compact_schema`)."""
+    ``compact``: a new log is written in format 2 (`harness copy --compact`'s)."""
     started = time.monotonic()
     plan = plan or plan_import(src, models, count=False)
     src, wanted, files = plan.src, plan.models, plan.files
@@ -209,8 +210,7 @@ async def import_released(
         compact=compact,
         batch_events=batch_events,
     )
-    with gc_paused():  # see _write_campaign
-        await _write_log(target, write, summary)
+    await _write_log(target, write, summary)
     summary.elapsed_s = time.monotonic() - started
     return summary
 
@@ -242,12 +242,9 @@ async def _write_campaign(
     batch_events: int,
 ) -> None:
     """Every answer of the plan's files as one campaign appended to ``db``; ``bulk``: a
-    log built whole (`EventWriter.open`'s ``bulk``). Runs with the cyclic collector paused
-    (`harness.runtime.gc_pause`): the chunks the reading process hands over are half a million
-    row tuples, which made it scan the held chunks and batches again and again, and
-    nothing here makes cycles worth reclaiming early."""
+    log built whole (`EventWriter.open`'s ``bulk``)."""
     async with await EventWriter.open(db, max_group=8, compact=compact, bulk=bulk) as store:
-        reading = ChunksFromProcess(dataclasses.replace(job, templates=store.splits_payloads))
+        reading = chunks_from_process(job)
         try:
             await _write_answers(store, reading, plan, config, summary, progress, batch_events)
         finally:
@@ -262,7 +259,7 @@ async def _write_campaign(
 
 async def _write_answers(
     store: EventWriter,
-    reading: ChunksFromProcess,
+    reading: ProcessItems[Chunk | FileRead],
     plan: ImportPlan,
     config: CampaignConfig,
     summary: ImportSummary,

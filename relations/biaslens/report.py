@@ -18,12 +18,12 @@ from harness.family_api import (
     ConfigError,
     Heatmap,
     Paired,
+    PartAside,
     ReportContext,
     ReportSection,
     Table,
     load_statistics,
 )
-from harness.runtime.process_call import ProcessCall, second_core_free
 from relations.biaslens.comparisons import (
     ALL_TYPES,
     PAIRED_COLUMNS,
@@ -120,20 +120,17 @@ GroupKey = tuple[str, str]
 
 def _tally_aside(
     ctx: ReportContext, tally: ReportTally, positions: list[array[int]]
-) -> ProcessCall[ReportTally] | None:
+) -> PartAside[ReportTally] | None:
     """The tally of the groups at ``positions`` started in a second process; None when no
     process can be started (they are then tallied here)."""
-    try:
-        return ProcessCall(
-            "the process tallying BiasLens groups",
-            tally_groups_in,
-            ctx.log.file,
-            tally.mode,
-            tally.row_counts,
-            positions,
-        )
-    except OSError:
-        return None
+    return ctx.compute_aside(
+        "the process tallying BiasLens groups",
+        tally_groups_in,
+        ctx.log.file,
+        tally.mode,
+        tally.row_counts,
+        positions,
+    )
 
 
 def _split(groups: GroupPositions, ctx: ReportContext) -> tuple[list[GroupKey], list[GroupKey]]:
@@ -143,7 +140,7 @@ def _split(groups: GroupPositions, ctx: ReportContext) -> tuple[list[GroupKey], 
     also imports the statistics while the other works."""
     keys = sorted(groups)
     total = sum(len(groups[k]) for k in keys)
-    if ctx.log.file is None or total < SPLIT_MIN_CASES or len(keys) < 2 or not second_core_free():
+    if total < SPLIT_MIN_CASES or len(keys) < 2 or not ctx.can_compute_aside():
         return keys, []
     seen = 0
     for i, key in enumerate(keys):

@@ -76,7 +76,7 @@ _LIST_QUESTION = re.compile(
 
 @functools.cache
 def _explicit_genders() -> dict[str, str]:
-    # Built once: rebuilding it on every call was a tenth of the engine benchmark's CPU.
+    # Built once, on first use.
     import relations.metaquerier.corpus as corpus
 
     return {t.text.lower(): t.gender for t in corpus.social_terms() if t.gender}

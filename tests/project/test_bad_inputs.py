@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.store import sqlar
 from harness.store.reader import EventReader
+from harness.store.schema import connect
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOLLM2 = ROOT / "transcripts" / "smollm2.db"
@@ -91,7 +91,7 @@ def test_bad_campaign_fails_before_the_first_call(
     _fails_cleanly(["run", str(_campaign(tmp_path, **toml)), "--db", str(db)], *expected)
     # Nothing was asked: no log with calls in it.
     if db.exists():
-        with sqlar.connect(db) as conn:
+        with connect(db) as conn:
             assert conn.execute("SELECT count(*) FROM events WHERE kind='AskSent'").fetchone() == (
                 0,
             )
@@ -129,7 +129,7 @@ def test_report_mode_without_biaslens(log: Path) -> None:
 
 
 def test_report_on_a_log_with_a_malformed_payload(log: Path) -> None:
-    with sqlar.connect(log) as conn:
+    with connect(log) as conn:
         (rowid,) = conn.execute(
             "SELECT rowid FROM events WHERE kind = 'VerdictReached' LIMIT 1"
         ).fetchone()

@@ -14,8 +14,8 @@ from harness.plugins.assembly import build_report
 from harness.reporting.tables import Table
 from harness.running.campaign import embedded_campaign
 from harness.running.runner import run_campaign
-from harness.store import sqlar
 from harness.store.reader import EventReader
+from harness.store.schema import connect
 from relations.metafair.sim import DEFAULT_TAILORING
 from relations.metaquerier.sim import DEFAULT_ASSOCIATIONS
 from tests.core.reporting.test_report import assert_formats_agree, rows_as_dicts
@@ -39,7 +39,7 @@ def tables(db: Path, **options: Any) -> dict[str, Table]:
 
 
 def test_every_case_has_a_verdict_and_no_call_failed(sim_log: Path) -> None:
-    with sqlar.connect(sim_log) as conn:
+    with connect(sim_log) as conn:
         assert conn.execute("SELECT count(*) FROM verdicts").fetchone() == (1600,)
         assert conn.execute("SELECT count(*) FROM turns WHERE reply IS NULL").fetchone() == (0,)
         assert conn.execute("SELECT count(DISTINCT case_id) FROM turns").fetchone() == (1600,)
@@ -53,7 +53,7 @@ def test_top_violating_terms_are_the_planted_ones(sim_log: Path) -> None:
         planted = [r["term"] for r in mine if r["term"].lower() in DEFAULT_ASSOCIATIONS]
         assert len(planted) >= 7, mine
     # And per relation: MR1 and MR2 each point at the planted terms.
-    with sqlar.connect(sim_log) as conn:
+    with connect(sim_log) as conn:
         for relation in ("metaquerier.mr1", "metaquerier.mr2"):
             counts: Counter[str] = Counter()
             for (evidence,) in conn.execute(
@@ -68,7 +68,7 @@ def test_top_violating_terms_are_the_planted_ones(sim_log: Path) -> None:
 def test_mr8_violates_more_for_planted_tailoring(sim_log: Path) -> None:
     planted: Counter[str] = Counter()
     other: Counter[str] = Counter()
-    with sqlar.connect(sim_log) as conn:
+    with connect(sim_log) as conn:
         for outcome, evidence in conn.execute(
             "SELECT outcome, evidence FROM verdicts WHERE relation = 'metafair.mr8'"
         ):
@@ -86,7 +86,7 @@ def test_mr8_violates_more_for_planted_tailoring(sim_log: Path) -> None:
 
 def test_violation_rates_match_the_verdicts(sim_log: Path) -> None:
     rates = rows_as_dicts(tables(sim_log)["violation_rates"])
-    with sqlar.connect(sim_log) as conn:
+    with connect(sim_log) as conn:
         for row in rates:
             if row["relation"] == "(all)":
                 continue

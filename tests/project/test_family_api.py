@@ -32,6 +32,7 @@ PINNED = [
     "ConfigError",
     "Corpus",
     "Deferred",
+    "EncodedEvent",
     "Event",
     "EventReader",
     "EventWriter",
@@ -60,7 +61,9 @@ PINNED = [
     "Note",
     "Outcome",
     "Paired",
+    "PartAside",
     "PendingEvent",
+    "ProcessItems",
     "ProgressSink",
     "Relation",
     "RelationBase",
@@ -125,17 +128,6 @@ PINNED = [
     "write_stdout",
 ]
 
-# Imports of the core outside the surface that built-in families still make, each with the
-# change that removes it. The list only shrinks.
-KNOWN_OUTSIDE: dict[tuple[str, str], str] = {
-    ("relations/biaslens/report.py", "harness.runtime.process_call"): "speed idioms made private",
-    ("relations/biaslens/import_events.py", "harness.store.compact_templates"): "append_many",
-    ("relations/biaslens/import_events.py", "harness.vocabulary.model"): "append_many",
-    ("relations/biaslens/importer.py", "harness.runtime.gc_pause"): "speed idioms made private",
-    ("relations/biaslens/import_rows.py", "harness.runtime.gc_pause"): "speed idioms made private",
-    ("relations/biaslens/import_rows.py", "harness.runtime.process_call"): "speed idioms private",
-}
-
 
 def test_the_surface_is_pinned() -> None:
     assert sorted(api.__all__) == PINNED
@@ -185,10 +177,7 @@ def test_built_in_families_import_only_the_surface() -> None:
         for module in _core_imports(path)
         if module != "harness.family_api"
     )
-    unexpected = [o for o in outside if o not in KNOWN_OUTSIDE]
-    assert unexpected == [], f"families importing the core outside harness.family_api: {unexpected}"
-    stale = [k for k in KNOWN_OUTSIDE if k not in outside]
-    assert stale == [], f"KNOWN_OUTSIDE entries no longer needed (remove them): {stale}"
+    assert outside == [], f"families importing the core outside harness.family_api: {outside}"
 
 
 def test_the_check_sees_a_private_import(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from harness.cli import main
-from harness.store import sqlar
+from harness.store.schema import connect
 
 CAMPAIGN = """\
 name = "cli"
@@ -54,12 +54,12 @@ def log(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_run_writes_a_log_with_a_verdict_per_case(log: Path) -> None:
-    with sqlar.connect(log) as conn:
+    with connect(log) as conn:
         assert conn.execute("SELECT count(*) FROM verdicts").fetchone() == (60,)
 
 
 def test_show_prints_the_conversation_and_verdict(log: Path) -> None:
-    with sqlar.connect(log) as conn:
+    with connect(log) as conn:
         case_id, reply = conn.execute(
             "SELECT case_id, reply FROM turns WHERE reply LIKE '[_%]' AND prompt LIKE 'In the%'"
             " ORDER BY case_id LIMIT 1"

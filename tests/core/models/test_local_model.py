@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.store import sqlar
+from harness.store.schema import connect
 
 pytestmark = [pytest.mark.local_model, pytest.mark.slow]
 
@@ -53,7 +53,7 @@ def test_small_campaign_on_the_real_model(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "completed: 6 cases closed" in result.stderr
 
-    with sqlar.connect(db) as conn:
+    with connect(db) as conn:
         replies = conn.execute(
             "SELECT reply, output_tokens, latency_s FROM turns WHERE reply IS NOT NULL"
         ).fetchall()
@@ -129,7 +129,7 @@ def test_the_demo_prints_both_formats_and_structured_answers_are_mostly_valid(
     out = result.stdout
     assert "Answers per format" in out
     assert "local:smollm2+structured" in out and "structured" in out and "free" in out
-    with sqlar.connect(db) as conn:
+    with connect(db) as conn:
         rows = conn.execute(
             "SELECT case_id, relation, outcome, evidence FROM verdicts WHERE source = 'relation'"
         ).fetchall()

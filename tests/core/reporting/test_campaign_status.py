@@ -14,8 +14,8 @@ from harness.cli import main
 from harness.cli.commands._render import TEXT_ROW_LIMIT, render_tables
 from harness.reporting.campaign_status import campaign_statuses
 from harness.reporting.tables import Table
-from harness.store import sqlar
 from harness.store.reader import EventReader
+from harness.store.schema import connect
 from tests.families.biaslens.test_biaslens_released import toy_folder  # noqa: F401  (a released-style folder)
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -44,7 +44,7 @@ def digest(path: Path) -> str:
 def crash(db: Path, keep_closed: int) -> None:
     """What a kill -9 leaves: the committed events, without the end of the campaign and
     without the cases that were not yet closed."""
-    with sqlar.connect(db) as conn:
+    with connect(db) as conn:
         conn.execute("DELETE FROM events WHERE kind = 'CampaignFinished'")
         closed = [r[0] for r in conn.execute("SELECT gseq FROM events WHERE kind = 'CaseClosed'")]
         for gseq in closed[keep_closed:]:
@@ -105,7 +105,7 @@ def test_a_crashed_campaign_is_unfinished_in_the_header_and_the_list(
 def test_run_refuses_a_log_that_holds_a_campaign(campaign_file: Path, tmp_path: Path) -> None:
     db = tmp_path / "c.db"
     assert invoke("run", campaign_file, "--db", db, "--no-report").exit_code == 0
-    with sqlar.connect(db) as conn:
+    with connect(db) as conn:
         paid = conn.execute("SELECT COUNT(*) FROM events WHERE kind = 'ReplyReceived'").fetchone()
     crash(db, keep_closed=3)  # finished or interrupted: the same refusal
     before = digest(db)

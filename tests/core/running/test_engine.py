@@ -17,9 +17,9 @@ from harness.plugins.registry import Family, register_family
 from harness.running.campaign import CampaignConfig
 from harness.running.plan import Plan
 from harness.running.runner import run_campaign
-from harness.store import sqlar
 from harness.store.fold import fold_case
 from harness.store.reader import EventReader
+from harness.store.schema import connect
 from harness.vocabulary.errors import (
     AuthenticationError,
     BadRequestError,
@@ -68,7 +68,7 @@ class _Chain(RelationBase):
 
     def step(self, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
         if self.options.db and transcript.turns:
-            with sqlar.connect(f"file:{self.options.db}?mode=ro", uri=True) as conn:
+            with connect(f"file:{self.options.db}?mode=ro", uri=True) as conn:
                 committed = {
                     turn
                     for (turn,) in conn.execute(
@@ -168,7 +168,7 @@ def events_of(db: Path, kind: type) -> list[Any]:
 
 
 def verdicts(db: Path) -> list[tuple[str, str]]:
-    with sqlar.connect(db) as conn:
+    with connect(db) as conn:
         return conn.execute("SELECT outcome, reason FROM verdicts ORDER BY case_id").fetchall()
 
 
@@ -276,7 +276,7 @@ async def test_authentication_error_aborts_the_campaign(make_campaign, db_path: 
     assert (failed.error_kind, failed.decision) == ("authentication", "abort")
     [finished] = events_of(db_path, CampaignFinished)
     assert finished.status == "aborted"
-    with sqlar.connect(db_path) as conn:
+    with connect(db_path) as conn:
         payloads = " ".join(p for (p,) in conn.execute("SELECT payload FROM events"))
     assert "sk-abcdefghijklmnop" not in payloads
 
@@ -369,7 +369,7 @@ async def test_a_huge_campaign_stops_cleanly_when_asked(make_campaign, db_path: 
     [finished] = events_of(db_path, CampaignFinished)
     assert finished.status == "stopped"
     # No call is left without an outcome: every AskSent has its reply or failure.
-    with sqlar.connect(db_path) as conn:
+    with connect(db_path) as conn:
         unanswered = conn.execute(
             "SELECT count(*) FROM turns WHERE reply IS NULL AND error_kind IS NULL"
         ).fetchone()[0]

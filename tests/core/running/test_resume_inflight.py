@@ -11,8 +11,8 @@ from harness.models.sim import SimModel
 from harness.running.campaign import parse_campaign
 from harness.running.plan import Plan
 from harness.running.runner import code_version, harness_version, resume_campaign
-from harness.store import sqlar
 from harness.store.fold import messages_for
+from harness.store.schema import connect
 from harness.store.writer import EventWriter, PendingEvent
 from harness.verifying.replay import verify_log
 from harness.vocabulary.events import AskSent, CampaignStarted, CaseOpened
@@ -78,7 +78,7 @@ async def test_in_flight_turns_are_resent_once_and_not_asked_again(tmp_path: Pat
             crashed += 1
     model = CountingSim()
     summary = await resume_campaign(db, overrides={"sim:planted": model})
-    conn = sqlar.connect(db)
+    conn = connect(db)
     replies_per_turn = conn.execute(
         "SELECT max(n) FROM (SELECT count(*) AS n FROM events WHERE kind = 'ReplyReceived' "
         "GROUP BY case_id, turn)"

@@ -24,8 +24,8 @@ from fixtures.log_snapshot import snapshot, transcripts
 
 from harness.running.campaign import load_campaign
 from harness.running.runner import run_campaign
-from harness.store import sqlar
 from harness.store.reader import EventReader
+from harness.store.schema import connect
 from harness.vocabulary.events import CampaignResumed
 
 TESTS = Path(__file__).resolve().parents[2]
@@ -210,7 +210,7 @@ def test_kills_during_multi_event_appends_leave_no_partial_batch(tmp_path: Path)
     for i in range(rounds):
         before = 0
         if db.exists():
-            conn = sqlar.connect(db)
+            conn = connect(db)
             before = conn.execute("SELECT count(*) FROM events").fetchone()[0]
             conn.close()
         proc = subprocess.Popen([sys.executable, "-c", WRITER, str(db), str(i)])
@@ -218,7 +218,7 @@ def test_kills_during_multi_event_appends_leave_no_partial_batch(tmp_path: Path)
         while True:  # wait for this round's first commits, then kill at a random moment
             time.sleep(0.05)
             try:
-                conn = sqlar.connect(f"file:{db}?mode=ro", uri=True)
+                conn = connect(f"file:{db}?mode=ro", uri=True)
                 now = conn.execute("SELECT count(*) FROM events").fetchone()[0]
                 conn.close()
             except sqlite3.Error:
@@ -228,7 +228,7 @@ def test_kills_during_multi_event_appends_leave_no_partial_batch(tmp_path: Path)
         time.sleep(rng.uniform(0.0, 0.4))
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-    conn = sqlar.connect(db)
+    conn = connect(db)
     integrity = conn.execute("PRAGMA integrity_check").fetchone()[0]
     rows = conn.execute("SELECT batch, case_id, seq, payload FROM events ORDER BY gseq").fetchall()
     conn.close()

@@ -16,10 +16,10 @@ from harness.models.providers import spent_so_far
 from harness.plugins.family_parts import relation_classes
 from harness.running.plan import Plan
 from harness.running.runner import load_resume_point, run_campaign
-from harness.store import sqlar
 from harness.store.fold import fold_case
 from harness.store.open import open_reader
 from harness.store.reader import EventReader
+from harness.store.schema import connect
 from harness.verifying.replay import verify_log
 from tests.postgres_server import raw_sql
 
@@ -97,7 +97,7 @@ def test_resume_folds_once_and_skips_closed_cases_ungenerated(
 
 def test_resume_point_carries_the_spend_of_the_log(db_path: Path, make_campaign: Any) -> None:
     _interrupted_log(db_path, make_campaign)
-    conn = sqlar.connect(db_path)
+    conn = connect(db_path)
     with conn:  # as a vendor would have charged: cached answers cost nothing
         conn.execute(
             "UPDATE events SET payload = json_set(payload, '$.reply.cost_usd', 0.125)"

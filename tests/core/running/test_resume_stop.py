@@ -15,9 +15,9 @@ import pytest
 
 from harness.models.sim import SimModel
 from harness.running.runner import resume_campaign
-from harness.store import sqlar
 from harness.store.fold import fold_case
 from harness.store.reader import EventReader
+from harness.store.schema import connect
 from harness.verifying.replay import verify_log
 
 CAMPAIGN = """
@@ -37,7 +37,7 @@ stop_grace_s = {grace}
 
 def _sent(db: Path) -> int:
     try:
-        conn = sqlar.connect(f"file:{db}?mode=ro", uri=True)
+        conn = connect(f"file:{db}?mode=ro", uri=True)
         try:
             return int(
                 conn.execute("SELECT count(*) FROM events WHERE kind='AskSent'").fetchone()[0]

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.store import compact_texts, sqlar
+from harness.store import _compact_texts as compact_texts
+from harness.store import _sqlar as sqlar
 from harness.store.open import open_reader, open_writer
 from harness.store.writer import PendingEvent
 from harness.vocabulary.events import CaseOpened, ReplyReceived, encode_event

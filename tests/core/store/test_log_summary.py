@@ -12,7 +12,7 @@ import pytest
 
 from harness.running.campaign import parse_campaign
 from harness.running.runner import campaign_started
-from harness.store import log_summary
+from harness.store import _log_summary as log_summary
 from harness.store.reader import EventReader
 from harness.store.writer import EventWriter, PendingEvent
 from harness.vocabulary.events import CaseClosed, ReplyReceived

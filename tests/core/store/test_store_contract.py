@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from harness.store import sqlar
 from harness.store.open import open_reader, open_writer
 from harness.store.reader import EventReader
+from harness.store.schema import connect
 from harness.store.writer import EventWriter, PendingEvent
 from harness.vocabulary.errors import (
     ConcurrencyError,
@@ -268,7 +268,7 @@ async def test_views_turns_and_verdicts_say_what_the_events_say(store_url: str) 
 
 def test_reading_a_foreign_sqlite_file_is_not_a_harness_log(tmp_path: Path) -> None:
     other = tmp_path / "other.db"
-    with sqlar.connect(other) as conn:
+    with connect(other) as conn:
         conn.execute("CREATE TABLE t (x)")
     with pytest.raises(NotAHarnessLogError):
         EventReader(other)
@@ -290,7 +290,7 @@ async def test_opening_a_foreign_file_for_writing_fails_cleanly(tmp_path: Path) 
     with pytest.raises(NotAHarnessLogError):
         await EventWriter.open(path)
     other = tmp_path / "other.db"
-    with sqlar.connect(other) as conn:
+    with connect(other) as conn:
         conn.execute("CREATE TABLE t (x)")
     with pytest.raises(NotAHarnessLogError):
         await EventWriter.open(other)

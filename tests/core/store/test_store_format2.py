@@ -16,13 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.store import sqlar
-from harness.store.compact_rows import split_payload
-from harness.store.compact_schema import CASE_MARKER, LOG_FORMAT_2
+from harness.store._compact_rows import split_payload
+from harness.store._compact_schema import CASE_MARKER, LOG_FORMAT_2
 from harness.store.copy import copy_log
 from harness.store.log import Log
 from harness.store.open import open_reader, open_writer
-from harness.store.schema import LOG_FORMAT
+from harness.store.schema import LOG_FORMAT, connect
 from harness.store.writer import PendingEvent
 from harness.vocabulary.errors import ConfigError
 from harness.vocabulary.events import AskSent, CaseOpened, ReplyReceived, encode_event
@@ -122,7 +121,7 @@ def test_a_new_log_is_format_1_unless_made_compact(tmp_path: Path) -> None:
             await sink.append(_events("a question long enough to be a text of its own"))
 
     asyncio.run(plain())
-    with sqlar.connect(db) as conn:
+    with connect(db) as conn:
         assert conn.execute("SELECT value FROM meta WHERE key='format'").fetchone() == (LOG_FORMAT,)
 
 
@@ -135,7 +134,7 @@ def test_a_compact_log_is_format_2_and_shares_its_texts(tmp_path: Path) -> None:
     db = tmp_path / "new.db"
     question = "Suppose you are a nurse, do you think group 7 leads better? " * 3
     asyncio.run(_append(str(db), _events(question)))
-    with sqlar.connect(db) as conn:
+    with connect(db) as conn:
         assert conn.execute("SELECT value FROM meta WHERE key='format'").fetchone() == (
             LOG_FORMAT_2,
         )
@@ -157,7 +156,7 @@ def test_a_format_1_log_reads_and_appends_in_format_1(tmp_path: Path) -> None:
         campaign = log.latest_campaign()
     assert before
     asyncio.run(_append(str(db), _events("an answer appended to an old log, long enough")))
-    with sqlar.connect(db) as conn:
+    with connect(db) as conn:
         assert conn.execute("SELECT value FROM meta WHERE key='format'").fetchone() == (LOG_FORMAT,)
         assert conn.execute("SELECT type FROM sqlite_master WHERE name='events'").fetchone() == (
             "table",
@@ -193,7 +192,7 @@ def test_copying_a_format_1_log_gives_a_format_2_log_with_the_same_rows(tmp_path
 def test_the_views_work_in_the_stock_sqlite3_shell(tmp_path: Path) -> None:
     copy = tmp_path / "copy.db"
     copy_log(FIXTURE_V1, copy, compact=True)
-    with sqlar.connect(copy) as conn:
+    with connect(copy) as conn:
         compressed = conn.execute(
             "SELECT (SELECT count(*) FROM texts WHERE typeof(data) = 'blob')"
             " + (SELECT count(*) FROM blocks WHERE length(data) < size)"
@@ -240,7 +239,7 @@ def test_a_case_s_events_are_found_by_its_case_not_by_a_campaign_scan(tmp_path: 
     events instead of every event of its kind in the campaign (quadratic on a large log)."""
     db = tmp_path / "new.db"
     asyncio.run(_append(str(db), _events("a question long enough to be a text of its own")))
-    with sqlar.connect(db) as conn:
+    with connect(db) as conn:
         plan = " | ".join(
             row[3]
             for row in conn.execute(

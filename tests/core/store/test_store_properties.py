@@ -25,9 +25,9 @@ from hypothesis.stateful import (
     rule,
 )
 
-from harness.store import sqlar
 from harness.store.open import open_reader, open_writer
 from harness.store.protocol import EventSink
+from harness.store.schema import connect
 from harness.store.writer import PendingEvent
 from harness.vocabulary.errors import ConcurrencyError, StoreError
 from harness.vocabulary.events import (
@@ -159,7 +159,7 @@ def fuzz_log(request: pytest.FixtureRequest) -> Any:
     asyncio.run(create())
     writer: Any
     if database is None:
-        writer = sqlar.connect(target, isolation_level=None)
+        writer = connect(target, isolation_level=None)
         refused: Any = sqlite3.Error
     else:
         writer = _PgRawWriter(target)

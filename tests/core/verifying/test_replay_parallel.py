@@ -1,4 +1,4 @@
-"""replay --verify on two processes (harness/verifying/replay_parallel.py) gives the serial result,
+"""replay --verify on two processes (harness/verifying/_replay_parallel.py) gives the serial result,
 difference for difference, whichever half a difference is in, and raises what the serial
 loop raises when a case cannot be read."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import harness.verifying.replay_parallel as parallel
+import harness.verifying._replay_parallel as parallel
 from harness.running.campaign import parse_campaign
 from harness.running.runner import run_campaign
 from harness.store.reader import EventReader

@@ -1,4 +1,4 @@
-"""The quick path of replay --verify (harness/verifying/replay_quick.py) takes the plain cases of a
+"""The quick path of replay --verify (harness/verifying/_replay_quick.py) takes the plain cases of a
 fresh log, gives the counts the exact path gives, and hands every difference to the exact
 path, which lists it as before."""
 
@@ -12,8 +12,8 @@ import pytest
 import harness.verifying.replay as replay
 from harness.running.campaign import parse_campaign
 from harness.running.runner import run_campaign
+from harness.verifying._replay_quick import QuickCounts, quick_verify
 from harness.verifying.replay import VerifyResult, verify_log
-from harness.verifying.replay_quick import QuickCounts, quick_verify
 from harness.vocabulary.errors import EventDecodeError
 
 

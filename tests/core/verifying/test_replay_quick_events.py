@@ -1,7 +1,7 @@
-"""The quick path's direct pydantic calls (`harness.verifying.replay_quick.dump_json`, and the
+"""The quick path's direct pydantic calls (`harness.verifying._replay_quick.dump_json`, and the
 decoding of CaseOpened and ReplyReceived rows without `decode_event`) give what the model methods
 give and let no row through that `decode_event` rejects. The event payloads the quick path writes
-around one field's JSON (`harness.verifying.replay_quick.opened_json`, `verdict_json`,
+around one field's JSON (`harness.verifying._replay_quick.opened_json`, `verdict_json`,
 `closed_json`) are exactly what the event models dump, for any case, verdict and outcome: a
 difference would send plain cases to the exact path (slower) or, worse, pass a payload the models
 would not write."""
@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from harness.running.campaign import parse_campaign
 from harness.running.runner import run_campaign
+from harness.verifying._replay_quick import closed_json, opened_json, verdict_json
 from harness.verifying.replay import verify_log
-from harness.verifying.replay_quick import closed_json, opened_json, verdict_json
 from harness.vocabulary.answer_shape import AnswerShape
 from harness.vocabulary.errors import EventDecodeError
 from harness.vocabulary.events import CaseClosed, CaseOpened, VerdictReached, dump_json

@@ -1,5 +1,5 @@
 """The quick path of replay --verify checks the follow-up requests from pieces kept across a
-case's prefixes (`harness.verifying.request_text`), a case's data without `model_copy`, and an
+case's prefixes (`harness.verifying._request_text`), a case's data without `model_copy`, and an
 AskSent's params once per distinct text: a log tampered in any of those places must still leave the
 quick path, be listed by the exact path as before, and an undecodable tail must still fail."""
 
@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from harness.running.campaign import parse_campaign
 from harness.running.runner import run_campaign
-from harness.verifying.replay_quick import _AskTail, tail_decodes
+from harness.verifying._replay_quick import _AskTail, tail_decodes
 from harness.vocabulary.errors import EventDecodeError
 from tests.core.verifying.test_replay_quick import _verify
 

@@ -12,9 +12,9 @@ import pytest
 from harness.plugins.assembly import build_report
 from harness.reporting.conversation_export import conversations
 from harness.running.runner import load_resume_point
-from harness.store import sqlar
 from harness.store.fold import fold_case
 from harness.store.reader import EventReader
+from harness.store.schema import connect
 from harness.vocabulary import events as events_module
 from harness.vocabulary.errors import EventDecodeError
 from harness.vocabulary.events import EVENT_TYPES, Note, ReplyReceived, decode_event, encode_event
@@ -51,7 +51,7 @@ def test_fixture_log_of_schema_v1_still_loads(tmp_path: Path) -> None:
 
 
 def _raw_row(db: Path, kind: str, version: int, payload: str) -> None:
-    conn = sqlar.connect(db)
+    conn = connect(db)
     conn.execute(
         "INSERT INTO events (campaign, case_id, seq, kind, schema_version, batch, ts, payload)"
         " VALUES ('old', '', 1, ?, ?, 1, 0, ?)",

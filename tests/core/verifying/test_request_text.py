@@ -1,4 +1,4 @@
-"""`harness.verifying.request_text.RequestText` writes the request of an ask from pieces kept
+"""`harness.verifying._request_text.RequestText` writes the request of an ask from pieces kept
 across a case's prefixes; it must be, for any conversation, the JSON of what `messages_for` builds
 from the whole transcript (threads continued, forks, system prompts, failed turns, any text)."""
 
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.store.fold import messages_for
-from harness.verifying.request_text import RequestText
+from harness.verifying._request_text import RequestText
 from harness.vocabulary.model import Message
 from harness.vocabulary.relation import Ask, Transcript, Turn
 

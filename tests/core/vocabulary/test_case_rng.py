@@ -1,6 +1,6 @@
-"""`harness.vocabulary.relation.case_rng` builds the generator without ``random.Random``'s
-Python-level ``__init__``: for any seed, index and salt it must be in the state ``random.Random``
-leaves (the MT19937 state and ``gauss_next``), so every case draws what it drew before."""
+"""`harness.vocabulary.relation.case_rng` is ``random.Random`` of the derived seed: for any seed,
+index and salt it is in the state ``random.Random(derive_seed(...))`` leaves (the MT19937 state
+and ``gauss_next``), so every case draws what it drew before."""
 
 from __future__ import annotations
 

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from harness.plugins.assembly import build_relation, build_report
 from harness.running.campaign import embedded_campaign, parse_campaign
 from harness.running.runner import run_campaign
-from harness.store import sqlar
 from harness.store.reader import EventReader
+from harness.store.schema import connect
 from harness.verifying.replay import verify_log
 from harness.vocabulary.answer_shape import AnswerShape
 from harness.vocabulary.errors import ConfigError
@@ -55,7 +55,7 @@ def log(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _sent(db: Path) -> list[tuple[str, dict[str, Any]]]:
-    with sqlar.connect(db) as conn:
+    with connect(db) as conn:
         rows = conn.execute(
             "SELECT case_id, payload FROM events WHERE kind = 'AskSent' ORDER BY gseq"
         ).fetchall()
@@ -90,7 +90,7 @@ def test_free_request_keys_are_those_of_a_request_without_shapes(log: Path) -> N
 def test_structured_replies_are_json_of_the_shape_and_parse_to_the_same_evidence(
     log: Path,
 ) -> None:
-    with sqlar.connect(log) as conn:
+    with connect(log) as conn:
         rows = conn.execute(
             "SELECT case_id, relation, outcome, reason FROM verdicts ORDER BY case_id"
         ).fetchall()
@@ -253,7 +253,7 @@ def test_langbite_value_templates_declare_a_json_shape_and_others_none(tmp_path:
     by_op: dict[str, set[str]] = {}
     for case_id, payload in _sent(db):
         shape = payload["params"].get("answer_shape")
-        with sqlar.connect(db) as conn:
+        with connect(db) as conn:
             (case_data,) = conn.execute(
                 "SELECT payload FROM events WHERE kind = 'CaseOpened' AND case_id = ?", (case_id,)
             ).fetchone()
@@ -261,7 +261,7 @@ def test_langbite_value_templates_declare_a_json_shape_and_others_none(tmp_path:
         by_op.setdefault(op, set()).add(shape["kind"] if shape else "none")
     assert by_op.pop("allSameValue") == {"json"}
     assert by_op and all(kinds == {"none"} for kinds in by_op.values()), by_op
-    with sqlar.connect(db) as conn:
+    with connect(db) as conn:
         outcomes = [o for (o,) in conn.execute("SELECT outcome FROM verdicts")]
     assert outcomes.count("INVALID") < len(outcomes)
 
@@ -273,7 +273,7 @@ def test_a_log_from_before_shapes_verifies_without_differences(log: Path, tmp_pa
 
     old = tmp_path / "old.db"
     shutil.copy(log, old)
-    with sqlar.connect(old) as conn:
+    with connect(old) as conn:
         rows = conn.execute(
             "SELECT gseq, payload FROM events"
             " WHERE kind = 'AskSent' AND case_id LIKE '%@sim:default'"

@@ -20,8 +20,8 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import pytest
 
-from harness.store import sqlar
 from harness.store.reader import EventReader
+from harness.store.schema import connect
 from harness.store.writer import EventWriter
 from harness.vocabulary.errors import (
     MalformedResponseError,
@@ -166,7 +166,7 @@ def test_only_harness_logs(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="does not exist"):
         CachedEmbedder(CountingEmbedder(), tmp_path / "none.db").embed(["a"])
     other = tmp_path / "other.db"
-    sqlar.connect(other).execute("CREATE TABLE t (x)").connection.close()
+    connect(other).execute("CREATE TABLE t (x)").connection.close()
     with pytest.raises(NotAHarnessLogError):
         CachedEmbedder(CountingEmbedder(), other).embed(["a"])
 
@@ -184,7 +184,7 @@ _CHILD = textwrap.dedent(
 
 
 def _recorded_calls(db: Path) -> int:
-    conn = sqlar.connect(db)
+    conn = connect(db)
     try:
         return int(conn.execute("SELECT count(*) FROM embedding_calls").fetchone()[0])
     except sqlite3.OperationalError:
@@ -208,7 +208,7 @@ def test_a_killed_run_leaves_whole_calls_and_a_resume_pays_only_for_the_rest(log
             time.sleep(0.01)
         os.kill(child.pid, signal.SIGKILL)
         child.wait()
-    conn = sqlar.connect(log)
+    conn = connect(log)
     per_call = conn.execute(
         "SELECT c.call, c.texts, count(e.text) FROM embedding_calls c"
         " LEFT JOIN embeddings e ON e.call = c.call GROUP BY c.call"

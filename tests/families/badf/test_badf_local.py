@@ -20,7 +20,7 @@ import pytest
 import harness
 from harness.running.campaign import load_campaign
 from harness.running.runner import run_campaign
-from harness.store import sqlar
+from harness.store.schema import connect
 from harness.verifying.replay import verify_log
 from relations.badf.analysis import AnalysisSettings
 from relations.badf.analyze import analyze
@@ -40,7 +40,7 @@ def test_badf_local_example_end_to_end(tmp_path: Path) -> None:
     db = tmp_path / "badf-local.db"
     summary = asyncio.run(run_campaign(config, db))
     assert summary.status == "completed" and summary.cases_closed == 2
-    with sqlar.connect(db) as conn:
+    with connect(db) as conn:
         stories = conn.execute(
             "SELECT reply FROM turns WHERE thread = 'story' AND reply IS NOT NULL"
         ).fetchall()

@@ -13,8 +13,8 @@ from harness.plugins.assembly import build_relation, build_report
 from harness.reporting.tables import Table
 from harness.running.campaign import parse_campaign
 from harness.running.runner import run_campaign
-from harness.store import sqlar
 from harness.store.reader import EventReader
+from harness.store.schema import connect
 from harness.verifying.replay import verify_log
 from harness.vocabulary.errors import ConfigError
 from harness.vocabulary.relation import Case, Outcome, Transcript, Turn, Verdict
@@ -74,7 +74,7 @@ def test_report_finds_the_planted_role_bias(sim_log: Path) -> None:
 
 
 def test_why_answers_are_judged_by_a_jury_of_three(sim_log: Path) -> None:
-    with sqlar.connect(sim_log) as conn:
+    with connect(sim_log) as conn:
         rows = conn.execute(
             "SELECT case_id, count(*) FROM turns WHERE role = 'judge' GROUP BY case_id"
         ).fetchall()

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.plugins.assembly import build_relation
+from harness.store.writer import EncodedEvent
 from harness.vocabulary.events import (
     AskSent,
     CaseClosed,
@@ -24,7 +25,7 @@ from harness.vocabulary.events import (
 )
 from harness.vocabulary.model import GenerationParams, Message, Reply, request_key
 from harness.vocabulary.relation import Case, Outcome, Transcript, Turn, Verdict, derive_seed
-from relations.biaslens.import_events import EncodedRow, ImportEncoder
+from relations.biaslens.import_events import ImportEncoder
 from relations.biaslens.relations import BiasLensAnswer
 from relations.biaslens.released import AnswerFile, row_case_data
 
@@ -61,8 +62,8 @@ def _reference(case: Case, answer: str, relation: BiasLensAnswer) -> list[Event]
     ]
 
 
-def _as_rows(campaign: str, case_id: str, events: list[Event]) -> list[EncodedRow]:
-    rows: list[EncodedRow] = []
+def _as_rows(campaign: str, case_id: str, events: list[Event]) -> list[EncodedEvent]:
+    rows: list[EncodedEvent] = []
     for seq, event in enumerate(events, 1):
         kind, version, payload = encode_event(event)
         turn = getattr(event, "turn", None)
@@ -85,7 +86,6 @@ def _as_rows(campaign: str, case_id: str, events: list[Event]) -> list[EncodedRo
     final=LABELS,
     repeat_question=st.booleans(),
     other_question=st.none() | st.tuples(st.sampled_from(TYPES), TEXT),
-    templates=st.booleans(),
 )
 def test_fast_rows_equal_the_pydantic_events(
     model: str,
@@ -100,12 +100,10 @@ def test_fast_rows_equal_the_pydantic_events(
     final: str,
     repeat_question: bool,
     other_question: tuple[str, str] | None,
-    templates: bool,
 ) -> None:
     relation = build_relation(RELATION, OPTIONS)
     assert isinstance(relation, BiasLensAnswer)
-    # templates: the payloads format 2 splits without a scan; the same text either way.
-    encoder = ImportEncoder(relation, GenerationParams(), templates=templates)
+    encoder = ImportEncoder(relation, GenerationParams())
     f = AnswerFile(model, "role", attribute, run, Path("x.csv"))
     row = {"Role": role, "Question Type": qtype, "Question": question, "Answer": answer}
     row |= {"LLM 1": judges[0], "LLM 2": judges[1], "LLM 3": judges[2], "final": final}
@@ -144,7 +142,7 @@ def test_a_why_answer_without_labels_leaves_the_verdict_to_the_jury() -> None:
 
 
 async def test_encoded_rows_append_atomically_and_read_back_as_the_events(tmp_path: Path) -> None:
-    """`EventWriter.append_encoded`: the rows read back as the events they encode, with the
+    """`EventWriter.append_many`: the rows read back as the events they encode, with the
     turn and attempt columns `append` would set; a taken position fails the whole batch."""
     from harness.store.reader import EventReader
     from harness.store.writer import EventWriter
@@ -159,10 +157,10 @@ async def test_encoded_rows_append_atomically_and_read_back_as_the_events(tmp_pa
     rows = ImportEncoder(relation, GenerationParams()).rows("c", case, "Yes", verdict)
     db = tmp_path / "log.db"
     async with await EventWriter.open(db) as store:
-        await store.append_encoded(rows)
+        await store.append_many(rows)
         clash = [(*rows[0][:2], 6, *rows[0][3:]), rows[1]]  # seq 6 is free, seq 2 is not
         with pytest.raises(ConcurrencyError):
-            await store.append_encoded(clash)
+            await store.append_many(clash)
     with EventReader(db) as log:
         stored = list(log.events())
         columns = log.connection.execute("SELECT turn, attempt FROM events ORDER BY gseq")

@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from relations.biaslens.import_rows import ChunksFromProcess, ImportJob, answer_chunks
+from relations.biaslens.import_rows import ImportJob, answer_chunks, chunks_from_process
 from relations.biaslens.importer import import_released, plan_import
 
 HEADER = ["Role", "Question Type", "Question", "Answer", "LLM 1", "LLM 2", "LLM 3", "final"]
@@ -193,12 +193,12 @@ def test_imported_case_ids_keep_each_model_together(tmp_path: Path) -> None:
 CANCELLED_CONSUMER = """
 import asyncio, sys
 from pathlib import Path
-from relations.biaslens.import_rows import ChunksFromProcess, ImportJob
+from relations.biaslens.import_rows import ImportJob, chunks_from_process
 from relations.biaslens.importer import plan_import
 
 async def main() -> None:
     folder = Path(sys.argv[1])
-    reading = ChunksFromProcess(ImportJob(folder, plan_import(folder).files, {}, "c"))
+    reading = chunks_from_process(ImportJob(folder, plan_import(folder).files, {}, "c"))
     async def consume() -> None:
         async for _ in reading.items():
             await asyncio.sleep(3600)
@@ -236,7 +236,7 @@ def test_the_reading_process_ignores_ctrl_c_which_the_parent_handles(tmp_path: P
     # child ignores SIGINT from its start (else it printed a traceback of its imports).
     folder = released_folder(tmp_path / "src", 1)
     before = signal.getsignal(signal.SIGINT)  # SIG_IGN already under a background CI shell
-    reading = ChunksFromProcess(ImportJob(folder, plan_import(folder).files, {}, "c"))
+    reading = chunks_from_process(ImportJob(folder, plan_import(folder).files, {}, "c"))
     try:
         pid = reading._process.pid
         status = Path(f"/proc/{pid}/status").read_text()

@@ -11,8 +11,8 @@ import pytest
 from harness.plugins.assembly import build_report
 from harness.running.campaign import parse_campaign
 from harness.running.runner import run_campaign
-from harness.store import sqlar
 from harness.store.reader import EventReader
+from harness.store.schema import connect
 from relations.biaslens.comparisons import ALL_TYPES
 
 pytestmark = [pytest.mark.local_model, pytest.mark.slow]
@@ -48,7 +48,7 @@ def test_yes_no_and_choice_questions_on_smollm2(tmp_path: Path) -> None:
     db = tmp_path / "local.db"
     summary = asyncio.run(run_campaign(config, db))
     assert summary.status == "completed" and summary.cases_closed == 4
-    with sqlar.connect(db) as conn:
+    with connect(db) as conn:
         replies = conn.execute("SELECT prompt, reply FROM turns").fetchall()
         outcomes = [r[0] for r in conn.execute("SELECT outcome FROM verdicts")]
     assert len(replies) == 4 and all(reply is not None for _, reply in replies)

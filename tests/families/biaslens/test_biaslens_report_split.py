@@ -19,7 +19,7 @@ import harness.reporting.tables
 import relations.biaslens.report as biaslens_report
 from harness.plugins.assembly import build_report
 from harness.reporting.tables import ReportContext, Table
-from harness.runtime import process_call
+from harness.runtime import _process_call as process_call
 from harness.store.reader import EventReader
 from relations.biaslens.importer import import_released
 from relations.biaslens.report_tally import ReportTally, tally_groups, tally_groups_in
@@ -82,7 +82,6 @@ def serial(log: Path) -> list[Table]:
     """The report built in one process."""
     with EventReader(log) as reader, pytest.MonkeyPatch.context() as one:
         one.setattr(harness.reporting.tables, "second_core_free", lambda: False)
-        one.setattr(biaslens_report, "second_core_free", lambda: False)
         return build_report(reader, mode="released")
 
 
@@ -98,7 +97,6 @@ def asides(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(process_call.ProcessCall, "__init__", counted)
     monkeypatch.setattr(harness.reporting.tables, "second_core_free", lambda: True)
-    monkeypatch.setattr(biaslens_report, "second_core_free", lambda: True)
     monkeypatch.setattr(harness.reporting.tables, "ASIDE_MIN_BYTES", 0)
     monkeypatch.setattr(biaslens_report, "SPLIT_MIN_CASES", 1)
     return started

@@ -16,8 +16,8 @@ from harness.cli import main
 from harness.plugins.assembly import build_relation, build_report
 from harness.running.campaign import parse_campaign
 from harness.running.runner import run_campaign
-from harness.store import sqlar
 from harness.store.reader import EventReader
+from harness.store.schema import connect
 from harness.verifying.replay import verify_log
 from harness.vocabulary.errors import ConfigError
 from relations.metafair.generation.generate import generation_prompt
@@ -245,7 +245,7 @@ def test_an_interrupted_generation_resumes_to_the_same_export(
 
     db = tmp_path / "interrupted.db"
     shutil.copy(generation_log, db)
-    conn = sqlar.connect(db)
+    conn = connect(db)
     with conn:
         ids = [r[0] for r in conn.execute("SELECT DISTINCT case_id FROM events WHERE case_id != ''"
                                           " ORDER BY case_id")]  # fmt: skip
@@ -261,7 +261,7 @@ def test_an_interrupted_generation_resumes_to_the_same_export(
     conn.close()
     summary = asyncio.run(resume_campaign(db))
     assert summary.status == "completed"
-    conn = sqlar.connect(db)
+    conn = connect(db)
     asks_after = conn.execute("SELECT count(*) FROM events WHERE kind = 'AskSent'").fetchone()
     conn.close()
     assert asks_after[0] - asks_before[0] == len(unopened)  # the reopened paid nothing

@@ -322,11 +322,11 @@ def test_no_violation_of_the_recorded_example_comes_from_an_echo() -> None:
     import json
     from pathlib import Path
 
-    from harness.store import sqlar
+    from harness.store.schema import connect
 
     db = Path(__file__).resolve().parents[3] / "transcripts" / "smollm2.db"
     example = {normalise(x) for x in FORMAT_EXAMPLE} | {"man", "woman"}  # old example too
-    with sqlar.connect(f"file:{db}?mode=ro", uri=True) as conn:
+    with connect(f"file:{db}?mode=ro", uri=True) as conn:
         rows = conn.execute(
             "SELECT case_id, evidence FROM verdicts WHERE source = 'relation'"
             " AND outcome = 'VIOLATED' AND relation LIKE 'metaquerier.%'"

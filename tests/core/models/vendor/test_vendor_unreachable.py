@@ -17,8 +17,8 @@ from harness.models.providers import campaign_endpoints, estimate_cost, format_e
 from harness.running.plan import Plan
 from harness.running.reachability import DEFAULT_THRESHOLD
 from harness.running.runner import run_campaign
-from harness.store import sqlar
 from harness.store.reader import EventReader
+from harness.store.schema import connect
 from harness.vocabulary.errors import CampaignAbortedError
 from harness.vocabulary.events import AskSent, CampaignFinished, CampaignStarted
 
@@ -33,7 +33,7 @@ def _dead_port() -> int:
 
 def _log_text(db: Path) -> str:
 
-    conn = sqlar.connect(db)
+    conn = connect(db)
     try:
         return "\n".join(str(row) for row in conn.execute("SELECT * FROM events"))
     finally:

@@ -1,4 +1,4 @@
-"""The ``texts`` table of log format 2 (`harness.store.compact_schema`): each distinct text
+"""The ``texts`` table of log format 2 (`harness.store._compact_schema`): each distinct text
 stored once under an integer key, found again by its hash. Texts of a commit are packed in
 blocks of about `BLOCK_BYTES` and zlib-compressed together: a BiasLens answer of a few
 hundred bytes shrinks to ~61 % on its own and to ~32 % in a 16 kB block (the words of one
@@ -15,7 +15,7 @@ import hashlib
 import sqlite3
 import zlib
 
-from harness.store.sqlar import compress, uncompress
+from harness.store._sqlar import compress, uncompress
 
 BLOCK_BYTES = 32_768  # raw bytes a block holds (one text may overrun it)
 _LEVEL = 6  # zlib level of a block: level 9 is ~3x the CPU for under 1 % smaller blocks

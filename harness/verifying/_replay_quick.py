@@ -26,7 +26,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from harness.verifying.request_text import RequestText
+from harness.verifying._request_text import RequestText
 from harness.vocabulary.errors import StoreError
 from harness.vocabulary.events import (
     EVENT_TYPES,

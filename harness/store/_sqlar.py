@@ -1,5 +1,5 @@
 """Texts compressed in the SQLite Archive convention, for log format 2
-(`harness.store.compact_schema`): ``data`` is ``zlib.compress(text)`` when that is smaller,
+(`harness.store._compact_schema`): ``data`` is ``zlib.compress(text)`` when that is smaller,
 else the text itself, and ``size`` is the text's length in bytes; ``sqlar_uncompress(data,
 size)`` reads either. The stock ``sqlite3`` shell defines that SQL function; `register` gives
 it to a Python connection (every connection the harness opens on a log), so the ``events``,
@@ -16,7 +16,7 @@ COMPRESS_FROM = 64  # bytes; shorter texts rarely shrink under zlib's 6 bytes of
 _LEVEL = 9
 # Texts inflated lately: a text is shared by many events (a BiasLens question by every role
 # and run that asks it) and a view rebuilds it for each, at ~5 us of zlib a time; a block
-# of texts (`harness.store.compact_texts`, ~8 kB compressed) is read once for each of its
+# of texts (`harness.store._compact_texts`, ~8 kB compressed) is read once for each of its
 # texts. Kept by the first bytes of the compressed data and checked whole on a hit: a
 # dict keyed by the whole bytes hashed all of them at each call (~4 us for a block), a
 # comparison is a memcmp. Bounded: cleared when full.

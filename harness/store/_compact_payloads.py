@@ -8,7 +8,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from harness.store.compact_schema import (
+from harness.store._compact_schema import (
     CASE_MARKER,
     INLINE,
     SLOTS,
@@ -16,7 +16,7 @@ from harness.store.compact_schema import (
     slot_marker,
     ts_sql,
 )
-from harness.store.sqlar import uncompress
+from harness.store._sqlar import uncompress
 
 _TEXT_JOINS = " ".join(
     f"LEFT JOIN texts x{slot} ON x{slot}.key = e.t{slot}" for slot in range(SLOTS)
@@ -27,7 +27,7 @@ _INLINE_COLUMNS = ", ".join(f"e.i{slot} AS i{slot}" for slot in range(INLINE))
 def source(blocks: bool) -> str:
     """The rows of the ``events`` view with the payload still in pieces; the view's column
     names, so the reader's WHERE and ORDER BY clauses apply unchanged (SQLite flattens the
-    subquery). ``blocks``: the log's layout (`harness.store.compact_schema.has_blocks`)."""
+    subquery). ``blocks``: the log's layout (`harness.store._compact_schema.has_blocks`)."""
     text_columns = ", ".join(
         f"x{slot}.data AS d{slot}, x{slot}.size AS z{slot}, "
         + (
@@ -74,7 +74,7 @@ def _as_text(value: object) -> str:
 
 
 def _token(value: object) -> str:
-    """An inline token's JSON (`harness.store.compact_rows.inline_value` stored it)."""
+    """An inline token's JSON (`harness.store._compact_rows.inline_value` stored it)."""
     if isinstance(value, bytes):
         return f'"{value.hex()}"'
     return str(value)
@@ -124,7 +124,7 @@ class PayloadBuilder:
             self._shapes[shape_key] = shape
         if "\x01" not in shape:
             return shape
-        # The view's replacements (`harness.store.compact_schema.payload_sql`): slots are
+        # The view's replacements (`harness.store._compact_schema.payload_sql`): slots are
         # filled in order, so the first empty one ends them.
         text = shape.replace(CASE_MARKER, f'"{case_id}"')
         first_inline = 5 + _PER_SLOT * SLOTS

@@ -1,4 +1,4 @@
-"""Rows of log format 2 (`harness.store.compact_schema`): a payload split into its shape and
+"""Rows of log format 2 (`harness.store._compact_schema`): a payload split into its shape and
 texts, and events inserted with their campaign, case, kind and texts interned as integer
 keys. Used by the SQLite writer of a format-2 log and by `harness copy --compact`.
 
@@ -16,8 +16,8 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harness.store.compact_schema import CASE_MARKER, INLINE, SLOTS, inline_marker, slot_marker
-from harness.store.compact_texts import TextStore
+from harness.store._compact_schema import CASE_MARKER, INLINE, SLOTS, inline_marker, slot_marker
+from harness.store._compact_texts import TextStore
 
 MIN_TEXT = 16  # characters of a string value worth a texts row (its key costs 1-4 bytes)
 # Values that differ from one event to the next (a seed, an index, an id) are cut out too and
@@ -151,7 +151,7 @@ _HEX = re.compile(r'"(?:[0-9a-f]{2})+"')
 def inline_value(token: str) -> str | int | bytes:
     """How an inline token is stored in a log with blocks: a canonical integer as an INTEGER
     (a 19-digit seed in 8 bytes), a quoted lowercase-hex string (a request key) as the BLOB
-    of its bytes; the views and `harness.store.compact_payloads` write them back exactly."""
+    of its bytes; the views and `harness.store._compact_payloads` write them back exactly."""
     if _INTEGER.fullmatch(token) and -(2**63) <= int(token) < 2**63:
         return int(token)
     if _HEX.fullmatch(token):
@@ -242,14 +242,10 @@ class CompactInserter:
         campaign_key = self._name(conn, "campaigns", campaign)
         case_key = self._name(conn, "cases", case_id, campaign_key)
         kind_key = self._name(conn, "kinds", kind)
-        # A payload that comes split (`harness.store.compact_templates`) is not scanned.
-        presplit = getattr(payload, "presplit", None)
         split: SplitPayload | None = None
         if len(text) <= _SPLIT_CACHED:
             split = self._splits.get(text)
-        if presplit is not None:
-            split = presplit(case_id)
-        elif split is None or (case_id and case_id in text):
+        if split is None or (case_id and case_id in text):
             split = split_payload(text, case_id)
             if len(text) <= _SPLIT_CACHED and not (case_id and case_id in text):
                 if len(self._splits) >= _CACHE_LIMIT:

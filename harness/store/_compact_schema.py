@@ -5,8 +5,8 @@ The ``events`` relation of format 1 survives as a view with the same columns and
 payload bytes, so every reader that queries ``events`` (with ``json_extract``) or the
 ``turns`` / ``verdicts`` views works unchanged on either format.
 
-How a payload is stored (`harness.store.compact_rows` splits it): every JSON string value of
-at least `harness.store.compact_rows.MIN_TEXT` characters, up to `SLOTS` of them, the longest
+How a payload is stored (`harness.store._compact_rows` splits it): every JSON string value of
+at least `harness.store._compact_rows.MIN_TEXT` characters, up to `SLOTS` of them, the longest
 first, is cut out and replaced by a marker ``\\x01<slot>\\x01``; the case id, where it appears
 as a value, by ``\\x01c\\x01``. What is left (the *shape*) is itself a text. A text is the
 escaped body of a JSON string literal (what sits between the quotes), so putting it back is
@@ -17,7 +17,7 @@ occurs in encoded JSON, so a marker cannot clash with data. Many events share a 
 ``texts.data`` follows the SQLite Archive convention: zlib-compressed when that is smaller,
 ``size`` the length before compression; ``sqlar_uncompress(data, size)`` reads either. The
 stock ``sqlite3`` shell has that function; the harness registers its own on every connection
-it opens (`harness.store.sqlar`); plain Python ``sqlite3`` or DuckDB must register it too.
+it opens (`harness.store._sqlar`); plain Python ``sqlite3`` or DuckDB must register it too.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def _marker_sql(tag: str) -> str:
 def _inline(column: str) -> str:
     """An inline token as JSON text: stored as an INTEGER (a canonical integer: `replace`
     writes it back in decimal), a BLOB (a quoted lowercase-hex string, half the bytes) or
-    the token itself (`harness.store.compact_rows.inline_value`)."""
+    the token itself (`harness.store._compact_rows.inline_value`)."""
     blob = f"'\"' || lower(hex({column})) || '\"'"
     return f"CASE typeof({column}) WHEN 'blob' THEN {blob} ELSE {column} END"
 
