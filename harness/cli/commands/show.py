@@ -18,7 +18,7 @@ from harness.vocabulary.errors import StoreError
 
 def find_case(log: EventReader, campaign: str, wanted: str) -> str:
     """A case id given exactly, by its position (1-based) or by a unique substring."""
-    ids = [
+    ids: list[str] = [  # sqlite3 rows are untyped
         row[0]
         for row in log.connection.execute(
             "SELECT case_id FROM events WHERE campaign = ? AND kind = 'CaseOpened' ORDER BY gseq",
