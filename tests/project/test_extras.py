@@ -192,7 +192,7 @@ def test_parquet_export_without_the_parquet_extra(
         "export", str(SMOLLM2_DB), "--table", "turns", "--format", "parquet", "--out", str(out)
     )
     assert_one_line_naming(result, "parquet")
-    assert "--format: --format parquet needs" in result.stderr
+    assert "--format: Parquet output needs" in result.stderr
     assert not out.exists()
     # The other formats need nothing optional.
     assert invoke("export", str(SMOLLM2_DB), "--table", "turns", "--format", "csv").exit_code == 0
