@@ -294,6 +294,11 @@ if TYPE_CHECKING:
         encode_event as encode_event,
     )
 
+    # Optional dependencies: a one-line error naming the extra to install
+    from harness.vocabulary.extras import (
+        require_extra as require_extra,
+    )
+
     # Models: requests and replies
     from harness.vocabulary.model import (
         GenerationParams as GenerationParams,
@@ -422,6 +427,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     "ReplayMissError": ("harness.vocabulary.errors", "ReplayMissError"),
     "StoreError": ("harness.vocabulary.errors", "StoreError"),
     "config_error": ("harness.vocabulary.config_errors", "config_error"),
+    "require_extra": ("harness.vocabulary.extras", "require_extra"),
     "Family": ("harness.plugins.registry", "Family"),
     "Corpus": ("harness.vocabulary.corpus", "Corpus"),
     "Deferred": ("harness.plugins.family_refs", "Deferred"),
@@ -604,6 +610,7 @@ __all__ = [
     "relation_class",
     "report_number",
     "request_key",
+    "require_extra",
     "resume_campaign",
     "rounded",
     "run_campaign",

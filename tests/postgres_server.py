@@ -155,7 +155,7 @@ def start_server() -> tuple[PostgresServer | None, str]:
     try:
         import psycopg  # noqa: F401
     except ImportError:
-        return None, "psycopg is not installed (uv sync)"
+        return None, "psycopg is not installed (uv sync --extra postgres)"
     server = PostgresServer(bin_dir)
     try:
         server.init()

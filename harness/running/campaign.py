@@ -23,6 +23,7 @@ from harness.store.target import LogTargetError, parse_target
 from harness.vocabulary.answer_shape import AnswerFormat
 from harness.vocabulary.config_errors import config_error
 from harness.vocabulary.errors import ConfigError, FamilyNotInstalledError, strip_url_credentials
+from harness.vocabulary.extras import require_extra
 from harness.vocabulary.model import GenerationParams, ModelSpec
 
 
@@ -159,13 +160,15 @@ def _check_references(config: CampaignConfig) -> None:
     schemes = known_schemes()
     for i, spec in enumerate([*config.models, *config.judges]):
         group, idx = ("models", i) if i < len(config.models) else ("judges", i - len(config.models))
+        name_field = f"{group}[{idx}]." + ("backend" if spec.backend else "name")
         if spec.scheme not in schemes or ":" not in spec.target:
-            where = "backend" if spec.backend else "name"
             raise ConfigError(
                 f"unknown model backend in {spec.target!r}",
-                field=f"{group}[{idx}].{where}",
+                field=name_field,
                 fix=f"name models as 'scheme:identifier' with scheme one of {schemes}",
             )
+        if spec.scheme == "local":  # llama.cpp and the model file: the 'local' extra
+            require_extra("local", field=name_field)
         for params, where in (
             (spec.params, f"{group}[{idx}].params"),
             (config.defaults, "defaults"),

@@ -16,10 +16,9 @@ import contextvars
 from dataclasses import dataclass
 from typing import Any
 
-import psycopg
-
 from harness.models.providers import VendorGate
 from harness.store.log import Log, LogLike
+from harness.store.postgres_driver import psycopg
 from harness.store.postgres_schema import SCHEMA_LOCK
 from harness.store.postgres_url import PostgresUrl
 from harness.vocabulary.errors import BudgetExceededError, ModelError, StoreError

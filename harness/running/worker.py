@@ -24,8 +24,6 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import psycopg
-
 from harness.models.providers import VendorGate
 from harness.running.campaign import CampaignConfig
 from harness.running.engine import AnswerCache, Engine, ProgressSink, RunSummary
@@ -45,6 +43,7 @@ from harness.running.worker_ends import join_campaign, record_end
 from harness.running.worker_reclaim import run_to_the_end
 from harness.store.log import Log, LogLike
 from harness.store.open import open_writer
+from harness.store.postgres_driver import psycopg
 from harness.store.postgres_leases import CaseLeases, reopen_open_cases
 from harness.store.postgres_workers import CampaignRunners
 from harness.store.writer import PendingEvent

@@ -37,7 +37,7 @@ import types
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NoReturn, TypeVar
 
 from harness.runtime._gc_pause import gc_paused
 from harness.vocabulary.errors import HarnessError
@@ -60,7 +60,7 @@ class Failed:
         except Exception:
             return pickle.dumps(cls(None, text))
 
-    def raise_it(self, what: str) -> None:
+    def raise_it(self, what: str) -> NoReturn:
         if self.error is not None:
             raise self.error
         raise HarnessError(f"{what} failed:\n{self.text}")
@@ -140,7 +140,7 @@ class ProcessCall(Generic[T]):
             raise ChildDied(f"{self.what} died (exit code {self._process.exitcode})") from None
         finally:
             self._done = True
-        value = pickle.loads(data)
+        value: T | Failed = pickle.loads(data)  # what the child sent: its T, or a Failed
         self._process.join(timeout=5)
         if isinstance(value, Failed):
             value.raise_it(self.what)

@@ -83,7 +83,7 @@ def _into_sqlite(path: Path, rows: Iterator[tuple[Any, ...]], compact: bool) -> 
 
 
 def _into_postgres(target: PostgresUrl, rows: Iterator[tuple[Any, ...]]) -> int:
-    import psycopg
+    from harness.store.postgres_driver import psycopg
 
     n = 0
     try:

@@ -20,9 +20,8 @@ import contextlib
 import uuid
 from typing import Any
 
-import psycopg
-
 from harness.store.fold import CaseState, fold_case
+from harness.store.postgres_driver import psycopg
 from harness.store.postgres_schema import SCHEMA_LOCK
 from harness.store.postgres_url import PostgresUrl
 from harness.store.reader import StoredEvent

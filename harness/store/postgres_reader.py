@@ -15,8 +15,7 @@ import itertools
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-import psycopg
-
+from harness.store.postgres_driver import psycopg
 from harness.store.postgres_schema import check_log_format
 from harness.store.postgres_url import PostgresUrl
 from harness.store.reader import EventReader

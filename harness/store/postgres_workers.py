@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import psycopg
-
+from harness.store.postgres_driver import psycopg
 from harness.store.postgres_schema import SCHEMA_LOCK
 
 RUNNERS = """

@@ -18,11 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import psycopg
-from psycopg import errors as pg_errors
-from psycopg.adapt import Transformer
-from psycopg.pq import TransactionStatus
-
+from harness.store.postgres_driver import psycopg
 from harness.store.postgres_schema import COMMIT_LOCK, ensure_schema
 from harness.store.postgres_url import PostgresUrl
 from harness.store.writer import PendingEvent
@@ -64,7 +60,8 @@ class PgEventWriter:
     ) -> None:
         self._conn = conn  # owned by the writer task
         self._reads = reads  # next_seq, so reads never wait inside the writer's transaction
-        self._literals = Transformer.from_context(conn)  # SQL literals for the one-message commit
+        # SQL literals for the one-message commit
+        self._literals = psycopg.adapt.Transformer.from_context(conn)
         self.target = target
         self.path = target.shown
         self._max_group = max_group
@@ -164,7 +161,7 @@ class PgEventWriter:
         try:
             try:
                 flat = await self._commit_in_one_round_trip(group)
-            except pg_errors.UniqueViolation:
+            except psycopg.errors.UniqueViolation:
                 await self._rollback()
                 results = await self._commit_batch_by_batch(group)
             else:
@@ -228,7 +225,7 @@ class PgEventWriter:
 
     async def _rollback(self) -> None:
         """End the one-message commit's transaction when a statement failed (BEGIN was ours)."""
-        if self._conn.info.transaction_status != TransactionStatus.IDLE:
+        if self._conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             await self._conn.execute("ROLLBACK")
 
     async def _commit_batch_by_batch(self, group: list[_Batch]) -> list[list[int] | BaseException]:
@@ -245,7 +242,7 @@ class PgEventWriter:
         try:
             async with self._conn.transaction():
                 return await self._insert(self._numbered(batch))
-        except pg_errors.UniqueViolation as exc:
+        except psycopg.errors.UniqueViolation as exc:
             where = ", ".join(f"{r[1] or '<campaign>'}#{r[2]}" for r in batch.rows[:3])
             err = ConcurrencyError(f"sequence position already taken ({where}): {exc}")
             err.__cause__ = exc

@@ -17,11 +17,11 @@ import contextlib
 import sqlite3
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, repeat
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import aiosqlite
 
@@ -45,6 +45,16 @@ from harness.vocabulary.errors import (
 from harness.vocabulary.events import Event, encode_event
 
 _TURN_KINDS = frozenset({"AskSent", "ReplyReceived", "AskFailed"})
+
+
+async def _on_connection_thread(
+    conn: aiosqlite.Connection, fn: Callable[..., None], *args: Any
+) -> None:
+    """Run ``fn(*args)`` on ``conn``'s own thread, the only one that may use its sqlite3
+    connection, in one hop: aiosqlite's ``_execute`` (private and unannotated, hence typed
+    here) is the one way to hand that thread a whole transaction."""
+    execute: Callable[..., Awaitable[None]] = conn._execute
+    await execute(fn, *args)
 
 
 class PendingEvent(NamedTuple):
@@ -290,7 +300,9 @@ class EventWriter:
         # The whole transaction runs in one call on the connection's thread: every awaited
         # aiosqlite call waits for a turn of the event loop, and with hundreds of cases
         # running, the ten or so awaits of a commit made the writer the bottleneck.
-        await self._conn._execute(self._commit_then_resolve, asyncio.get_running_loop(), group)
+        await _on_connection_thread(
+            self._conn, self._commit_then_resolve, asyncio.get_running_loop(), group
+        )
 
     def _commit_then_resolve(self, loop: asyncio.AbstractEventLoop, group: list[_Batch]) -> None:
         """Runs on the connection's thread: commits, then has the loop resolve the batches'
@@ -410,7 +422,7 @@ class EventWriter:
             conn.execute("COMMIT")
 
         try:
-            await self._conn._execute(write)
+            await _on_connection_thread(self._conn, write)
         except sqlite3.Error as exc:
             raise StoreError(f"recording a summary in {self.path} failed: {exc}") from exc
 

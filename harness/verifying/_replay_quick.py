@@ -277,7 +277,8 @@ def _decoded(cls: type[_E], payload: str) -> _E | None:
     """``payload`` (a row of the current schema version) as a ``cls``, or None when it does
     not validate: the exact path then decodes it and raises `EventDecodeError` as before."""
     try:
-        return cls.__pydantic_validator__.validate_json(payload)
+        decoded: _E = cls.__pydantic_validator__.validate_json(payload)  # Any: pydantic-core
+        return decoded
     except ValidationError:
         return None
 

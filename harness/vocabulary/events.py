@@ -199,7 +199,9 @@ def decode_event(kind: str, version: int, payload: str | bytes) -> Event:
 def _decode_checked(cls: type[_Event], kind: str, version: int, payload: str | bytes) -> Event:
     try:
         if version == cls.SCHEMA_VERSION:
-            return _VALIDATOR.validate_json(payload)  # the adapter's core: no wrapper
+            # The adapter's core (no wrapper); pydantic-core types its result as Any.
+            event: Event = _VALIDATOR.validate_json(payload)
+            return event
         import json
 
         data = json.loads(payload)
@@ -210,7 +212,8 @@ def _decode_checked(cls: type[_Event], kind: str, version: int, payload: str | b
             if upcast is None:
                 raise EventDecodeError(f"no upcaster for {kind} v{v} -> v{v + 1}")
             data = upcast(data)
-        return _VALIDATOR.validate_python(data)
+        upcast_event: Event = _VALIDATOR.validate_python(data)  # Any from pydantic-core
+        return upcast_event
     except ValidationError as exc:
         raise EventDecodeError(f"{kind} v{version} payload does not validate: {exc}") from exc
     except (KeyError, AttributeError) as exc:  # an upcaster met a payload it cannot read

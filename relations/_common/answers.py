@@ -17,7 +17,7 @@ def leading_yes_no(text: str) -> str | None:
     match = _LEADING.match(text)
     if match:
         return match.group(1).lower()
-    words = {w.lower() for w in _ANYWHERE.findall(text)}
+    words: set[str] = {w.lower() for w in _ANYWHERE.findall(text)}  # findall: list[Any]
     if len(words) == 1 and len(text) <= 200:
         return words.pop()
     return None

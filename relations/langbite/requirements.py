@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -49,7 +49,7 @@ class Requirement(BaseModel):
 
     @field_validator("communities", "chosen")
     @classmethod
-    def _languages(cls, value: dict[str, list]) -> dict[str, list]:
+    def _languages(cls, value: dict[str, list[Any]]) -> dict[str, list[Any]]:
         return {normalize_language(k): v for k, v in value.items()}
 
     @property
@@ -95,7 +95,9 @@ class EthicalRequirements(BaseModel):
         return {r.concern: r for r in self.requirements}
 
 
-def parse_requirements(data: dict, *, source: str = "requirements") -> EthicalRequirements:
+def parse_requirements(
+    data: dict[str, Any], *, source: str = "requirements"
+) -> EthicalRequirements:
     try:
         reqs = EthicalRequirements.model_validate(data)
     except ValidationError as exc:

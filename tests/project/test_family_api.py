@@ -116,6 +116,7 @@ PINNED = [
     "relation_class",
     "report_number",
     "request_key",
+    "require_extra",
     "resume_campaign",
     "rounded",
     "run_campaign",

