@@ -101,7 +101,7 @@ async def run_worker(
     session = Session.build(config, overrides, spent_usd=point.spent_usd)
     session.attach(progress)
     leases = await db.leases(point.campaign, ttl_s=lease_s, had_events=set(point.open_cases))
-    runners = CampaignRunners(leases._conn, point.campaign, leases.owner, lease_s)
+    runners = leases.runners(lease_s)
     if announce:  # resume: what the log says is open is open, whatever the leases say
         await reopen_open_cases(leases, sorted(point.open_cases))
     # Requests and tokens per window hold for all workers together, not for each.

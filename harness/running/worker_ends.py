@@ -10,9 +10,7 @@ last recorded event is an end short of completion records CampaignResumed first.
 
 from __future__ import annotations
 
-import contextlib
-import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 
 from harness.models.providers import campaign_endpoints
 from harness.running.engine import RunSummary
@@ -24,37 +22,6 @@ from harness.store.postgres_workers import CampaignRunners
 from harness.store.protocol import EventSink
 from harness.store.writer import PendingEvent
 from harness.vocabulary.events import CampaignFinished, CampaignResumed
-
-FINISH_LOCK = 0x6268_0003  # one process at a time joins a campaign or records its end
-
-
-@contextlib.asynccontextmanager
-async def _finish_lock(leases: CaseLeases) -> AsyncIterator[None]:
-    """One process at a time joins a campaign or records its end."""
-    conn = leases._conn
-    await conn.execute("SELECT pg_advisory_lock(%s)", (FINISH_LOCK,))
-    try:
-        yield
-    finally:
-        await conn.execute("SELECT pg_advisory_unlock(%s)", (FINISH_LOCK,))
-
-
-def _log_state(db: LogLike, campaign: str) -> tuple[int, str | None, str | None]:
-    """(closed cases, kind and status of the campaign's last event outside its cases)."""
-    with open_reader(db) as log:
-        closed = log.connection.execute(
-            "SELECT count(DISTINCT case_id) FROM events WHERE campaign = ? AND kind = 'CaseClosed'",
-            (campaign,),
-        ).fetchone()[0]
-        last = log.connection.execute(
-            "SELECT kind, payload FROM events WHERE campaign = ? AND case_id = ''"
-            " ORDER BY seq DESC LIMIT 1",
-            (campaign,),
-        ).fetchone()
-    if last is None:
-        return int(closed), None, None
-    status = json.loads(last[1]).get("status") if last[0] == "CampaignFinished" else None
-    return int(closed), str(last[0]), status
 
 
 async def join_campaign(
@@ -68,9 +35,10 @@ async def join_campaign(
 ) -> None:
     """Count this process among the campaign's runners; record CampaignResumed when the
     log says the campaign ended short of completion (or always, with ``announce``)."""
-    async with _finish_lock(leases):
+    async with leases.finish_lock():
         await runners.join()
-        _, last, status = _log_state(db, point.campaign)
+        with open_reader(db) as log:
+            _, last, status = log.closing_state(point.campaign)
         if not announce and (last != "CampaignFinished" or status == "completed"):
             return
         in_flight = sum(1 for s in point.open_cases.values() for t in s.open_turns() if t.in_flight)
@@ -98,8 +66,9 @@ async def record_end(
     records it, when this process stopped or aborted and no other is running the campaign
     (the others go on, and the last to leave records the end). True if recorded."""
     campaign = leases.campaign
-    async with _finish_lock(leases):
-        closed, last, _ = _log_state(db, campaign)
+    async with leases.finish_lock():
+        with open_reader(db) as log:
+            closed, last, _ = log.closing_state(campaign)
         if last == "CampaignFinished":
             return False  # recorded already, and nobody joined since
         if closed >= planned:

@@ -18,12 +18,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
 from harness.store.fold import CaseState, fold_case
 from harness.store.postgres_driver import psycopg
-from harness.store.postgres_schema import SCHEMA_LOCK
+from harness.store.postgres_schema import FINISH_LOCK, SCHEMA_LOCK
 from harness.store.postgres_url import PostgresUrl
+from harness.store.postgres_workers import CampaignRunners
 from harness.store.reader import StoredEvent
 from harness.vocabulary.errors import StoreError
 from harness.vocabulary.events import decode_event
@@ -76,7 +78,7 @@ class CaseLeases:
         # Every case of a worker claims and releases: several connections, so hundreds of
         # cases in flight do not queue behind one connection's round trips.
         self._conns = conns
-        self._conn = conns[0]  # renewals and the session-level locks of harness.running.worker
+        self._conn = conns[0]  # renewals, the finish lock and this process's runner row
         self._turn = 0
         self.target = target
         self.campaign = campaign
@@ -240,6 +242,21 @@ class CaseLeases:
         gone = self.held - kept
         self.lost += len(gone)
         return len(gone)
+
+    @contextlib.asynccontextmanager
+    async def finish_lock(self) -> AsyncIterator[None]:
+        """Held while this process joins the campaign or records its end: one process at a
+        time (a session-level advisory lock on the database)."""
+        await self._conn.execute("SELECT pg_advisory_lock(%s)", (FINISH_LOCK,))
+        try:
+            yield
+        finally:
+            await self._conn.execute("SELECT pg_advisory_unlock(%s)", (FINISH_LOCK,))
+
+    def runners(self, ttl_s: float) -> CampaignRunners:
+        """This process's row among the processes running the campaign, on the leases'
+        connection (it expires ``ttl_s`` after its last renewal)."""
+        return CampaignRunners(self._conn, self.campaign, self.owner, ttl_s)
 
     async def close(self) -> None:
         """Release what is still held (a stopped worker's cases go to the others at once)."""

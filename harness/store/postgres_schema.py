@@ -22,6 +22,7 @@ from harness.vocabulary.errors import NotAHarnessLogError
 # Advisory lock keys (any two 64-bit numbers unlikely to clash with an application's own).
 SCHEMA_LOCK = 0x6268_0001  # creating the tables
 COMMIT_LOCK = 0x6268_0002  # one committing writer at a time: gseq order is commit order
+FINISH_LOCK = 0x6268_0003  # one process at a time joins a campaign or records its end
 
 _J = "payload::json"
 

@@ -6,6 +6,7 @@ Folding never loads the whole log: `EventReader.events` streams rows in commit o
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -208,6 +209,28 @@ class EventReader:
             return [case_id for (case_id,) in self._conn.execute(sql, (campaign,))]
         except sqlite3.Error as exc:
             raise StoreError(f"reading {self.path} failed: {exc}") from exc
+
+    def closing_state(self, campaign: str) -> tuple[int, str | None, str | None]:
+        """What a worker joining or ending ``campaign`` reads of it: the number of closed
+        cases, and the kind and status (a CampaignFinished's) of its last event outside its
+        cases."""
+        try:
+            closed = self._conn.execute(
+                "SELECT count(DISTINCT case_id) FROM events"
+                " WHERE campaign = ? AND kind = 'CaseClosed'",
+                (campaign,),
+            ).fetchone()[0]
+            last = self._conn.execute(
+                "SELECT kind, payload FROM events WHERE campaign = ? AND case_id = ''"
+                " ORDER BY seq DESC LIMIT 1",
+                (campaign,),
+            ).fetchone()
+        except sqlite3.Error as exc:
+            raise StoreError(f"reading {self.path} failed: {exc}") from exc
+        if last is None:
+            return int(closed), None, None
+        status = json.loads(last[1]).get("status") if last[0] == "CampaignFinished" else None
+        return int(closed), str(last[0]), status
 
     def recorded_spend(self, campaign: str) -> float:
         """USD of the campaign's ReplyReceived events that were paid for (cached answers cost
