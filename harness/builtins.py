@@ -17,12 +17,10 @@ CORE = Family(
         "local": Lazy("local", "harness.models.local:build_local"),
         "replay": Lazy("replay", "harness.verifying.replay:build_replay"),
         # The vendor SDKs take seconds to import: loaded when a vendor model is first built.
-        "openai": Lazy("openai", "harness.models.providers._openai:build_openai"),
-        "openai-compat": Lazy(
-            "openai-compat", "harness.models.providers._openai:build_openai_compat"
-        ),
-        "anthropic": Lazy("anthropic", "harness.models.providers._anthropic:build_anthropic"),
-        "google": Lazy("google", "harness.models.providers._google:build_gemini"),
+        "openai": Lazy("openai", "harness.models.providers:build_openai"),
+        "openai-compat": Lazy("openai-compat", "harness.models.providers:build_openai_compat"),
+        "anthropic": Lazy("anthropic", "harness.models.providers:build_anthropic"),
+        "google": Lazy("google", "harness.models.providers:build_gemini"),
     },
     report_sections=Deferred(
         "harness.reporting.report:CORE_SECTIONS", "harness.reporting.judge_agreement:JUDGE_SECTIONS"

@@ -195,7 +195,7 @@ if TYPE_CHECKING:
 
     # Report sections and their statistics
     # Work computed in a second process: an iterator's items (an importer's reading half)
-    from harness.runtime._process_call import (
+    from harness.runtime.process_call import (
         ProcessItems as ProcessItems,
     )
     from harness.store.fresh_log import (
@@ -472,7 +472,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     "EventReader": ("harness.store.reader", "EventReader"),
     "EventWriter": ("harness.store.writer", "EventWriter"),
     "EncodedEvent": ("harness.store.writer", "EncodedEvent"),
-    "ProcessItems": ("harness.runtime._process_call", "ProcessItems"),
+    "ProcessItems": ("harness.runtime.process_call", "ProcessItems"),
     "PendingEvent": ("harness.store.writer", "PendingEvent"),
     "FreshLog": ("harness.store.fresh_log", "FreshLog"),
     "CampaignConfig": ("harness.running.campaign", "CampaignConfig"),

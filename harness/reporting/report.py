@@ -33,7 +33,7 @@ from harness.reporting.tables import (
     Table,
     rounded,
 )
-from harness.runtime._gc_pause import gc_paused
+from harness.runtime.gc_pause import gc_paused
 from harness.store.reader import EventReader
 from harness.store.verdict_counts import OutcomeCounts
 from harness.vocabulary.errors import ConfigError, StoreError
@@ -156,7 +156,7 @@ def build_tables(
     built: dict[int, list[Table]] = {}
     try:
         # A report of a million-case log builds millions of rows and verdicts: the cyclic
-        # collector rescans them again and again and finds no cycles (harness.runtime._gc_pause).
+        # collector rescans them again and again and finds no cycles (harness.runtime.gc_pause).
         with gc_paused():
             # The core's sections read the verdict counts, which a second process may be
             # computing meanwhile: they are built last, the tables still come out in order.

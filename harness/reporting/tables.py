@@ -14,7 +14,7 @@ from functools import cached_property
 from typing import Any, Protocol, TypeVar
 
 from harness.reporting.stats import load as load_statistics
-from harness.runtime._process_call import ProcessCall, second_core_free
+from harness.runtime.process_call import ProcessCall, second_core_free
 from harness.store.reader import EventReader
 from harness.store.verdict_counts import VerdictCounts, case_key, count_verdicts, count_verdicts_in
 

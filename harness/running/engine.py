@@ -27,7 +27,7 @@ from harness.running.plan import Plan
 from harness.running.reachability import ReachabilityWatch
 from harness.running.resume_step import InterruptedStep, interrupted_step
 from harness.running.retry import RetryPolicy
-from harness.runtime._gc_pause import gc_infrequent
+from harness.runtime.gc_pause import gc_infrequent
 from harness.store.fold import CaseState, TurnState, messages_for
 from harness.store.protocol import EventSink
 from harness.store.writer import PendingEvent
@@ -225,7 +225,7 @@ class Engine:
     # --- running ---------------------------------------------------------------------
 
     async def run(self) -> RunSummary:
-        with gc_infrequent():  # why: harness.runtime._gc_pause
+        with gc_infrequent():  # why: harness.runtime.gc_pause
             return await self._run()
 
     async def _run(self) -> RunSummary:

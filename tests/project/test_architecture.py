@@ -141,6 +141,31 @@ def test_rooms_import_only_the_rooms_below_them() -> None:
     assert upward == [], f"imports of a room above (or of the top of harness/): {upward}"
 
 
+def _private_home(module: str) -> str | None:
+    """The package a private module (a name part starting with ``_``) belongs to."""
+    parts = module.split(".")
+    for i, part in enumerate(parts):
+        if part.startswith("_") and not part.startswith("__"):
+            return ".".join(parts[:i])
+    return None
+
+
+# The public surfaces re-export names from private modules (as httpx's ``__init__`` does).
+SURFACES = ("harness", "harness.family_api")
+
+
+def test_private_modules_are_imported_only_inside_their_package() -> None:
+    leaks = sorted(
+        (a, b)
+        for a, b in import_graph().edges
+        if (home := _private_home(b)) is not None
+        and a not in SURFACES
+        and a != home
+        and not a.startswith(home + ".")
+    )
+    assert leaks == [], f"private modules imported from outside their package: {leaks}"
+
+
 def test_the_core_never_imports_a_family() -> None:
     offending = sorted(
         (a, b)

@@ -10,7 +10,7 @@ from pathlib import Path
 from harness.plugins.assembly import build_model
 from harness.running.campaign import parse_campaign
 from harness.running.engine import Engine
-from harness.runtime._gc_pause import gc_infrequent
+from harness.runtime.gc_pause import gc_infrequent
 from harness.store.writer import EventWriter, PendingEvent
 from harness.vocabulary.events import CampaignStarted
 from harness.vocabulary.model import GenerationParams, Message, Reply

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.runtime._process_call import ChildDied, Failed, ProcessCall
+from harness.runtime.process_call import ChildDied, Failed, ProcessCall
 from harness.vocabulary.errors import HarnessError
 
 
@@ -91,7 +91,7 @@ def test_a_script_without_a_main_guard_runs_once(tmp_path: Path) -> None:
     script.write_text(
         "import math\n"
         "from pathlib import Path\n"
-        "from harness.runtime._process_call import ProcessCall\n"
+        "from harness.runtime.process_call import ProcessCall\n"
         f"with Path({str(marker)!r}).open('a') as fh:\n"
         "    fh.write('top level\\n')\n"
         "call = ProcessCall('factorial', math.factorial, 10)\n"
@@ -109,7 +109,7 @@ def test_a_child_ends_with_its_parent_killed_outright(tmp_path: Path) -> None:
     script = tmp_path / "script.py"
     script.write_text(
         "import os, signal, sys, time\n"
-        "from harness.runtime._process_call import ProcessCall\n"
+        "from harness.runtime.process_call import ProcessCall\n"
         "call = ProcessCall('a long sleep', time.sleep, 120)\n"
         "print(call._process.pid, flush=True)\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"

@@ -19,7 +19,7 @@ import harness.reporting.tables
 import relations.biaslens.report as biaslens_report
 from harness.plugins.assembly import build_report
 from harness.reporting.tables import ReportContext, Table
-from harness.runtime import _process_call as process_call
+from harness.runtime import process_call as process_call
 from harness.store.reader import EventReader
 from relations.biaslens.importer import import_released
 from relations.biaslens.report_tally import ReportTally, tally_groups, tally_groups_in

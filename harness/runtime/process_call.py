@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, Generic, NoReturn, TypeVar
 
-from harness.runtime._gc_pause import gc_paused
+from harness.runtime.gc_pause import gc_paused
 from harness.vocabulary.errors import HarnessError
 
 T = TypeVar("T")
