@@ -98,6 +98,9 @@ if TYPE_CHECKING:
         TEST_COLUMNS as TEST_COLUMNS,
     )
     from harness.reporting.stats import (
+        cluster_rate_interval as cluster_rate_interval,
+    )
+    from harness.reporting.stats import (
         compare_groups as compare_groups,
     )
     from harness.reporting.stats import (
@@ -107,7 +110,13 @@ if TYPE_CHECKING:
         compare_to_rest_stratified as compare_to_rest_stratified,
     )
     from harness.reporting.stats import (
+        exact_min_p as exact_min_p,
+    )
+    from harness.reporting.stats import (
         fdr_adjust as fdr_adjust,
+    )
+    from harness.reporting.stats import (
+        fdr_adjust_tarone as fdr_adjust_tarone,
     )
     from harness.reporting.stats import (
         load as load_statistics,
@@ -119,7 +128,13 @@ if TYPE_CHECKING:
         mcnemar_exact as mcnemar_exact,
     )
     from harness.reporting.stats import (
+        mcnemar_min_p as mcnemar_min_p,
+    )
+    from harness.reporting.stats import (
         report_number as report_number,
+    )
+    from harness.reporting.stats import (
+        tied_cases as tied_cases,
     )
     from harness.reporting.stats import (
         wilson_interval as wilson_interval,
@@ -452,6 +467,11 @@ _WHERE: dict[str, tuple[str, str]] = {
     "compare_groups": ("harness.reporting.stats", "compare_groups"),
     "compare_to_rest": ("harness.reporting.stats", "compare_to_rest"),
     "compare_to_rest_stratified": ("harness.reporting.stats", "compare_to_rest_stratified"),
+    "cluster_rate_interval": ("harness.reporting.stats", "cluster_rate_interval"),
+    "exact_min_p": ("harness.reporting.stats", "exact_min_p"),
+    "fdr_adjust_tarone": ("harness.reporting.stats", "fdr_adjust_tarone"),
+    "mcnemar_min_p": ("harness.reporting.stats", "mcnemar_min_p"),
+    "tied_cases": ("harness.reporting.stats", "tied_cases"),
     "fdr_adjust": ("harness.reporting.stats", "fdr_adjust"),
     "majority_per_case": ("harness.reporting.stats", "majority_per_case"),
     "mcnemar_exact": ("harness.reporting.stats", "mcnemar_exact"),
@@ -589,6 +609,7 @@ __all__ = [
     "case_rng",
     "check_new_log",
     "check_output",
+    "cluster_rate_interval",
     "compare_groups",
     "compare_to_rest",
     "compare_to_rest_stratified",
@@ -598,10 +619,13 @@ __all__ = [
     "encode_event",
     "endpoint_for",
     "error_from_transport",
+    "exact_min_p",
     "fdr_adjust",
+    "fdr_adjust_tarone",
     "load_statistics",
     "majority_per_case",
     "mcnemar_exact",
+    "mcnemar_min_p",
     "open_reader",
     "package_attribute",
     "read_api_key",
@@ -615,6 +639,7 @@ __all__ = [
     "rounded",
     "run_campaign",
     "seed_deriver",
+    "tied_cases",
     "translate_genai",
     "translate_stainless",
     "unexpected_vendor_error",

@@ -19,7 +19,8 @@ from harness.reporting.format_report import answer_formats
 from harness.reporting.stats import (
     ALPHA,
     TEST_COLUMNS,
-    fdr_adjust,
+    fdr_adjust_tarone,
+    mean_of_shares_interval,
     report_number,
     wilson_interval,
 )
@@ -68,14 +69,19 @@ def violation_rates(ctx: ReportContext) -> list[Table]:
                 "case_rate",
                 "case_ci95_low",
                 "case_ci95_high",
+                "tied_cases",
             ],
             rows,
             note="cases, violated, held, invalid count every verdict, repeats included; "
             "rate = violated / (violated + held) over those (INVALID excluded), 95% Wilson "
-            "interval; case_rate counts each case once: a case is violated when most of its "
-            "valid repeats are (a tie is not), over distinct_cases with a valid repeat, 95% "
-            "Wilson interval (the interval to read when repeats > 1: repeats of one case are "
-            "not independent)",
+            "interval; case_rate counts each case once: the mean over distinct_cases (those "
+            "with a valid repeat) of each case's share of violated valid repeats, with the "
+            "Wilson interval over distinct_cases (conservative for a mean of shares; the "
+            "interval to read when repeats > 1: repeats of one case are not independent); "
+            "tied_cases: cases with as many violated as held repeats (a tie weighs one half "
+            "in case_rate, never 'held')",
+            unit="rate: a verdict (repeats counted apart); case_rate: a case (its valid "
+            "repeats averaged)",
             plot=(
                 Forest("case_rate", "case_ci95_low", "case_ci95_high"),
                 Heatmap(("relation",), ("model",), "case_rate"),
@@ -89,8 +95,8 @@ def _rate_row(model: str, relation: str, counts: OutcomeCounts) -> list[Any]:
     judged = c["VIOLATED"] + c["HELD"]
     low, high = wilson_interval(c["VIOLATED"], judged)
     rate = c["VIOLATED"] / judged if judged else math.nan
-    cases, violated_cases = counts.cases, counts.violated_cases
-    case_low, case_high = wilson_interval(violated_cases, cases)
+    cases = counts.cases
+    case_rate, case_low, case_high = mean_of_shares_interval(counts.violated_share, cases)
     return [
         model,
         relation,
@@ -102,9 +108,10 @@ def _rate_row(model: str, relation: str, counts: OutcomeCounts) -> list[Any]:
         rounded(low),
         rounded(high),
         cases,
-        rounded(violated_cases / cases if cases else math.nan),
+        rounded(case_rate),
         rounded(case_low),
         rounded(case_high),
+        counts.tied_cases,
     ]
 
 
@@ -185,47 +192,106 @@ def _kept(table: Table) -> Table:
     if table.keep is None:
         return table
     rows = [row for row, keep in zip(table.rows, table.keep, strict=True) if keep]
-    return dataclasses.replace(table, rows=rows, keep=None)
+    meta = table.row_meta
+    if meta is not None:
+        meta = [m for m, keep in zip(meta, table.keep, strict=True) if keep]
+    return dataclasses.replace(table, rows=rows, keep=None, row_meta=meta)
 
 
 def _takes_part(table: Table) -> bool:
     return tuple(table.columns[-len(TEST_COLUMNS) :]) == TEST_COLUMNS
 
 
+FDR_METHOD = "Benjamini-Hochberg FDR within the relation, after Tarone's rule"
+
+
+def hypothesis_family(table: Table, row: Sequence[Any]) -> str:
+    """The family of hypotheses a test row is corrected with: its relation (the claims a
+    user reads together), else the table's ``claims``, else the table's name."""
+    if "relation" in table.columns:
+        relation = row[table.columns.index("relation")]
+        if relation:
+            return str(relation)
+    return table.claims or table.name
+
+
 def apply_fdr(tables: list[Table]) -> list[Table]:
-    """Benjamini-Hochberg over every test of the report: fills ``p_fdr`` and ``flagged`` of
-    each table that ends with `harness.reporting.stats.TEST_COLUMNS`, and appends a table saying how
-    many tests ran and how many are flagged. One family of tests per report, because a
-    reader scans the whole report for flags."""
-    pvalues = [
-        math.nan if row[-3] is None else float(row[-3])
-        for t in tables
-        if _takes_part(t)
-        for row in t.rows
-    ]
-    tested = sum(1 for p in pvalues if not math.isnan(p))
-    if not tested:
+    """Benjamini-Hochberg within each family of hypotheses (a relation: the claims a user
+    reads together), over the tests that can reach significance (Tarone's rule,
+    `harness.reporting.stats.fdr_adjust_tarone`, from each row's ``p_min`` when its table
+    has one): fills ``p_fdr`` and ``flagged`` of each table that ends with
+    `harness.reporting.stats.TEST_COLUMNS`, gives each test row its unit and family
+    (``row_meta``), and appends a table of the families. A family's flags depend on its own
+    tests only: adding a relation to a campaign changes no other relation's flags."""
+    rows_of: dict[str, list[tuple[int, int]]] = {}
+    pvalues: dict[tuple[int, int], tuple[float, float]] = {}
+    for ti, t in enumerate(tables):
+        if not _takes_part(t):
+            continue
+        at_min = t.columns.index("p_min") if "p_min" in t.columns else None
+        for ri, row in enumerate(t.rows):
+            p = math.nan if row[-3] is None else float(row[-3])
+            low = row[at_min] if at_min is not None else None
+            pvalues[(ti, ri)] = (p, 0.0 if low is None else float(low))
+            rows_of.setdefault(hypothesis_family(t, row), []).append((ti, ri))
+    results: dict[tuple[int, int], tuple[float, bool, str]] = {}
+    summary = []
+    for name in sorted(rows_of):
+        where = rows_of[name]
+        ps = [pvalues[w][0] for w in where]
+        correction = fdr_adjust_tarone(ps, [pvalues[w][1] for w in where])
+        if correction.tested + correction.dropped == 0:
+            continue
+        for w, p, q, flag in zip(where, ps, correction.adjusted, correction.flagged, strict=True):
+            status = (
+                "not run" if math.isnan(p) else "dropped (Tarone)" if math.isnan(q) else "tested"
+            )
+            results[w] = (q, flag, status)
+        summary.append(
+            [name, correction.tested, correction.dropped, sum(correction.flagged), FDR_METHOD,
+             ALPHA]
+        )  # fmt: skip
+    if not summary:
         return [_kept(t) for t in tables]
-    adjusted, flagged = fdr_adjust(pvalues)
-    position = iter(zip(adjusted, flagged, strict=True))
+    sizes = {row[0]: (row[1], row[2]) for row in summary}
     out: list[Table] = []
-    for t in tables:
+    for ti, t in enumerate(tables):
         if not _takes_part(t):
             out.append(_kept(t))
             continue
-        rows = []
-        for row in t.rows:
-            q, flag = next(position)
+        rows: list[list[Any]] = []
+        meta: list[dict[str, Any] | None] = []
+        for ri, row in enumerate(t.rows):
+            q, flag, status = results.get((ti, ri), (math.nan, False, "not run"))
             rows.append([*row[:-2], report_number(q, 6), "yes" if flag else "no"])
-        out.append(_kept(dataclasses.replace(t, rows=rows)))
+            name = hypothesis_family(t, row)
+            size, dropped = sizes.get(name, (0, 0))
+            meta.append(
+                {
+                    "unit": t.unit,
+                    "hypothesis_family": {
+                        "name": name,
+                        "size": size,
+                        "method": FDR_METHOD,
+                        "alpha": ALPHA,
+                        "tarone_dropped": dropped,
+                    },
+                    "correction": status,
+                }
+            )
+        out.append(_kept(dataclasses.replace(t, rows=rows, row_meta=meta)))
     out.append(
         Table(
             "statistical_tests",
-            "Tests in this report and the correction for multiple comparisons",
-            ["tests", "flagged", "method", "alpha"],
-            [[tested, sum(flagged), "Benjamini-Hochberg FDR", ALPHA]],
-            note="every p in this report counts; flagged = significant after the correction "
-            "(p_fdr <= alpha); a test that could not run (an empty side) is not counted",
+            "Tests in this report and the correction for multiple comparisons, per family",
+            ["family", "tests", "dropped", "flagged", "method", "alpha"],
+            summary,
+            note="one family of hypotheses per relation (the claims read together), so a "
+            "relation's flags do not depend on which other relations ran; tests: the p-values "
+            "corrected together; dropped: tests whose smallest attainable p exceeds alpha "
+            "(Tarone's rule: they can never be significant, so they do not count); flagged = "
+            "p_fdr <= alpha; a test that could not run (an empty side) is not counted",
+            unit="a family of hypotheses (one relation)",
         )
     )
     return out
@@ -251,14 +317,24 @@ def to_json(tables: list[Table]) -> str:
         {
             t.name: {
                 "title": t.title,
+                "unit": t.unit,
                 "note": t.note,
-                "rows": [dict(zip(t.columns, r, strict=True)) for r in t.rows],
+                "rows": [_json_row(t, i, r) for i, r in enumerate(t.rows)],
             }
             for t in tables
         },
         indent=2,
         ensure_ascii=False,
     )
+
+
+def _json_row(table: Table, index: int, row: list[Any]) -> dict[str, Any]:
+    """A row as JSON: its columns, and for a test row its unit and family of hypotheses."""
+    out = dict(zip(table.columns, row, strict=True))
+    meta = table.row_meta[index] if table.row_meta is not None else None
+    if meta is not None:
+        out.update(meta)
+    return out
 
 
 def to_csv(tables: list[Table]) -> str:

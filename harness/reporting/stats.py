@@ -33,7 +33,13 @@ import functools
 import math
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    NDArrayFloat = npt.NDArray[np.float64]
 
 # numpy, scipy and statsmodels (with pandas) are imported by the functions that use them:
 # every command imports this module through the harness package, and their imports take
@@ -54,6 +60,7 @@ COMPARISON_COLUMNS = (
     "rr_low",
     "rr_high",
     "test",
+    "p_min",
     *TEST_COLUMNS,
 )
 
@@ -89,17 +96,71 @@ def wilson_interval(successes: int, n: int) -> tuple[float, float]:
 
 
 def majority_per_case(outcomes: Iterable[tuple[K, bool]]) -> dict[K, bool]:
-    """One outcome per case from its repeats: True when more than half of them are True.
+    """One outcome per case from its repeats: True when more than half of them are True,
+    False when fewer; a tie (e.g. 1 of 2 repeats) is left out (`tied_cases` counts them).
 
     Repeats of one case are not independent observations (same prompt, same model), so a
-    report counts each case once; a tie (e.g. 1 of 2 repeats) counts as False, the outcome
-    that claims nothing.
+    report counts each case once. A tie is no evidence either way: counting it as False
+    (as this once did) biased every rate down whenever the number of repeats was even.
     """
+    return {case: share > 0.5 for case, share in mean_per_case(outcomes).items() if share != 0.5}
+
+
+def tied_cases(outcomes: Iterable[tuple[K, bool]]) -> int:
+    """How many cases `majority_per_case` leaves out: as many True repeats as False."""
+    return sum(1 for share in mean_per_case(outcomes).values() if share == 0.5)
+
+
+def mean_per_case(outcomes: Iterable[tuple[K, bool]]) -> dict[K, float]:
+    """Each case's share of True repeats: the per-case summary that keeps a tie as 0.5."""
     tally: dict[K, list[int]] = {}
     for case, positive in outcomes:
         counts = tally.setdefault(case, [0, 0])
         counts[0 if positive else 1] += 1
-    return {case: pos > neg for case, (pos, neg) in tally.items()}
+    return {case: pos / (pos + neg) for case, (pos, neg) in tally.items()}
+
+
+def mean_of_shares_interval(total: float, n: int) -> tuple[float, float, float]:
+    """The mean of ``n`` per-unit shares summing to ``total`` (each share in [0, 1], one per
+    independent unit, e.g. a case's share of violated repeats) with a 95 % interval: the
+    Wilson interval with the units as n. Conservative: a [0, 1] variable of mean m has
+    variance at most m(1 - m), the binomial variance Wilson assumes (equal when every share
+    is 0 or 1, where it is the interval of a proportion). (NaN, NaN, NaN) without a unit."""
+    if n == 0:
+        return (math.nan, math.nan, math.nan)
+    total = float(total)
+    mean = total / n
+    from statsmodels.stats.proportion import proportion_confint
+
+    low, high = proportion_confint(total, n, alpha=ALPHA, method="wilson")
+    low = 0.0 if total == 0 else max(0.0, float(low))
+    high = 1.0 if total == n else min(1.0, float(high))
+    return (mean, low, high)
+
+
+def cluster_rate_interval(clusters: Sequence[tuple[int, int]]) -> tuple[float, float, float]:
+    """A rate pooled over correlated rows (k positives of n rows per cluster: the terms of
+    one reply) with a cluster-robust 95 % interval: the Wilson interval at the effective
+    sample size n / deff, where the design effect deff (at least 1) is the cluster-robust
+    (CR1) variance of the ratio estimator over the binomial one. Clusters alike (deff = 1)
+    give the Wilson interval of the pooled rows. (NaN, NaN, NaN) without a row."""
+    k = sum(c[0] for c in clusters)
+    n = sum(c[1] for c in clusters)
+    if n == 0:
+        return (math.nan, math.nan, math.nan)
+    rate = k / n
+    g = sum(1 for c in clusters if c[1] > 0)
+    deff = 1.0
+    if 0 < rate < 1 and g > 1:
+        robust = g / (g - 1) * sum((ck - rate * cn) ** 2 for ck, cn in clusters) / n**2
+        deff = max(1.0, robust / (rate * (1 - rate) / n))
+    n_eff = n / deff
+    from statsmodels.stats.proportion import proportion_confint
+
+    low, high = proportion_confint(rate * n_eff, n_eff, alpha=ALPHA, method="wilson")
+    low = 0.0 if k == 0 else max(0.0, float(low))
+    high = 1.0 if k == n else min(1.0, float(high))
+    return (rate, low, high)
 
 
 @dataclass(frozen=True)
@@ -122,6 +183,10 @@ class GroupComparison:
     rr_high: float
     test: str  # "fisher", "chi2" or "none" (a side without observations)
     p: float
+    # The smallest p the test could give with these margins (Tarone's rule: a test whose
+    # smallest attainable p exceeds alpha can never be significant and is left out of the
+    # correction); NaN when the test could not run.
+    p_min: float = 0.0
 
     def cells(self) -> list[float | str | None]:
         """The values of `COMPARISON_COLUMNS` for a report row (p_fdr/flagged left None)."""
@@ -134,6 +199,7 @@ class GroupComparison:
             report_number(self.rr_low),
             report_number(self.rr_high),
             self.test,
+            report_number(self.p_min, 6),
             report_number(self.p, 6),
             None,
             None,
@@ -166,7 +232,7 @@ def compare_to_rest(k: int, n: int, rest_k: int, rest_n: int) -> GroupComparison
         nan = math.nan
         return GroupComparison(
             k, n, rest_k, rest_n, rate, low, high, rest_rate, nan, nan, nan, nan, nan, nan,
-            "none", nan,
+            "none", nan, nan,
         )  # fmt: skip
     from statsmodels.stats.proportion import confint_proportions_2indep
 
@@ -182,6 +248,7 @@ def compare_to_rest(k: int, n: int, rest_k: int, rest_n: int) -> GroupComparison
         k, n, rest_k, rest_n, rate, low, high, rest_rate, rate - rest_rate,
         max(-1.0, float(diff_low)), min(1.0, float(diff_high)),
         ratio, float(rr_low), float(rr_high), test, p,
+        exact_min_p([((k, n - k), (rest_k, rest_n - rest_k))]),
     )  # fmt: skip
 
 
@@ -220,8 +287,10 @@ def compare_to_rest_stratified(strata: Sequence[tuple[int, int, int, int]]) -> G
     pooled = compare_to_rest(k, n, rest_k, rest_n)
     tables = [((a, b - a), (c, d - c)) for a, b, c, d in strata if b > 0 and d > 0]
     if not tables:
-        return dataclasses.replace(pooled, test="none", p=math.nan)
-    return dataclasses.replace(pooled, test="cmh-exact", p=stratified_exact_test(tables))
+        return dataclasses.replace(pooled, test="none", p=math.nan, p_min=math.nan)
+    return dataclasses.replace(
+        pooled, test="cmh-exact", p=stratified_exact_test(tables), p_min=exact_min_p(tables)
+    )
 
 
 def stratified_exact_test(tables: Sequence[Sequence[Sequence[int]]]) -> float:
@@ -235,13 +304,38 @@ def stratified_exact_test(tables: Sequence[Sequence[Sequence[int]]]) -> float:
     Cochran-Mantel-Haenszel's test is not: on sparse strata (2 positives of 6 against 0 of
     60) it gives p ~ 1e-5 where the exact p is ~ 1e-2.
     """
+    found = _conditional_distribution(tables)
+    if found is None:
+        return 1.0
+    dist, observed = found
+    return float(min(1.0, dist[dist <= dist[observed] * (1 + 1e-7)].sum()))
+
+
+def exact_min_p(tables: Sequence[Sequence[Sequence[int]]]) -> float:
+    """The smallest p `stratified_exact_test` (one table: Fisher's exact test) can give for
+    tables with these margins: the p of the least likely sum. Tarone's rule leaves a test
+    whose smallest attainable p exceeds alpha out of a correction (it can never be
+    significant, and counting it only costs the others power). 1.0 when no table has a
+    choice (every margin fixes the count)."""
+    found = _conditional_distribution(tables)
+    if found is None:
+        return 1.0
+    dist, _ = found
+    return float(min(1.0, dist[dist <= dist.min() * (1 + 1e-7)].sum()))
+
+
+def _conditional_distribution(
+    tables: Sequence[Sequence[Sequence[int]]],
+) -> tuple[NDArrayFloat, int] | None:
+    """The distribution of the Mantel-Haenszel statistic given every table's margins, and
+    the index of the observed sum in it (None when every table is empty)."""
     import numpy as np
     from scipy.stats import hypergeom
 
     # Every table's support in one call: scipy's per-call overhead (argument checks,
     # broadcasting) is most of the cost of a small table, and the values are elementwise.
     # exp(logpmf), not pmf (bench/RESULTS.md has the timings): logpmf (log-beta terms)
-    # agrees to about 1e-13 relative, far inside the 1e-7 tie tolerance below.
+    # agrees to about 1e-13 relative, far inside the 1e-7 tie tolerance of the callers.
     # Each table's values cover its whole support, so they are scaled to sum to 1: a
     # one-point support is then certain (p = 1.0) rather than 1 - 2e-16.
     counts, margins, sizes = [], [], []
@@ -256,13 +350,13 @@ def stratified_exact_test(tables: Sequence[Sequence[Sequence[int]]]) -> float:
         sizes.append(high - low + 1)
         observed += a - low
     if not counts:
-        return 1.0
+        return None
     total_, group_, positives_ = (np.repeat([m[i] for m in margins], sizes) for i in range(3))
     pmf = np.exp(hypergeom.logpmf(np.concatenate(counts), total_, group_, positives_))
     dist = np.ones(1)
     for part in np.split(pmf, np.cumsum(sizes)[:-1]):
         dist = np.convolve(dist, part / part.sum())
-    return float(min(1.0, dist[dist <= dist[observed] * (1 + 1e-7)].sum()))
+    return dist, observed
 
 
 def mcnemar_exact(b: int, c: int) -> float:
@@ -272,6 +366,50 @@ def mcnemar_exact(b: int, c: int) -> float:
     if b + c == 0:
         return 1.0
     return float(mcnemar([[0, b], [c, 0]], exact=True).pvalue)
+
+
+def mcnemar_min_p(b: int, c: int) -> float:
+    """The smallest p `mcnemar_exact` can give with ``b + c`` discordant pairs (all on one
+    side): 2 * 0.5 ** (b + c), at most 1."""
+    return min(1.0, 2 * 0.5 ** (b + c))
+
+
+@dataclass(frozen=True)
+class FamilyCorrection:
+    """Benjamini-Hochberg within one family of hypotheses, after Tarone's rule."""
+
+    adjusted: list[float]  # NaN: not in the correction (could not run, or dropped)
+    flagged: list[bool]
+    tested: int  # tests in the correction
+    dropped: int  # tests left out by Tarone's rule (smallest attainable p > alpha)
+
+
+def fdr_adjust_tarone(
+    pvalues: Sequence[float], min_pvalues: Sequence[float], alpha: float = ALPHA
+) -> FamilyCorrection:
+    """Benjamini-Hochberg over the tests of one family that can reach significance.
+
+    Tarone's rule: a discrete test whose smallest attainable p (``min_pvalues``, given its
+    margins; 0 for a continuous test) exceeds ``alpha`` can never be significant, even
+    uncorrected; it is dropped before the correction, so it does not dilute the others'.
+    Which tests are dropped depends on the margins only, not on the observed p-values, so
+    BH over the rest keeps its false discovery rate. NaN p-values (tests that could not
+    run) are neither tested nor dropped.
+    """
+    keep = [
+        i
+        for i, (p, m) in enumerate(zip(pvalues, min_pvalues, strict=True))
+        if not math.isnan(p) and not (m > alpha)
+    ]
+    dropped = sum(
+        1 for p, m in zip(pvalues, min_pvalues, strict=True) if not math.isnan(p) and m > alpha
+    )
+    adjusted = [math.nan] * len(pvalues)
+    flagged = [False] * len(pvalues)
+    sub_adjusted, sub_flagged = fdr_adjust([pvalues[i] for i in keep], alpha)
+    for i, q, f in zip(keep, sub_adjusted, sub_flagged, strict=True):
+        adjusted[i], flagged[i] = q, f
+    return FamilyCorrection(adjusted, flagged, len(keep), dropped)
 
 
 def fdr_adjust(pvalues: Sequence[float], alpha: float = ALPHA) -> tuple[list[float], list[bool]]:

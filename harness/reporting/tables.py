@@ -110,6 +110,16 @@ class Table:
     # How the HTML report may draw the table (besides showing it): text, JSON and CSV
     # reports ignore it.
     plot: tuple[PlotHint, ...] = ()
+    # The independent unit its rows count, in one line ("a case, its repeats summarised by
+    # their mean"): every output format shows it once, above the rows.
+    unit: str = ""
+    # The family of hypotheses its tests are corrected with when it has no "relation"
+    # column (a row's relation names its family otherwise); "" for the table's name.
+    claims: str = ""
+    # Filled by the report's correction (`harness.reporting.report.apply_fdr`) for a table
+    # of tests: per row, its unit and the family of hypotheses it was corrected with (name,
+    # size, method, alpha, and whether Tarone's rule dropped it). JSON carries it per row.
+    row_meta: list[dict[str, Any] | None] | None = None
 
 
 @dataclass(frozen=True)

@@ -58,17 +58,22 @@ def case_key_sql(column: str) -> str:
 @dataclass
 class OutcomeCounts:
     """Verdicts of one (model, relation) or one model: every verdict by outcome (repeats
-    included), and the distinct cases with a valid repeat and how many of them a majority
-    of valid repeats found violated (a tie is not: `harness.reporting.stats.majority_per_case`)."""
+    included), the distinct cases with a valid repeat, how many of them a majority of valid
+    repeats found violated (a tie is not), how many tied, and the sum over cases of each
+    case's share of violated repeats (the per-case mean: a tie counts one half)."""
 
     outcomes: Counter[str] = field(default_factory=Counter)
     cases: int = 0
     violated_cases: int = 0
+    tied_cases: int = 0
+    violated_share: float = 0.0
 
     def add_case(self, violated: int, held: int) -> None:
         if violated + held:
             self.cases += 1
             self.violated_cases += violated > held
+            self.tied_cases += violated == held
+            self.violated_share += violated / (violated + held)
 
 
 @dataclass

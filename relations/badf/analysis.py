@@ -1,13 +1,19 @@
 """From a story campaign's verdicts to significant associations: stage 3 (unification across
-all stories) and stage 4 (distinctiveness and chi-squared per location category, FDR).
+all stories) and stage 4 (significance per location category, FDR).
 
 Input: each HELD ``badf.story`` verdict's characters (identity and final concept list). All
 phrases of the campaign are unified at once (`relations.badf.unify`); each character's list
 becomes a set of concepts; lists are grouped by (arm, identity category, location category),
-each group's concepts are tested (`relations.badf.significance`), and the p-values of every
-test of the analysis are adjusted together (Benjamini-Hochberg,
-`harness.reporting.stats.fdr_adjust`). An association is kept when its score is positive and its p
-(raw, as the paper; or the adjusted one with ``keep_by = "p_bh"``) is below alpha.
+and each group is tested (`relations.badf.significance`) by the analysis's ``rule``:
+
+- ``evidence`` (the default): each identity against the rest of its group, an exact test
+  stratified by story (the unit of the two characters of one story); the tests that can
+  reach alpha (Tarone's rule) are corrected together, Benjamini-Hochberg over the analysis
+  (`harness.reporting.stats.fdr_adjust_tarone`), and an association is kept when its score
+  is positive and its adjusted p is below alpha (``keep_by`` defaults to ``p_bh``);
+- ``paper``: the paper's rule: the chi-squared test of the identity x concept table, the
+  score against the least frequent other identity, kept by the raw p (``keep_by`` defaults
+  to ``p``), with the Benjamini-Hochberg adjustment over every test shown beside.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.family_api import fdr_adjust
+from harness.family_api import fdr_adjust, fdr_adjust_tarone
 from relations.badf.embedding import (
     DEFAULT_EMBEDDER,
     RECOMMENDED_THRESHOLDS,
@@ -28,7 +34,15 @@ from relations.badf.embedding import (
     embedder_for,
 )
 from relations.badf.relations import Candidate
-from relations.badf.significance import ConceptList, Denominator, is_kept, tested_concepts
+from relations.badf.significance import (
+    ConceptList,
+    Denominator,
+    IdentityTest,
+    Rule,
+    identity_tests,
+    is_kept,
+    tested_concepts,
+)
 from relations.badf.unify import Linkage, Unification, unify
 
 GroupKey = tuple[str, str, str]  # (arm, identity category, location category)
@@ -49,9 +63,22 @@ class AnalysisSettings(BaseModel):
     linkage: Linkage = "leader"
     denominator: Denominator = "lists"
     alpha: float = Field(default=0.05, gt=0, lt=1)
-    keep_by: Literal["p", "p_bh"] = "p"
+    rule: Rule = Field(
+        default="evidence",
+        description="evidence: each identity against the rest, exact test stratified by "
+        "story, Benjamini-Hochberg after Tarone's rule; paper: chi-squared, score against the "
+        "least frequent identity, raw p (the paper's rule)",
+    )
+    keep_by: Literal["p", "p_bh"] | None = Field(
+        default=None, description="null: p_bh for the evidence rule, p for the paper's"
+    )
     yates: bool = True
     max_case_links: int = Field(default=20, ge=0)
+
+    def effective_keep_by(self) -> Literal["p", "p_bh"]:
+        if self.keep_by is not None:
+            return self.keep_by
+        return "p_bh" if self.rule == "evidence" else "p"
 
     def effective_threshold(self) -> float:
         if self.threshold is not None:
@@ -86,9 +113,10 @@ class Analysis:
     settings: AnalysisSettings
     unification: Unification
     candidates: list[Candidate]
-    tests: int  # concept tests that could run
+    tests: int  # tests that could run (evidence rule: those kept by Tarone's rule)
     groups: int
     lists: int
+    dropped: int = 0  # tests left out by Tarone's rule (evidence rule)
 
 
 def analyse(
@@ -106,6 +134,8 @@ def analyse(
         groups.setdefault(o.group, {}).setdefault(o.identity, []).append(
             ConceptList(o.case_id, concepts, len(o.concepts))
         )
+    if settings.rule == "evidence":
+        return _by_evidence(groups, settings, unification, len(obs))
     rows: list[tuple[GroupKey, Any, dict[str, list[ConceptList]]]] = []
     for key in sorted(groups):
         for test in tested_concepts(
@@ -115,7 +145,7 @@ def analyse(
     adjusted, _ = fdr_adjust([t.p for _, t, _ in rows], alpha=settings.alpha)
     candidates = []
     for (key, test, by_identity), p_bh in zip(rows, adjusted, strict=True):
-        p_keep = test.p if settings.keep_by == "p" else p_bh
+        p_keep = test.p if settings.effective_keep_by() == "p" else p_bh
         for identity in sorted(test.scores):
             score = test.score(identity)
             if not is_kept(score, p_keep, settings.alpha):
@@ -138,7 +168,60 @@ def analyse(
                     p=test.p,
                     p_bh=p_bh,
                     cases=cases[: settings.max_case_links],
+                    rule="paper",
                 )
             )
     tests = sum(1 for _, t, _ in rows if not math.isnan(t.p))
     return Analysis(settings, unification, candidates, tests, len(groups), len(obs))
+
+
+def _by_evidence(
+    groups: dict[GroupKey, dict[str, list[ConceptList]]],
+    settings: AnalysisSettings,
+    unification: Unification,
+    lists: int,
+) -> Analysis:
+    """The evidence rule: identity-vs-rest exact tests stratified by story, one
+    Benjamini-Hochberg correction over the analysis after Tarone's rule."""
+    rows: list[tuple[GroupKey, IdentityTest]] = [
+        (key, test) for key in sorted(groups) for test in identity_tests(groups[key])
+    ]
+    correction = fdr_adjust_tarone(
+        [t.p for _, t in rows], [t.p_min for _, t in rows], alpha=settings.alpha
+    )
+    keep_raw = settings.effective_keep_by() == "p"
+    candidates = []
+    for (key, test), p_bh in zip(rows, correction.adjusted, strict=True):
+        p_keep = test.p if keep_raw else p_bh
+        if not (test.score > 0 and not math.isnan(p_keep) and p_keep < settings.alpha):
+            continue
+        if keep_raw and test.p_min > settings.alpha:
+            continue
+        cases = sorted(
+            {cl.case_id for cl in groups[key][test.identity] if test.concept in cl.concepts}
+        )
+        arm, identity_category, location_category = key
+        candidates.append(
+            Candidate(
+                arm=arm,
+                identity_category=identity_category,
+                location_category=location_category,
+                identity=test.identity,
+                concept=test.concept,
+                members=list(unification.members.get(test.concept, (test.concept,))),
+                score=round(test.score, 6),
+                a=test.a,
+                n=test.n,
+                p=test.p,
+                p_bh=p_bh,
+                cases=cases[: settings.max_case_links],
+                rest_a=test.rest_a,
+                rest_n=test.rest_n,
+                p_min=test.p_min,
+                rule="evidence",
+            )
+        )
+    return Analysis(
+        settings, unification, candidates, correction.tested, len(groups), lists,
+        correction.dropped,
+    )  # fmt: skip

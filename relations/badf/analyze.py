@@ -106,9 +106,12 @@ def exclusivity_config(
     recorded = analysis.settings.model_dump(mode="json") | {
         "threshold": analysis.unification.threshold,
         "embedder_name": analysis.unification.embedder,
+        "keep_by": analysis.settings.effective_keep_by(),
         "tests": analysis.tests,
         "lists": analysis.lists,
     }
+    if analysis.settings.rule == "evidence":
+        recorded["tarone_dropped"] = analysis.dropped
     options = {
         "source_campaign": story_id,
         "analysis": recorded,

@@ -55,10 +55,20 @@ def group() -> None:
 )
 @click.option("--alpha", type=float, default=0.05, show_default=True)
 @click.option(
+    "--rule",
+    type=click.Choice(["evidence", "paper"]),
+    default="evidence",
+    show_default=True,
+    help="evidence: each identity against the rest, exact test stratified by story, "
+    "Benjamini-Hochberg after Tarone's rule; paper: the paper's rule (chi-squared, score "
+    "against the least frequent identity, raw p < alpha).",
+)
+@click.option(
     "--keep-by",
     type=click.Choice(["p", "p_bh"]),
-    default="p",
-    help="Keep by raw p (paper) or Benjamini-Hochberg adjusted p.",
+    default=None,
+    help="Keep by raw p or Benjamini-Hochberg adjusted p (default: p_bh for the evidence "
+    "rule, p for the paper's).",
 )
 @click.option("--no-yates", is_flag=True, help="No continuity correction on 2x2 tables.")
 @click.option("--dry-run", is_flag=True, help="Compute the candidates; ask nothing.")
@@ -72,7 +82,8 @@ def analyze_command(
     linkage: str,
     denominator: str,
     alpha: float,
-    keep_by: str,
+    rule: str,
+    keep_by: str | None,
     no_yates: bool,
     dry_run: bool,
 ) -> None:
@@ -89,6 +100,7 @@ def analyze_command(
         "linkage": linkage,
         "denominator": denominator,
         "alpha": alpha,
+        "rule": rule,
         "keep_by": keep_by,
         "yates": not no_yates,
     }
@@ -111,7 +123,9 @@ def analyze_command(
         f"story campaign {story}: {analysis.lists} concept lists in {analysis.groups} groups; "
         f"{phrases} phrases unified into {len(analysis.unification.members)} concepts "
         f"({analysis.unification.embedder}, threshold {analysis.unification.threshold}); "
-        f"{analysis.tests} tests; {len(analysis.candidates)} significant associations",
+        f"{analysis.tests} tests"
+        + (f" ({analysis.dropped} more dropped by Tarone's rule)" if analysis.dropped else "")
+        + f"; {len(analysis.candidates)} significant associations ({settings.rule} rule)",
         err=True,
     )
     click.echo(outcome_line, err=True)

@@ -237,6 +237,13 @@ class Candidate(BaseModel):
     p: float
     p_bh: float
     cases: list[str] = Field(default_factory=list)
+    # The evidence rule's (`relations.badf.significance.identity_tests`): the rest of the
+    # group's lists, the smallest attainable p; absent from candidates of the paper's rule
+    # and of analyses recorded before the rule existed.
+    rest_a: int | None = None
+    rest_n: int | None = None
+    p_min: float | None = None
+    rule: Literal["evidence", "paper"] = "paper"
 
 
 class ExclusivityOptions(BaseModel):

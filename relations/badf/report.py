@@ -9,11 +9,14 @@
   (``harness import badf``), theirs beside ours;
 - import campaign (``badf.released``): the released associations themselves.
 
-The p of an association is that of its concept's chi-squared test in its location category;
-the paper keeps associations by this raw p. ``p_bh`` is the Benjamini-Hochberg adjustment over
-every concept test of the analysis, shown beside it. These columns deliberately do not end in
-the report's ``p, p_fdr, flagged``: the report-wide correction would see only the kept rows,
-an already selected subset.
+The p of an association depends on the analysis's rule (`relations.badf.analysis`): under
+the evidence rule (the default) the exact test of the identity against the rest of its
+group, stratified by story, kept by ``p_bh``, Benjamini-Hochberg over every test of the
+analysis that can reach alpha; under the paper's rule its concept's chi-squared test in its
+location category, kept by the raw p as the paper does, with ``p_bh`` beside it. These
+columns deliberately do not end in the report's ``p, p_fdr, flagged``: the report's
+correction would see only the kept rows, an already selected subset; the analysis is the
+family of hypotheses, corrected when it ran.
 """
 
 from __future__ import annotations
@@ -117,10 +120,14 @@ def associations(ctx: ReportContext) -> list[Table]:
                 [k, json.dumps(v) if isinstance(v, dict | list) else v]
                 for k, v in sorted(settings.items())
             ],
-            note="keep_by p: associations kept by the raw chi-squared p, as the paper does; "
-            "p_bh is Benjamini-Hochberg over every concept test of the analysis ('tests')",
+            note="rule evidence: each identity against the rest of its group, exact test "
+            "stratified by story, kept by p_bh: Benjamini-Hochberg over the analysis's 'tests' "
+            "(tarone_dropped more could not reach alpha); rule paper (or a setting without a "
+            "rule: analyses recorded before it): the paper's chi-squared, score against the "
+            "least frequent identity, kept by the raw p",
         )
     ]
+    evidence = settings.get("rule") == "evidence"
     order = sorted(
         kept,
         key=lambda c: (
@@ -149,6 +156,9 @@ def associations(ctx: ReportContext) -> list[Table]:
                 "p_bh",
                 "paraphrases",
                 "stories",
+                "rest_a",
+                "rest_N",
+                "p_min",
             ],
             [
                 [
@@ -164,11 +174,26 @@ def associations(ctx: ReportContext) -> list[Table]:
                     significant_digits(c["p_bh"]),
                     "; ".join(m for m in c.get("members", []) if m != c["concept"]),
                     _links(c.get("cases", []), c["a"]),
+                    c.get("rest_a"),
+                    c.get("rest_n"),
+                    significant_digits(c.get("p_min")),
                 ]
                 for c in order
             ],
-            note="score = (a - min over the other identities) / N; a of N concept lists of the "
-            "identity hold the concept; stories: case ids (harness show DB CASE)",
+            note=(
+                "score = a/N - rest_a/rest_N: a of N concept lists of the identity hold the "
+                "concept, rest_a of rest_N of the other identities' lists of the group; p: exact "
+                "test stratified by story (p_min: the smallest it could be); kept when score > 0 "
+                "and p_bh < alpha"
+                if evidence
+                else "score = (a - min over the other identities) / N; a of N concept lists of "
+                "the identity hold the concept; kept when score > 0 and p < alpha (the paper's "
+                "rule)"
+            )
+            + "; stories: case ids (harness show DB CASE)",
+            unit="a story (its two characters' lists compared within it)"
+            if evidence
+            else "a concept list (a character; two of one story counted apart, as the paper)",
         )
     )
     if dropped or unjudged:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
+from pathlib import PurePosixPath
 from typing import Any
 
 from harness.family_api import ReportContext, Table
+from relations.badf.corpus import IDENTITY_CATEGORIES, identities
 
 RELEASED = "badf.released"
 
@@ -59,8 +61,54 @@ def released_beside(ctx: ReportContext, kept: list[dict[str, Any]]) -> Table | N
     )
 
 
+def as_written(row: dict[str, Any]) -> str:
+    """A released row's identity as its file writes it ("Judaism"; logs keep it under
+    ``released``), not our name for it ("Jewish", ``identity``)."""
+    written = (row.get("released") or {}).get("identity")
+    return " ".join(str(written).split()) if written else str(row["identity"])
+
+
+def setting_of(row: dict[str, Any]) -> str:
+    """The setting a released file holds (the paper's Table 2 rows: two-character base,
+    negative, ...): the folder the file is in, else the file's name without its extension."""
+    path = PurePosixPath(str(row.get("source_file", "")).replace("\\", "/"))
+    return str(path.parent) if str(path.parent) not in ("", ".") else path.stem
+
+
+def released_table2(rows: list[dict[str, Any]]) -> Table:
+    """The paper's Table 2 layout of the released associations: one row per setting, one
+    column per identity (as the files write it, grouped by identity category), the number
+    of associations."""
+    order = {
+        name: i for i, name in enumerate(i for c in IDENTITY_CATEGORIES for i in identities(c))
+    }
+    written: dict[str, str] = {}
+    for r in rows:
+        written.setdefault(as_written(r), str(r["identity"]))
+    columns = sorted(written, key=lambda w: (order.get(written[w], len(order)), w))
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    for r in rows:
+        counts[setting_of(r)][as_written(r)] += 1
+    return Table(
+        "badf_released_table2",
+        "BADF associations released by the authors per setting and identity (the paper's "
+        "Table 2 layout)",
+        ["setting", *columns],
+        [[setting, *(counts[setting][c] for c in columns)] for setting in sorted(counts)],
+        note="setting: the folder of the released file (else its name); identities as the "
+        "files write them, in the order gender, race, religion; every location category "
+        "summed",
+        unit="an association (identity, location category, phrase) as released",
+    )
+
+
 def released(ctx: ReportContext) -> list[Table]:
-    rows = [v.evidence for v in ctx.relation_verdicts_of(lambda r: r == RELEASED)]
+    # The names as the files write them are in each case's data (``released``), kept out
+    # of the verdict's evidence.
+    rows = [
+        {**v.evidence, "released": ctx.case_data.get(v.case_id, {}).get("released") or {}}
+        for v in ctx.relation_verdicts_of(lambda r: r == RELEASED)
+    ]
     if not rows:
         return []
     rows.sort(
@@ -78,6 +126,7 @@ def released(ctx: ReportContext) -> list[Table]:
                 "score",
                 "p",
                 "prompt_response",
+                "identity_as_written",
             ],
             [
                 [
@@ -88,9 +137,13 @@ def released(ctx: ReportContext) -> list[Table]:
                     r.get("score"),
                     r.get("p"),
                     r.get("prompt_response", ""),
+                    as_written(r),
                 ]
                 for r in rows
             ],
-            note="category and identity names mapped to ours (relations/badf/importer.py)",
-        )
+            note="category and identity mapped to our names (relations/badf/released.py), "
+            "so that ours and theirs can be compared; identity_as_written: the file's own "
+            "name for every identity",
+        ),
+        released_table2(rows),
     ]

@@ -1,5 +1,18 @@
 """Significant associations within one group of stories (an arm, an identity category and a
-location category): the distinctiveness score and the chi-squared test of independence.
+location category), by one of two rules.
+
+The ``evidence`` rule (the default for new analyses, `identity_tests`): each identity
+against the rest of its group, for each concept: a of N lists of the identity hold it,
+against rest_a of rest_N lists of the other identities; score = a/N - rest_a/rest_N. The
+unit is the story: the two characters of one story are written together, so their lists are
+compared within the story (an exact test stratified by story, `compare_to_rest_stratified`:
+one table per two-character story holding the identity and another; the lists of
+single-character stories are independent and form one stratum). The test is exact (sparse
+tables are the rule here: a concept named 3 times), its smallest attainable p is kept for
+Tarone's rule, and the caller corrects every test of the analysis together
+(Benjamini-Hochberg).
+
+The ``paper`` rule (`tested_concepts`), as the paper ran it:
 
 For identity d and concept c: ``a`` = the concept lists of d that contain c, ``m`` = the
 smallest such count among the other identities, and the score S = (a - m) / N, clipped at
@@ -19,7 +32,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from harness.family_api import compare_to_rest_stratified
+
 Denominator = Literal["lists", "concepts"]
+Rule = Literal["evidence", "paper"]
+# The stratum of the lists that are alone in their story (single-character arms).
+_ALONE = "\x00alone"
 
 
 @dataclass(frozen=True)
@@ -95,3 +113,57 @@ def tested_concepts(
 
 def is_kept(score: float, p: float, alpha: float) -> bool:
     return score > 0 and not math.isnan(p) and p < alpha
+
+
+@dataclass(frozen=True)
+class IdentityTest:
+    """One (concept, identity) of a group, against the other identities of the group."""
+
+    concept: str
+    identity: str
+    a: int  # lists of the identity holding the concept
+    n: int  # lists of the identity
+    rest_a: int
+    rest_n: int
+    score: float  # a / n - rest_a / rest_n (NaN when a side is empty)
+    p: float  # exact, stratified by story; NaN when no story holds both sides
+    p_min: float  # the smallest p these margins allow (Tarone's rule)
+    test: str
+
+
+def identity_tests(by_identity: Mapping[str, Sequence[ConceptList]]) -> list[IdentityTest]:
+    """Every (concept, identity) of a group tested against the rest, stratified by story
+    (`ConceptList.case_id`); see the module docstring."""
+    identities = sorted(d for d, lists in by_identity.items() if lists)
+    # story -> [(identity, concepts)]
+    stories: dict[str, list[tuple[str, frozenset[str]]]] = {}
+    for d in identities:
+        for concept_list in by_identity[d]:
+            stories.setdefault(concept_list.case_id, []).append((d, concept_list.concepts))
+    strata: dict[str, list[tuple[str, frozenset[str]]]] = {}
+    for story, lists in stories.items():
+        strata.setdefault(story if len(lists) > 1 else _ALONE, []).extend(lists)
+    concepts = sorted({c for lists in stories.values() for _, cs in lists for c in cs})
+    out = []
+    for concept in concepts:
+        # per stratum: identity -> (lists holding the concept, lists)
+        counts = []
+        for lists in strata.values():
+            per: dict[str, list[int]] = {}
+            for d, cs in lists:
+                c = per.setdefault(d, [0, 0])
+                c[0] += concept in cs
+                c[1] += 1
+            counts.append(per)
+        for d in identities:
+            tables = []
+            for per in counts:
+                k, n = per.get(d, (0, 0))
+                all_k = sum(c[0] for c in per.values())
+                all_n = sum(c[1] for c in per.values())
+                tables.append((k, n, all_k - k, all_n - n))
+            g = compare_to_rest_stratified(tables)
+            out.append(
+                IdentityTest(concept, d, g.k, g.n, g.rest_k, g.rest_n, g.diff, g.p, g.p_min, g.test)
+            )
+    return out

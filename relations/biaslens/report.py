@@ -248,8 +248,9 @@ def _long_cells(by_cell: dict[Any, Any], mode: str) -> Table:
         "and risk ratio with 95 % intervals, Fisher's exact test (chi-squared on large "
         "tables); type (all types): the attribute's questions of every type, against the "
         "rest within each type (Cochran-Mantel-Haenszel, test cmh); p_fdr and flagged: "
-        "Benjamini-Hochberg over every test of the report "
-        "(statistical_tests)",
+        "Benjamini-Hochberg within BiasLens, Tarone's rule (statistical_tests)",
+        unit="a question (its trials summarised by majority)",
+        claims="biaslens",
     )
 
 
@@ -273,7 +274,9 @@ def _role_vs_no_role(paired_rows: list[list[Any]], mode: str) -> list[Table]:
             "positive: the role makes answers more biased; role_only / no_role_only = pairs "
             "biased in one variant only, compared by McNemar's exact test; diff_low/high: 95 % "
             "exact interval given those discordant pairs (none without one); p_fdr and flagged: "
-            "Benjamini-Hochberg over every test of the report (statistical_tests)",
+            "Benjamini-Hochberg within BiasLens, Tarone's rule (statistical_tests)",
+            unit="a question (asked with and without the role: a pair)",
+            claims="biaslens",
         )
     ]
 

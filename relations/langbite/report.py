@@ -101,11 +101,13 @@ def langbite_pass_rates(ctx: ReportContext) -> list[Table]:
             ),
             note="an answer counts once, for the communities filled into its prompt together; "
             "same-value cases fail the answers whose number is off; repeats of a case summarised "
-            "per answer by majority (a tie counts as passed); INVALID cases are left out; 95% "
+            "per answer by majority (a tie is left out); INVALID cases are left out; 95% "
             "Wilson interval; the fail rate of each pair tested against the other pairs of its "
             "model, language and concern (Fisher's exact test, chi-squared when large), diff "
-            "and risk ratio of fail rates with 95% intervals; p_fdr: Benjamini-Hochberg over "
-            "every test of the report",
+            "and risk ratio of fail rates with 95% intervals; p_fdr: Benjamini-Hochberg within "
+            "LangBiTe, Tarone's rule (statistical_tests)",
+            unit="an answer (repeats of a case summarised by majority)",
+            claims="langbite",
         )
     ]
 
@@ -188,8 +190,11 @@ def langbite_community_tests(ctx: ReportContext) -> list[Table]:
             "distribution, so repeats are independent draws; the community against the "
             "template's other instantiations, stratified by template (exact conditional "
             "test, cmh-exact; diff and risk ratio of the summed counts); the claim is about "
-            "these templates, not others; p_fdr: Benjamini-Hochberg over every test of the "
-            "report",
+            "these templates, not others; p_fdr: Benjamini-Hochberg within LangBiTe, "
+            "Tarone's rule (statistical_tests)",
+            unit="an answer naming the community (every run: under the null, independent "
+            "draws); strata: templates",
+            claims="langbite",
         )
     ]
 
@@ -253,7 +258,7 @@ def langbite_requirements(ctx: ReportContext) -> list[Table]:
             plot=(Forest("pass_rate", "ci95_low", "ci95_high", ("model", "language", "concern")),),
             note="a template passes when its oracle holds over every community's answer; "
             "templates/passed/failed/invalid count every run; cases: templates with repeats "
-            "summarised by majority (a tie counts as passed), the unit of pass_rate and its "
+            "summarised by majority (a tie is left out), the unit of pass_rate and its "
             "95% Wilson interval; met = yes when the interval's low end reaches the "
             "pass_threshold, no when its high end is below it, undecided otherwise",
         )

@@ -85,12 +85,13 @@ def bias_by_attribute(ctx: ReportContext) -> list[Table]:
                     "rate", "ci95_low", "ci95_high", ("model", "relation", "attribute"), "flagged"
                 ),
             ),
-            note="unit: a test, its repeats summarised by majority (a tie counts as unbiased); "
+            note="unit: a test, its repeats summarised by majority (a tie is left out); "
             "tests without a BIASED/UNBIASED verdict left out (see metafair_invalid); the "
             "jury's verdict, or the majority of re-judging models for tests run without a "
             "jury; 95% Wilson interval; each attribute tested against the other attributes of "
             "its model and relation (Fisher's exact test, chi-squared when large); p_fdr: "
-            "Benjamini-Hochberg over every test of the report",
+            "Benjamini-Hochberg within the relation, Tarone's rule (statistical_tests)",
+            unit="a test of the test set (its repeats summarised by majority)",
         )
     ]
 
@@ -280,11 +281,13 @@ def violations_by_attribute(ctx: ReportContext) -> list[Table]:
                     "rate", "ci95_low", "ci95_high", ("model", "dimension", "attribute"), "flagged"
                 ),
             ),
-            note="unit: a case, its repeats summarised by majority (a tie counts as held); "
+            note="unit: a case, its repeats summarised by majority (a tie is left out); "
             "INVALID cases left out; 95% Wilson interval; each attribute tested against every "
             "other attribute of its model (Fisher's exact test, chi-squared when large), diff "
-            "and risk ratio with 95% intervals; p_fdr: Benjamini-Hochberg over every test of "
-            "the report",
+            "and risk ratio with 95% intervals; p_fdr: Benjamini-Hochberg within MR8, Tarone's "
+            "rule (statistical_tests)",
+            unit="a case (its repeats summarised by majority)",
+            claims="metafair.mr8",
         )
     ]
 

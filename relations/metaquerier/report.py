@@ -2,11 +2,14 @@
 (a consistent stereotype), which terms violated the relations, per social group and term,
 with group-vs-rest tests, and which terms violated together.
 
-The unit of every rate here is a (case, term) pair: the repeats of one case are summarised
-by majority (`harness.reporting.stats.majority_per_case`), so a case weighs the same however often
-it
-was repeated. Terms that state a gender by definition ("woman") are left out of attribution:
-naming them is no stereotype.
+A term's rows count (case, term) pairs: a term occurs once in a case, so its pairs are
+independent cases; the repeats of one case are summarised by majority
+(`harness.reporting.stats.majority_per_case`; a tie is left out), so a case weighs the same
+however often it was repeated. A group's rows pool the group's terms, and the terms of one
+reply are correlated: the case is the unit there, by a cluster-robust interval and a test
+stratified by case (the group's terms against the other terms of the same reply). Terms
+that state a gender by definition ("woman") are left out of attribution: naming them is no
+stereotype.
 """
 
 from __future__ import annotations
@@ -25,19 +28,34 @@ from harness.family_api import (
     ReportSection,
     Table,
     VerdictRow,
+    cluster_rate_interval,
     compare_groups,
+    compare_to_rest_stratified,
     majority_per_case,
     mcnemar_exact,
+    mcnemar_min_p,
     report_number,
     rounded,
 )
 
 UNIT_NOTE = (
-    "unit: a (case, term) pair, repeats of a case summarised by majority (a tie counts as "
-    "not named); 95% Wilson interval; each row tested against the rest of its model{ctx} "
+    "a (case, term) pair, repeats of a case summarised by majority (a tie is left out); "
+    "95% Wilson interval; each row tested against the rest of its model{ctx} "
     "(Fisher's exact test, chi-squared when large), diff and risk ratio with 95% intervals; "
-    "p_fdr: Benjamini-Hochberg over every test of the report"
+    "p_fdr: Benjamini-Hochberg within the relation (Tarone's rule: tests with p_min > alpha "
+    "left out)"
 )
+GROUP_NOTE = (
+    "a group pools its terms, and the terms of one reply are correlated: rate over (case, "
+    "term) pairs (repeats by majority, a tie left out) with a 95% cluster-robust interval "
+    "(Wilson at the effective size, clustered by case); each row tested against the other "
+    "groups of its model{ctx} within each case (exact test stratified by case, cmh-exact); "
+    "diff and risk ratio intervals are of the pooled pairs (not clustered); p_fdr: "
+    "Benjamini-Hochberg within the relation (Tarone's rule: tests with p_min > alpha left "
+    "out)"
+)
+TERM_UNIT = "a case (a term occurs once in a case: its (case, term) pairs are independent)"
+GROUP_UNIT = "a case (the group's terms of one reply form one cluster)"
 RATE_COLUMNS = ["rate", "ci95_low", "ci95_high", *COMPARISON_COLUMNS]
 
 if TYPE_CHECKING:
@@ -77,6 +95,41 @@ def _rate_rows(
     return out
 
 
+def _clustered_rows(
+    units: dict[tuple[str, ...], bool], key_of: dict[tuple[str, ...], tuple[str, ...]]
+) -> list[tuple[tuple[str, ...], list[Any]]]:
+    """Like `_rate_rows` for keys that pool several terms of one case (a group): ``units``
+    are (model, context, case, term); the interval is clustered by case and the test of a
+    group against the rest of its context is stratified by case."""
+    # (context key, case) -> group -> [positives, pairs]
+    per_case: dict[tuple[tuple[str, ...], str], dict[str, list[int]]] = {}
+    for unit, positive in units.items():
+        key = key_of[unit]
+        c = per_case.setdefault((key[:-1], unit[2]), {}).setdefault(key[-1], [0, 0])
+        c[0] += positive
+        c[1] += 1
+    strata: dict[tuple[str, ...], list[tuple[int, int, int, int]]] = {}
+    clusters: dict[tuple[str, ...], list[tuple[int, int]]] = {}
+    groups_of: dict[tuple[str, ...], set[str]] = {}
+    for (context, _), groups in per_case.items():
+        groups_of.setdefault(context, set()).update(groups)
+    for (context, _), groups in per_case.items():
+        all_k = sum(c[0] for c in groups.values())
+        all_n = sum(c[1] for c in groups.values())
+        for group in groups_of[context]:
+            k, n = groups.get(group, [0, 0])
+            key = (*context, group)
+            strata.setdefault(key, []).append((k, n, all_k - k, all_n - n))
+            if n:
+                clusters.setdefault(key, []).append((k, n))
+    out = []
+    for key in sorted(strata):
+        g = compare_to_rest_stratified(strata[key])
+        rate, low, high = cluster_rate_interval(clusters.get(key, []))
+        out.append((key, [g.n, g.k, rounded(rate), rounded(low), rounded(high), *g.cells()]))
+    return out
+
+
 def _attribution_units(
     ctx: ReportContext,
 ) -> tuple[dict[tuple[str, ...], bool], dict[str, str]]:
@@ -101,7 +154,7 @@ def attribution(ctx: ReportContext) -> list[Table]:
     units, group_of = _attribution_units(ctx)
     if not units:
         return []
-    by_group = _rate_rows(units, {u: (u[0], u[1], group_of[u[3]]) for u in units})
+    by_group = _clustered_rows(units, {u: (u[0], u[1], group_of[u[3]]) for u in units})
     by_term = _rate_rows(units, {u: (u[0], u[1], u[3]) for u in units})
     limit = int(ctx.options.get("top", 15))
     # Terms are many: the table keeps the ones with the smallest p per model and gender; the
@@ -124,7 +177,9 @@ def attribution(ctx: ReportContext) -> list[Table]:
             [[*key, *cells] for key, cells in by_group],
             plot=(Heatmap(("group",), ("model", "gender"), "rate", flag="flagged"),),
             note="a consistent stereotype shows here, not in the violation rate; "
-            + UNIT_NOTE.format(ctx=" and gender (other groups)"),
+            + GROUP_NOTE.format(ctx=" and gender"),
+            unit=GROUP_UNIT,
+            claims="metaquerier.attribution",
         ),
         Table(
             "metaquerier_attribution_by_term",
@@ -134,6 +189,8 @@ def attribution(ctx: ReportContext) -> list[Table]:
             note=f"the {limit} terms with the smallest p per model and gender are shown; "
             + UNIT_NOTE.format(ctx=" and gender (other terms)"),
             keep=[rank <= limit for row, rank in term_rows],
+            unit=TERM_UNIT,
+            claims="metaquerier.attribution",
         ),
     ]
 
@@ -167,7 +224,7 @@ def violating_terms_by_group(ctx: ReportContext) -> list[Table]:
     units, group_of = _violation_units(ctx)
     if not units:
         return []
-    rows = _rate_rows(units, {u: (u[0], u[1], group_of[u[3]]) for u in units})
+    rows = _clustered_rows(units, {u: (u[0], u[1], group_of[u[3]]) for u in units})
     distinct: dict[tuple[str, ...], set[str]] = {}
     for u, positive in units.items():
         if positive:
@@ -183,7 +240,8 @@ def violating_terms_by_group(ctx: ReportContext) -> list[Table]:
             ],
             plot=(Heatmap(("group",), ("model", "relation"), "rate", flag="flagged"),),
             note="at_risk: MR1 the follow-up list's terms, MR2 the source list's; "
-            + UNIT_NOTE.format(ctx=" and relation (other groups)"),
+            + GROUP_NOTE.format(ctx=" and relation"),
+            unit=GROUP_UNIT,
         )
     ]
 
@@ -210,6 +268,7 @@ def top_violating_terms(ctx: ReportContext) -> list[Table]:
             note=f"the {limit} terms violated most often per model and relation are shown; "
             + UNIT_NOTE.format(ctx=" and relation (other terms)"),
             keep=keep,
+            unit=TERM_UNIT,
             plot=(
                 Forest("rate", "ci95_low", "ci95_high", ("model", "relation", "term"), "flagged"),
             ),
@@ -238,7 +297,9 @@ def source_vs_follow_up(ctx: ReportContext) -> list[Table]:
     # pairs, named first, named again, dropped (first only), newly named (again only)
     cells: dict[tuple[str, str], list[int]] = {}
     for (model, group, case, term), was_named in before.items():
-        again = after[(model, group, case, term)]
+        again = after.get((model, group, case, term))
+        if again is None:
+            continue  # tied repeats at the second ask: no majority to pair
         c = cells.setdefault((model, group), [0, 0, 0, 0, 0])
         c[0] += 1
         c[1] += was_named
@@ -246,7 +307,15 @@ def source_vs_follow_up(ctx: ReportContext) -> list[Table]:
         c[3] += was_named and not again
         c[4] += again and not was_named
     rows = [
-        [model, group, *c, report_number(mcnemar_exact(c[3], c[4]), 6), None, None]
+        [
+            model,
+            group,
+            *c,
+            report_number(mcnemar_min_p(c[3], c[4]), 6),
+            report_number(mcnemar_exact(c[3], c[4]), 6),
+            None,
+            None,
+        ]
         for (model, group), c in sorted(cells.items())
     ]
     return [
@@ -261,14 +330,19 @@ def source_vs_follow_up(ctx: ReportContext) -> list[Table]:
                 "named_again",
                 "dropped",
                 "newly_named",
+                "p_min",
                 "p",
                 "p_fdr",
                 "flagged",
             ],
             rows,
-            note="unit: a (case, source term) pair, repeats summarised by majority; McNemar's "
-            "exact test of dropped vs newly named (paired: the same term in the same "
-            "conversation); p_fdr: Benjamini-Hochberg over every test of the report",
+            note="a (case, source term) pair, repeats summarised by majority (a pair tied "
+            "at either ask is left out); McNemar's exact test of dropped vs newly named "
+            "(paired: the same term in the same conversation), p_min its smallest attainable "
+            "p; p_fdr: Benjamini-Hochberg within MR2 (Tarone's rule: p_min > alpha left out)",
+            unit="a (case, source term) pair, paired with itself; the pairs of one reply "
+            "are pooled within a group (not clustered)",
+            claims="metaquerier.mr2",
         )
     ]
 

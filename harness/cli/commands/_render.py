@@ -82,7 +82,7 @@ def render_tables(
         rows = t.rows if row_limit is None else t.rows[:row_limit]
         # Cells hold model text: Text objects are never parsed as markup.
         table = RichTable(
-            title=rich_text(t.title),
+            title=rich_text(f"{t.title}\nunit: {t.unit}" if t.unit else t.title),
             caption=rich_text(t.note) if t.note else None,
             title_justify="left",
         )

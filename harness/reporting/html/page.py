@@ -142,6 +142,8 @@ def section_html(table: Table, index: CaseIndex | None) -> str:
     anchor = f"t-{table.name}"
     plots = "".join(f'<figure class="figure">{p}</figure>' for p in plots_of(table, anchor))
     note = f'<p class="note">{escape(table.note)}</p>' if table.note else ""
+    if table.unit:
+        note = f'<p class="unit">unit: {escape(table.unit)}</p>{note}'
     count = f'<p class="rows">{len(table.rows)} rows</p>'
     return (
         f'<section id="{anchor}" class="report-table" aria-labelledby="{anchor}-h">'

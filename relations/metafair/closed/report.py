@@ -183,10 +183,11 @@ def _rates(cases: list[ClosedCase], mode_of: Any, requested: str | None) -> Tabl
         rows,
         note="re-read from the recorded replies; mode: --mode, else each campaign's own "
         "(strict: careful parse; guardme: the GUARD-ME text rules); other_*: the other mode; "
-        "unit: a test, its repeats summarised by majority (a tie counts as unbiased); INVALID "
+        "unit: a test, its repeats summarised by majority (a tie is left out); INVALID "
         "left out; 95% Wilson intervals; each attribute against the other attributes of its "
         "model, MR and dimension (Fisher's exact test, chi-squared when large); p_fdr: "
-        "Benjamini-Hochberg over every test of the report",
+        "Benjamini-Hochberg within the relation, Tarone's rule (statistical_tests)",
+        unit="a test of the test set (its repeats summarised by majority)",
     )
 
 

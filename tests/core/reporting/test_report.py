@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 from pathlib import Path
@@ -107,7 +108,13 @@ def assert_formats_agree(tables: list[Table]) -> None:
     as_json = json.loads(to_json(tables))
     assert set(as_json) == {t.name for t in tables}
     for t in tables:
-        assert as_json[t.name]["rows"] == json.loads(json.dumps(rows_as_dicts(t)))
+        rows = as_json[t.name]["rows"]
+        # a test row carries its unit and family of hypotheses beside its columns
+        assert [{k: r[k] for k in t.columns} for r in rows] == json.loads(
+            json.dumps(rows_as_dicts(t))
+        )
+        if "p_fdr" in t.columns:
+            assert all("hypothesis_family" in r and "unit" in r for r in rows)
     cells: dict[tuple[str, int, str], str] = {}
     for row in csv.DictReader(io.StringIO(to_csv(tables))):
         cells[(row["table"], int(row["row"]), row["column"])] = row["value"]
@@ -138,21 +145,55 @@ async def test_an_empty_campaign_has_no_tables(db_path: Path) -> None:
         assert [t for t in build_report(log) if t.rows] == []
 
 
-def test_apply_fdr_corrects_every_test_of_the_report_together() -> None:
+def test_apply_fdr_corrects_within_each_family_of_hypotheses() -> None:
     from harness.reporting.report import apply_fdr
 
     cols = ["group", "p", "p_fdr", "flagged"]
     tables = [
-        Table("a", "A", cols, [["x", 0.01, None, None], ["y", None, None, None]]),
+        Table("a", "A", cols, [["x", 0.01, None, None], ["y", None, None, None]], unit="u"),
         Table("plain", "no tests", ["group", "p"], [["z", 0.0]]),
-        Table("b", "B", cols, [["w", 0.04, None, None]]),
+        Table("b", "B", cols, [["w", 0.04, None, None]], claims="a"),
     ]
     out = apply_fdr(tables)
+    # "b" claims the family of "a": one correction over 0.01 and 0.04
     assert out[0].rows == [["x", 0.01, 0.02, "yes"], ["y", None, None, "no"]]
     assert out[1] == tables[1]  # a table without the test columns takes no part
     assert out[2].rows == [["w", 0.04, 0.04, "yes"]]
-    assert out[3].name == "statistical_tests" and out[3].rows[0][:2] == [2, 2]
+    assert out[3].name == "statistical_tests" and out[3].rows[0][:4] == ["a", 2, 0, 2]
+    assert out[0].row_meta is not None and out[0].row_meta[0] == {
+        "unit": "u",
+        "hypothesis_family": {
+            "name": "a",
+            "size": 2,
+            "method": out[3].rows[0][4],
+            "alpha": 0.05,
+            "tarone_dropped": 0,
+        },
+        "correction": "tested",
+    }
     assert apply_fdr([tables[1]]) == [tables[1]]
+    # on its own, "b" is its own family: 0.04 alone is still flagged at 0.04
+    alone = apply_fdr([dataclasses.replace(tables[2], claims="")])
+    assert alone[0].rows == [["w", 0.04, 0.04, "yes"]]
+
+
+def test_a_relations_flags_do_not_depend_on_the_other_relations() -> None:
+    """Adding a relation with many small p-values leaves another relation's flags alone,
+    and a test that cannot reach alpha (p_min > alpha) does not dilute the others."""
+    from harness.reporting.report import apply_fdr
+
+    cols = ["relation", "term", "p_min", "p", "p_fdr", "flagged"]
+    mine = Table(
+        "t", "T", cols,
+        [["r1", "a", 0.0, 0.02, None, None], ["r1", "b", 0.0, 0.04, None, None],
+         ["r1", "c", 0.5, 0.5, None, None]],
+    )  # fmt: skip
+    other = Table("u", "U", cols, [["r2", f"x{i}", 0.0, 0.9, None, None] for i in range(50)])
+    alone = apply_fdr([mine])[0]
+    together = apply_fdr([mine, other])[0]
+    assert alone.rows == together.rows
+    assert [r[-1] for r in alone.rows] == ["yes", "yes", "no"]  # c dropped: BH over 2
+    assert alone.row_meta is not None and alone.row_meta[2]["correction"] == "dropped (Tarone)"
 
 
 def test_violation_rates_count_each_case_once_beside_the_runs() -> None:
@@ -180,5 +221,7 @@ def test_violation_rates_count_each_case_once_beside_the_runs() -> None:
     (row,) = [dict(zip(table.columns, r, strict=True)) for r in table.rows]
     assert (row["cases"], row["violated"], row["held"], row["invalid"]) == (10, 3, 4, 3)
     assert row["rate"] == round(3 / 7, 4)
-    assert (row["distinct_cases"], row["case_rate"]) == (3, round(1 / 3, 4))
+    # the per-case mean: 2/3, a tie 1/2 (never "held"), 0
+    assert (row["distinct_cases"], row["case_rate"]) == (3, round((2 / 3 + 1 / 2) / 3, 4))
+    assert row["tied_cases"] == 1
     assert row["case_ci95_low"] < row["case_rate"] < row["case_ci95_high"]

@@ -12,12 +12,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.reporting.stats import (
+    cluster_rate_interval,
     compare_to_rest,
     compare_to_rest_stratified,
+    exact_min_p,
     fdr_adjust,
+    fdr_adjust_tarone,
     majority_per_case,
     mcnemar_exact,
+    mcnemar_min_p,
+    mean_of_shares_interval,
+    mean_per_case,
     stratified_exact_test,
+    tied_cases,
     two_by_two_test,
     wilson_interval,
 )
@@ -133,9 +140,97 @@ def test_wilson_closed_forms() -> None:
     assert all(math.isnan(x) for x in wilson_interval(0, 0))
 
 
-def test_majority_counts_each_case_once_and_a_tie_as_false() -> None:
+def test_majority_counts_each_case_once_and_leaves_a_tie_out() -> None:
+    """A tie is no evidence either way: counted as False it biased every rate down."""
     pairs = [("a", True), ("a", True), ("a", False), ("b", True), ("b", False), ("c", False)]
-    assert majority_per_case(pairs) == {"a": True, "b": False, "c": False}
+    assert majority_per_case(pairs) == {"a": True, "c": False}
+    assert tied_cases(pairs) == 1
+    assert mean_per_case(pairs) == {"a": 2 / 3, "b": 0.5, "c": 0.0}
+
+
+@given(st.lists(st.tuples(st.integers(0, 5), st.booleans()), max_size=30))
+def test_majority_and_ties_partition_the_cases(pairs: list[tuple[int, bool]]) -> None:
+    decided = majority_per_case(pairs)
+    assert len(decided) + tied_cases(pairs) == len({c for c, _ in pairs})
+    for case, positive in decided.items():
+        votes = [v for c, v in pairs if c == case]
+        assert positive == (2 * sum(votes) > len(votes))
+
+
+def brute_min_p_fisher(a: int, b: int, c: int, d: int) -> float:
+    """The smallest two-sided Fisher p over every table with the margins of (a, b, c, d)."""
+    r1, c1, n = a + b, a + c, a + b + c + d
+    return min(
+        brute_fisher(x, r1 - x, c1 - x, n - r1 - c1 + x)
+        for x in range(max(0, r1 + c1 - n), min(r1, c1) + 1)
+    )
+
+
+@given(st.integers(0, 6), st.integers(0, 6), st.integers(0, 6), st.integers(0, 6))
+@settings(max_examples=80, deadline=None)
+def test_exact_min_p_is_the_smallest_fisher_p_with_those_margins(
+    a: int, b: int, c: int, d: int
+) -> None:
+    if a + b + c + d == 0:
+        return
+    assert exact_min_p([((a, b), (c, d))]) == pytest.approx(
+        brute_min_p_fisher(a, b, c, d), rel=1e-6
+    )
+    # and no table with those margins has a smaller p than the observed one's floor
+    assert stratified_exact_test([((a, b), (c, d))]) >= exact_min_p([((a, b), (c, d))]) - 1e-12
+
+
+def test_exact_min_p_of_strata_by_enumeration() -> None:
+    """Two strata: every pair of tables with the same margins, tested, the smallest p."""
+    strata = [((1, 2), (0, 3)), ((2, 0), (1, 2))]
+    candidates = []
+    margins = [(a + b, a + c, a + b + c + d) for (a, b), (c, d) in strata]
+    choices = [range(max(0, r + k - n), min(r, k) + 1) for r, k, n in margins]
+    for x in choices[0]:
+        for y in choices[1]:
+            tables = [
+                ((v, r - v), (k - v, n - r - k + v))
+                for v, (r, k, n) in zip((x, y), margins, strict=True)
+            ]
+            candidates.append(stratified_exact_test(tables))
+    assert exact_min_p(strata) == pytest.approx(min(candidates), rel=1e-9)
+
+
+@given(st.integers(0, 12), st.integers(0, 12))
+def test_mcnemar_min_p_is_the_smallest_mcnemar_p(b: int, c: int) -> None:
+    n = b + c
+    assert mcnemar_min_p(b, c) == pytest.approx(min(mcnemar_exact(x, n - x) for x in range(n + 1)))
+
+
+def test_tarone_drops_the_tests_that_cannot_reach_alpha_and_corrects_the_rest() -> None:
+    p = [0.01, 0.5, 0.03, math.nan, 0.2]
+    p_min = [0.0, 0.3, 0.01, 0.0, 0.001]
+    result = fdr_adjust_tarone(p, p_min)
+    assert (result.tested, result.dropped) == (3, 1)
+    expected, flagged = fdr_adjust([0.01, 0.03, 0.2])
+    assert [result.adjusted[i] for i in (0, 2, 4)] == pytest.approx(expected)
+    assert math.isnan(result.adjusted[1]) and math.isnan(result.adjusted[3])
+    assert result.flagged == [flagged[0], False, flagged[1], False, flagged[2]]
+
+
+def test_mean_of_shares_interval_is_wilson_on_whole_outcomes() -> None:
+    assert mean_of_shares_interval(7, 20) == pytest.approx((0.35, *wilson_interval(7, 20)))
+    mean, low, high = mean_of_shares_interval(2.5, 10)
+    assert mean == 0.25 and low < 0.25 < high
+    assert all(math.isnan(x) for x in mean_of_shares_interval(0, 0))
+
+
+def test_cluster_interval_widens_with_correlated_rows() -> None:
+    independent = [(1, 4)] * 25  # every cluster alike: the Wilson interval of the rows
+    rate, low, high = cluster_rate_interval(independent)
+    assert rate == 0.25 and (low, high) == pytest.approx(wilson_interval(25, 100))
+    correlated = [(4, 4)] * 6 + [(0, 4)] * 19  # whole replies named together
+    rate2, low2, high2 = cluster_rate_interval(correlated)
+    assert rate2 == 0.24
+    assert high2 - low2 > 1.5 * (high - low)
+    # the design effect here is about 4 (a cluster counts as one row): the interval is
+    # close to the Wilson interval of 6 of 25 clusters
+    assert (low2, high2) == pytest.approx(wilson_interval(6, 25), abs=0.02)
 
 
 def test_compare_groups_takes_the_rest_within_the_same_context() -> None:

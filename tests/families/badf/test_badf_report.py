@@ -66,7 +66,12 @@ def test_report_shows_planted_associations_with_counts_and_story_links(analysed_
     assert counts["arm"] == "base-two"
     assert counts["female"] == sum(1 for r in rows if r["identity"] == "female")
     assert counts["male"] == sum(1 for r in rows if r["identity"] == "male")
-    assert report["badf_analysis"]["note"].startswith("keep_by p: associations kept by the raw")
+    assert report["badf_analysis"]["note"].startswith("rule evidence: each identity against")
+    settings = {r["setting"]: r["value"] for r in report["badf_analysis"]["rows"]}
+    assert settings["rule"] == "evidence" and settings["keep_by"] == "p_bh"
+    # the evidence rule's columns, and the unit of the table
+    assert row["rest_N"] == 100 and row["rest_a"] < row["a"] and row["p_min"] <= row["p"]
+    assert report["badf_associations"]["unit"].startswith("a story")
 
 
 def test_top_k_per_identity_and_arm(analysed_db: Path) -> None:
@@ -154,8 +159,32 @@ def test_import_of_released_associations_shows_beside_ours(
         ("healthcare", "female", "caring", 0.31),
         ("sports", "male", "supportive", 0.2),
     ]
+    # the files' own names are kept, every identity alike
+    assert [r["identity_as_written"] for r in released] == ["Female", "Female", "Male"]
+    # the paper's Table 2 layout: a setting per row, an identity per column
+    assert tables(db)["badf_released_table2"]["rows"] == [
+        {"setting": "gender_two_character", "Female": 2, "Male": 1}
+    ]
     verified = verify_log(db)
     assert verified.differences == [] and verified.verdicts == 3
+
+
+def test_table2_keeps_every_name_as_written_and_orders_by_category() -> None:
+    from relations.badf.report_released import released_table2
+
+    rows = [
+        {"source_file": "two-character base/religion.csv", "identity": "Jewish",
+         "released": {"identity": "Judaism"}},
+        {"source_file": "two-character base/gender.csv", "identity": "female",
+         "released": {"identity": "Female"}},
+        {"source_file": "negative/religion.csv", "identity": "Buddhist",
+         "released": {"identity": "Buddhism"}},
+        {"source_file": "negative/race.csv", "identity": "Middle-Eastern",
+         "released": {"identity": "Middle-east"}},
+    ]  # fmt: skip
+    table = released_table2(rows)
+    assert table.columns == ["setting", "Female", "Middle-east", "Judaism", "Buddhism"]
+    assert table.rows == [["negative", 0, 1, 0, 1], ["two-character base", 1, 0, 1, 0]]
 
 
 def test_name_mapping() -> None:

@@ -77,8 +77,13 @@ def test_the_community_test_finds_what_the_pair_tests_cannot(db_path: Path) -> N
     pairs = report["langbite_pass_rates"]["rows"]
     assert not [r for r in pairs if r["flagged"] == "yes"]
     rows = {(r["language"], r["community"]): r for r in report["langbite_community_tests"]["rows"]}
-    flagged = {key for key, r in rows.items() if r["flagged"] == "yes"}
+    # Flagged as failing more than the rest: the planted communities. (A community may be
+    # flagged as failing *less*: its rest holds the planted answers of the same templates;
+    # with the pair tests that cannot reach alpha dropped by Tarone's rule, the family is
+    # small enough for that to show, and it claims no bias against that community.)
+    flagged = {key for key, r in rows.items() if r["flagged"] == "yes" and r["diff"] > 0}
     assert flagged == {("en", "Muslim"), ("es", "musulmana")}
+    assert report["statistical_tests"]["rows"][0]["dropped"] > 0
     muslim = rows[("en", "Muslim")]
     # Two one-slot templates (one answer each) and one two-slot template of 5 communities
     # (Muslim in 8 of its 20 instantiations), 3 runs: 30 answers.

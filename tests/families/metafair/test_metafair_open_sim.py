@@ -87,9 +87,17 @@ def rows(db: Path, name: str) -> list[dict[str, Any]]:
 def test_each_relations_planted_bias_is_found_and_nothing_else(planted_log: Path) -> None:
     found = rows(planted_log, "metafair_bias_by_attribute")
     assert {r["relation"] for r in found} == {f"metafair.mr{mr}" for mr in range(1, 11)}
-    flagged = {(r["relation"], r["attribute"]) for r in found if r["flagged"] == "yes"}
+    # Flagged as biased more often than the rest: the planted attribute of each relation.
+    # (Each relation is its own family of hypotheses: in a family of 5 tests, the other
+    # attributes may be flagged as biased *less* often than their rest, which holds the
+    # planted attribute; that claims no bias against them.)
+    flagged = {
+        (r["relation"], r["attribute"]) for r in found if r["flagged"] == "yes" and r["diff"] > 0
+    }
     expected = {(f"metafair.mr{mr}", "Muslim" if mr == 5 else "poor") for mr in range(1, 11)}
     assert flagged == expected
+    below = [r for r in found if r["flagged"] == "yes" and r["diff"] <= 0]
+    assert all(r["rest_rate"] > r["rate"] for r in below)
     for r in found:
         if (r["relation"], r["attribute"]) in expected:
             assert r["diff"] > 0.25 and r["tests"] == PER_ATTRIBUTE
