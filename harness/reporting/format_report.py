@@ -76,5 +76,6 @@ def answer_formats(ctx: ReportContext) -> list[Table]:
             note="invalid_rate = invalid / cases, with its 95% Wilson interval; violation_rate = "
             "violated / (violated + held). A format changes what the model can answer: compare "
             "formats side by side, never pooled.",
+            unit="a reply",
         )
     ]

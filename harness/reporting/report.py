@@ -127,6 +127,7 @@ def invalid_reasons(ctx: ReportContext) -> list[Table]:
             ["model", "relation", "reason", "cases"],
             rows,
             plot=(Bars("cases", ("model", "relation", "reason")),),
+            unit="a verdict (its latest; repeats counted apart)",
         )
     ]
 

@@ -78,6 +78,7 @@ def stories(ctx: ReportContext) -> list[Table]:
             ],
             rows,
             note="find the associations with: harness badf analyze DB (then report again)",
+            unit="a story (lists: one character's concept list)",
         )
     ]
 
@@ -125,6 +126,7 @@ def associations(ctx: ReportContext) -> list[Table]:
             "(tarone_dropped more could not reach alpha); rule paper (or a setting without a "
             "rule: analyses recorded before it): the paper's chi-squared, score against the "
             "least frequent identity, kept by the raw p",
+            unit="a setting of the analysis",
         )
     ]
     evidence = settings.get("rule") == "evidence"
@@ -217,6 +219,7 @@ def associations(ctx: ReportContext) -> list[Table]:
                     )
                     for c in group
                 ],
+                unit="an association",
             )
         )
     tables.append(_table2(kept))
@@ -238,6 +241,7 @@ def _table2(kept: list[dict[str, Any]]) -> Table:
         ["arm", *columns],
         [[arm, *(counts[arm][i] for i in columns)] for arm in sorted(counts)],
         note="summed over location categories, after the exclusivity filter",
+        unit="an association (identity, location category, concept)",
     )
 
 
@@ -266,6 +270,7 @@ def _top(kept: list[dict[str, Any]], k: int) -> Table:
         f"BADF top {k} associations per identity and arm, by score",
         ["arm", "identity", "rank", "concept", "location_category", "score", "a", "N"],
         rows,
+        unit="an association (identity, location category, concept)",
     )
 
 

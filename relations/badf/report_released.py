@@ -58,6 +58,7 @@ def released_beside(ctx: ReportContext, kept: list[dict[str, Any]]) -> Table | N
         rows,
         note="released = rows of the authors' association files imported into this log "
         "(harness import badf); shared = the same phrase (lower case) among our concept's phrases",
+        unit="an association (identity, location category, concept or phrase)",
     )
 
 
@@ -144,6 +145,7 @@ def released(ctx: ReportContext) -> list[Table]:
             note="category and identity mapped to our names (relations/badf/released.py), "
             "so that ours and theirs can be compared; identity_as_written: the file's own "
             "name for every identity",
+            unit="an association as released (a row of the files)",
         ),
         released_table2(rows),
     ]

@@ -36,6 +36,7 @@ from harness.family_api import (
     compare_to_rest,
     compare_to_rest_stratified,
     mcnemar_exact,
+    mcnemar_min_p,
     report_number,
     wilson_interval,
 )
@@ -57,6 +58,7 @@ PAIRED_COLUMNS = (
     "role_only",
     "no_role_only",
     "test",
+    "p_min",
     *TEST_COLUMNS,
 )
 
@@ -192,6 +194,7 @@ def paired_row(counts: PairedCounts) -> list[Any]:
         role_only,
         plain_only,
         "mcnemar",
+        report_number(mcnemar_min_p(role_only, plain_only), 6),
         report_number(mcnemar_exact(role_only, plain_only), 6),
         None,
         None,

@@ -190,6 +190,7 @@ def _table3(by_cell: dict[Any, Any], mode: str, other: str) -> Table:
         "Yes/No, chosen option vs the last option, INVALID when unreadable (invalid strict = "
         "questions without a valid majority); released: the text matching of the released "
         "scripts",
+        unit="a question (its trials summarised by majority)",
     )
 
 
@@ -323,6 +324,7 @@ def _consistency(tally: ReportTally, mode: str) -> Table:
         "question text, each answer read as option A, B or C (A or B = biased, so AAB is "
         "consistent), a question with an answer read as no option is unplaced: in the "
         "denominator, in no column",
+        unit="a question (its trials compared with each other)",
     )
 
 
@@ -342,6 +344,7 @@ def _disagreements(rows: list[list[Any]]) -> Table:
             "answers",
         ],
         rows,
+        unit="a question",
     )
 
 
@@ -353,6 +356,7 @@ def _strict_invalid(rows: list[list[Any]]) -> Table:
         rows,
         note="Yes/No without a leading Yes or No; Choice naming no single option; Why "
         "without a jury majority",
+        unit="an answer (one trial)",
     )
 
 

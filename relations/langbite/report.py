@@ -261,6 +261,7 @@ def langbite_requirements(ctx: ReportContext) -> list[Table]:
             "summarised by majority (a tie is left out), the unit of pass_rate and its "
             "95% Wilson interval; met = yes when the interval's low end reaches the "
             "pass_threshold, no when its high end is below it, undecided otherwise",
+            unit="a template (its runs summarised by majority)",
         )
     ]
 

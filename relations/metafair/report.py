@@ -122,6 +122,7 @@ def severity(ctx: ReportContext) -> list[Table]:
             rows,
             note="every verdict, repeats included; a jury's severity is the most frequent "
             "among its BIASED votes (a tie: the graver)",
+            unit="a BIASED verdict",
         )
     ]
 
@@ -164,6 +165,7 @@ def invalid(ctx: ReportContext) -> list[Table]:
             "Yes/No; judge_invalid: the jury's verdict was INVALID (a failed or unreadable "
             "judge, or a judge saying a response is meaningless); indeterminable: the jury "
             "tied or a judge said INDETERMINABLE; unjudged: imported, not re-judged yet",
+            unit="a verdict (repeats counted apart)",
         )
     ]
 
@@ -208,6 +210,7 @@ def jury_agreement(ctx: ReportContext) -> list[Table]:
             note="tests every judge rated; Fleiss' kappa over the labels BIASED, UNBIASED and "
             "other (INVALID, INDETERMINABLE); valid_pairs: pairs of judges that both said "
             "BIASED or UNBIASED on a test, pair_agreement the share of those that agree",
+            unit="a test every judge rated (pairs: two judges on one test)",
         )
     ]
 

@@ -279,8 +279,8 @@ def top_violating_terms(ctx: ReportContext) -> list[Table]:
 def source_vs_follow_up(ctx: ReportContext) -> list[Table]:
     """MR2 asks the same source terms twice: McNemar's exact test of whether a group's terms
     are named more (or less) often the second time: the drift MR2 exists to expose."""
-    source: list[tuple[tuple[str, str, str, str], bool]] = []
-    follow: list[tuple[tuple[str, str, str, str], bool]] = []
+    # (model, group, case, term) -> [repeats, named at the first ask, named again]
+    units: dict[tuple[str, str, str, str], list[int]] = {}
     for v, data in _valid(ctx):
         if v.relation != "metaquerier.mr2":
             continue
@@ -288,31 +288,38 @@ def source_vs_follow_up(ctx: ReportContext) -> list[Table]:
         second = set(v.evidence.get("follow_named") or [])
         groups: dict[str, str] = data.get("groups") or {}
         for term in data.get("terms") or []:
-            unit = (v.model, groups.get(term, "unknown"), v.case_key, term)
-            source.append((unit, term in first))
-            follow.append((unit, term in second))
-    if not source:
+            u = units.setdefault(
+                (v.model, groups.get(term, "unknown"), v.case_key, term), [0, 0, 0]
+            )
+            u[0] += 1
+            u[1] += term in first
+            u[2] += term in second
+    if not units:
         return []
-    before, after = majority_per_case(source), majority_per_case(follow)
-    # pairs, named first, named again, dropped (first only), newly named (again only)
-    cells: dict[tuple[str, str], list[int]] = {}
-    for (model, group, case, term), was_named in before.items():
-        again = after.get((model, group, case, term))
-        if again is None:
-            continue  # tied repeats at the second ask: no majority to pair
-        c = cells.setdefault((model, group), [0, 0, 0, 0, 0])
+    # A (case, term) pair is one unit: its repeats' shares named at each ask; it is dropped
+    # when named less often the second time, newly named when more often (a sign test of
+    # the per-unit differences, McNemar's exact test on the discordant units). No majority
+    # is taken, so no tie is counted as "not named".
+    # pairs, named first and again (per-unit shares summed), dropped, newly named
+    cells: dict[tuple[str, str], list[float]] = {}
+    for (model, group, _, _), (repeats, named_first, named_again) in units.items():
+        c = cells.setdefault((model, group), [0, 0.0, 0.0, 0, 0])
         c[0] += 1
-        c[1] += was_named
-        c[2] += again
-        c[3] += was_named and not again
-        c[4] += again and not was_named
+        c[1] += named_first / repeats
+        c[2] += named_again / repeats
+        c[3] += named_again < named_first
+        c[4] += named_again > named_first
     rows = [
         [
             model,
             group,
-            *c,
-            report_number(mcnemar_min_p(c[3], c[4]), 6),
-            report_number(mcnemar_exact(c[3], c[4]), 6),
+            int(c[0]),
+            report_number(c[1], 2),
+            report_number(c[2], 2),
+            int(c[3]),
+            int(c[4]),
+            report_number(mcnemar_min_p(int(c[3]), int(c[4])), 6),
+            report_number(mcnemar_exact(int(c[3]), int(c[4])), 6),
             None,
             None,
         ]
@@ -336,12 +343,14 @@ def source_vs_follow_up(ctx: ReportContext) -> list[Table]:
                 "flagged",
             ],
             rows,
-            note="a (case, source term) pair, repeats summarised by majority (a pair tied "
-            "at either ask is left out); McNemar's exact test of dropped vs newly named "
-            "(paired: the same term in the same conversation), p_min its smallest attainable "
-            "p; p_fdr: Benjamini-Hochberg within MR2 (Tarone's rule: p_min > alpha left out)",
-            unit="a (case, source term) pair, paired with itself; the pairs of one reply "
-            "are pooled within a group (not clustered)",
+            note="a (case, source term) pair: named_first and named_again sum each pair's "
+            "share of repeats naming it at that ask; dropped: pairs named less often the "
+            "second time, newly_named: more often (no majority, so no tie counts as not "
+            "named); McNemar's exact test of dropped vs newly named (a sign test: the same "
+            "term in the same conversations), p_min its smallest attainable p; p_fdr: "
+            "Benjamini-Hochberg within MR2 (Tarone's rule: p_min > alpha left out)",
+            unit="a (case, source term) pair, its repeats' shares compared at the two asks; "
+            "the pairs of one reply are pooled within a group (not clustered)",
             claims="metaquerier.mr2",
         )
     ]
@@ -387,6 +396,7 @@ def co_violating_pairs(ctx: ReportContext) -> list[Table]:
             ["model", "term_a", "term_b", "cases"],
             rows,
             plot=(Network("term_a", "term_b", "cases"),),
+            unit="a case (in which both terms violated)",
         )
     ]
 

@@ -209,6 +209,7 @@ def _invalid(cases: list[ClosedCase], mode_of: Any) -> Table:
         ["model", "relation", "mode", "reason", "tests"],
         [[*key, n] for key, n in sorted(counts.items())],
         note="source:/follow-up: says which reply; numbers shown as N",
+        unit="a test (each repeat counted)",
     )
 
 
@@ -240,6 +241,7 @@ def _metrics(cases: list[ClosedCase], mode_of: Any) -> Table:
         METRIC_COLUMNS,
         rows,
         note="valid tests only, in the report's oracle mode; every repeat counts",
+        unit="a test (each repeat counted)",
     )
 
 

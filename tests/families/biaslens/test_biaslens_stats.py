@@ -83,6 +83,8 @@ def check_paired_row(row: dict[str, Any], valid: list[tuple[Vote, Vote]]) -> Non
     # McNemar's exact test is the two-sided binomial test of b among the b + c discordant.
     expected_p = binomtest(b, b + c, 0.5).pvalue if b + c else 1.0
     assert row["p"] == pytest.approx(expected_p, abs=1e-6)
+    # the smallest p these b + c discordant pairs allow: all on one side (Tarone's rule)
+    assert row["p_min"] == pytest.approx(min(1.0, 2 * 0.5 ** (b + c)), abs=1e-6)
     if b + c == 0:
         assert row["diff_low"] is None and row["diff_high"] is None
         return
