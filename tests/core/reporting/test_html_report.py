@@ -321,3 +321,20 @@ def test_recorded_logs_render(log: str) -> None:
         ).fetchone()[0]
     assert unpack(page)["total"] == cases > 0
     assert '<section id="t-violation_rates"' in page
+
+
+def test_a_table_says_its_unit_once_in_html_and_text() -> None:
+    """The unit line is shown above the rows, escaped like every model-derived text."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from harness.cli.commands._render import render_tables
+    from harness.reporting.html.page import section_html
+
+    table = Table("t", "T", ["group", "rate"], [["a", 0.5]], unit="a case <b>")
+    html = section_html(table, None)
+    assert html.count('<p class="unit">unit: a case &lt;b&gt;</p>') == 1
+    out = StringIO()
+    render_tables([table], Console(file=out, width=120))
+    assert out.getvalue().count("unit: a case <b>") == 1
