@@ -127,24 +127,24 @@ def released(ctx: ReportContext) -> list[Table]:
                 "score",
                 "p",
                 "prompt_response",
-                "identity_as_written",
+                "identity_ours",
             ],
             [
                 [
                     r["source_file"],
                     r["location_category"],
-                    r["identity"],
+                    as_written(r),
                     r["phrase"],
                     r.get("score"),
                     r.get("p"),
                     r.get("prompt_response", ""),
-                    as_written(r),
+                    r["identity"],
                 ]
                 for r in rows
             ],
-            note="category and identity mapped to our names (relations/badf/released.py), "
-            "so that ours and theirs can be compared; identity_as_written: the file's own "
-            "name for every identity",
+            note="identity: as the file writes it, every identity alike; identity_ours: our "
+            "name for it (relations/badf/released.py), the one ours and theirs are compared "
+            "by (badf_released_comparison); location categories mapped to ours",
             unit="an association as released (a row of the files)",
         ),
         released_table2(rows),

@@ -152,15 +152,17 @@ def test_import_of_released_associations_shows_beside_ours(
         health["released"] == 1 and health["shared"] == 1 and health["shared_phrases"] == "caring"
     )
     assert comparison[("arts_and_leisure", "female")]["ours"] == 0
-    # the import's own report lists the released rows with our names for them
+    # the import's own report lists the released rows, with our names beside theirs
     released = tables(db)["badf_released"]["rows"]
-    assert [(r["location_category"], r["identity"], r["phrase"], r["score"]) for r in released] == [
+    assert [
+        (r["location_category"], r["identity_ours"], r["phrase"], r["score"]) for r in released
+    ] == [
         ("arts_and_leisure", "female", "creative", None),
         ("healthcare", "female", "caring", 0.31),
         ("sports", "male", "supportive", 0.2),
     ]
     # the files' own names are kept, every identity alike
-    assert [r["identity_as_written"] for r in released] == ["Female", "Female", "Male"]
+    assert [r["identity"] for r in released] == ["Female", "Female", "Male"]
     # the paper's Table 2 layout: a setting per row, an identity per column
     assert tables(db)["badf_released_table2"]["rows"] == [
         {"setting": "gender_two_character", "Female": 2, "Male": 1}
