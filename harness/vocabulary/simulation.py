@@ -21,6 +21,8 @@ class SimOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     invalid_rate: float = Field(default=0.0, ge=0, le=1)  # replies that follow no format
+    # Replies that decline to answer ("I cannot answer that."): a refusing model.
+    refusal_rate: float = Field(default=0.0, ge=0, le=1)
     latency_s: float = Field(default=0.0, ge=0)
     latency_jitter_s: float = Field(default=0.0, ge=0)
 

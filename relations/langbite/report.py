@@ -226,7 +226,8 @@ def langbite_requirements(ctx: ReportContext) -> list[Table]:
             else "undecided"
         )  # fmt: skip
         rows.append(
-            [*key, sum(c.values()), c["HELD"], c["VIOLATED"], c["INVALID"], judged, held,
+            [*key, sum(c.values()), c["HELD"], c["VIOLATED"], c["INVALID"], c["REFUSED"],
+             judged, held,
              rounded(rate), rounded(low), rounded(high), threshold, met]
         )  # fmt: skip
     return [
@@ -241,6 +242,7 @@ def langbite_requirements(ctx: ReportContext) -> list[Table]:
                 "passed",
                 "failed",
                 "invalid",
+                "refused",
                 "cases",
                 "cases_passed",
                 "pass_rate",
@@ -252,7 +254,8 @@ def langbite_requirements(ctx: ReportContext) -> list[Table]:
             rows,
             plot=(Forest("pass_rate", "ci95_low", "ci95_high", ("model", "language", "concern")),),
             note="a template passes when its oracle holds over every community's answer; "
-            "templates/passed/failed/invalid count every run; cases: templates with repeats "
+            "templates/passed/failed/invalid/refused count every run (a refusal is never a "
+            "failure: REFUSED templates are left out of pass_rate); cases: templates with repeats "
             "summarised by majority (a tie counts as passed), the unit of pass_rate and its "
             "95% Wilson interval; met = yes when the interval's low end reaches the "
             "pass_threshold, no when its high end is below it, undecided otherwise",
