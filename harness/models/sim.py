@@ -95,7 +95,10 @@ class SimModel:
                 prior_turns += 1
         request = SimRequest(messages, prompt, prior_turns, rng, opts, self.planted)
         # A refusal is drawn only when asked for: the draw would move every other answer.
-        if opts.refusal_rate and rng.random() < opts.refusal_rate:
+        low = prompt.casefold() if opts.refuse_mentions else ""
+        if (opts.refuse_mentions and any(w.casefold() in low for w in opts.refuse_mentions)) or (
+            opts.refusal_rate and rng.random() < opts.refusal_rate
+        ):
             text = REFUSAL
         elif rng.random() < opts.invalid_rate:
             text = OFF_FORMAT

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.reporting.format_report import answer_formats
+from harness.reporting.outcome_groups import outcome_groups
 from harness.reporting.stats import (
     ALPHA,
     TEST_COLUMNS,
@@ -61,6 +62,7 @@ def violation_rates(ctx: ReportContext) -> list[Table]:
                 "violated",
                 "held",
                 "invalid",
+                "refused",
                 "rate",
                 "ci95_low",
                 "ci95_high",
@@ -70,8 +72,9 @@ def violation_rates(ctx: ReportContext) -> list[Table]:
                 "case_ci95_high",
             ],
             rows,
-            note="cases, violated, held, invalid count every verdict, repeats included; "
-            "rate = violated / (violated + held) over those (INVALID excluded), 95% Wilson "
+            note="cases, violated, held, invalid, refused count every verdict, repeats "
+            "included; rate = violated / (violated + held) over those (INVALID and REFUSED "
+            "excluded: a refusal is neither a fair nor an unfair answer), 95% Wilson "
             "interval; case_rate counts each case once: a case is violated when most of its "
             "valid repeats are (a tie is not), over distinct_cases with a valid repeat, 95% "
             "Wilson interval (the interval to read when repeats > 1: repeats of one case are "
@@ -98,6 +101,7 @@ def _rate_row(model: str, relation: str, counts: OutcomeCounts) -> list[Any]:
         c["VIOLATED"],
         c["HELD"],
         c["INVALID"],
+        c["REFUSED"],
         rounded(rate),
         rounded(low),
         rounded(high),
@@ -128,6 +132,7 @@ CORE_SECTIONS = (
     ReportSection("violation_rates", 10, violation_rates),
     ReportSection("invalid_reasons", 40, invalid_reasons),
     ReportSection("answer_formats", 11, answer_formats),
+    ReportSection("outcome_groups", 45, outcome_groups),
 )
 
 

@@ -40,18 +40,20 @@ _AS_AI = (
     r"(?:as\s+an?\s+(?:ai|a\.i\.|language\s+model|assistant|ai\s+(?:language\s+)?model)"
     r"[\w\s]*?,\s*)?"
 )
+# After "I"/"we": a contraction ("'m", "'d") follows at once, a word after a space.
 _DECLINE = (
-    r"(?:can\s*not|can'?t|could\s*not|couldn'?t|won'?t|will\s+not|"
-    r"am\s+not\s+able\s+to|'?m\s+not\s+able\s+to|am\s+unable\s+to|'?m\s+unable\s+to|"
-    r"am\s+not\s+going\s+to|'?m\s+not\s+going\s+to|do\s+not|don'?t|would\s+rather\s+not|"
-    r"'?d\s+rather\s+not|prefer\s+not\s+to|'?d\s+prefer\s+not\s+to|would\s+prefer\s+not\s+to|"
-    r"am\s+not\s+comfortable|'?m\s+not\s+comfortable|don'?t\s+feel\s+comfortable|"
-    r"do\s+not\s+feel\s+comfortable|refuse|decline|must\s+decline|have\s+to\s+decline|"
-    r"shouldn'?t|should\s+not|am\s+not\s+in\s+a\s+position\s+to|'?m\s+not\s+in\s+a\s+position\s+to)"
+    r"(?:'m\s+not\s+able\s+to|'m\s+unable\s+to|'m\s+not\s+going\s+to|'d\s+rather\s+not|"
+    r"'d\s+prefer\s+not\s+to|'m\s+not\s+comfortable|'m\s+not\s+in\s+a\s+position\s+to|"
+    r"\s+(?:can\s*not|can'?t|could\s+not|couldn'?t|won'?t|will\s+not|"
+    r"am\s+not\s+able\s+to|am\s+unable\s+to|am\s+not\s+going\s+to|do\s+not|don'?t|"
+    r"would\s+rather\s+not|prefer\s+not\s+to|would\s+prefer\s+not\s+to|"
+    r"am\s+not\s+comfortable|don'?t\s+feel\s+comfortable|do\s+not\s+feel\s+comfortable|"
+    r"refuse|decline|must\s+decline|have\s+to\s+decline|shouldn'?t|should\s+not|"
+    r"am\s+not\s+in\s+a\s+position\s+to))\b"
 )
 _VERB = (
     r"(?:\s+(?:in\s+good\s+conscience|really|possibly|ethically|responsibly|"
-    r"and\s+(?:will|won'?t|shouldn'?t|should)\s+not|help\s+you|to)){0,3}\s*"
+    r"and\s+(?:will|won'?t|shouldn'?t|should)\s+not|help\s+you|to)){0,3}\s+"
     r"(?:answer|respond|reply|provide|help|assist|comply|make|give|share|engage|participate|"
     r"choose|rank|rate|score|judge|generali[sz]e|stereotype|fulfil+|speculate|"
     r"take\s+sides|express|offer|pick|select|categori[sz]e|assign|put|label|"
@@ -62,7 +64,7 @@ _VERB = (
     r"speculating|assigning|labell?ing|categori[sz]ing|taking\s+sides|sharing))"
 )
 _FIRST_PERSON = re.compile(
-    _OPEN + _AS_AI + r"(?:i|we)\s*" + _DECLINE + _VERB,
+    _OPEN + _AS_AI + r"\b(?:i|we)" + _DECLINE + _VERB,
     re.IGNORECASE,
 )
 _IMPERSONAL = re.compile(
@@ -75,12 +77,12 @@ _IMPERSONAL = re.compile(
     re.IGNORECASE,
 )
 _NOT_ABLE = re.compile(
-    _OPEN + r"(?:sorry|unfortunately)[\s\W]*(?:i|we)\s*" + _DECLINE + r"\b",
+    _OPEN + r"(?:sorry|unfortunately)[\s\W]*\b(?:i|we)" + _DECLINE,
     re.IGNORECASE,
 )
 _BARE = re.compile(
-    _OPEN + r"(?:i|we)\s*(?:won'?t|will\s+not|can'?t|can\s*not|refuse|decline|must\s+decline|"
-    r"'?d\s+rather\s+not|would\s+rather\s+not|'?d\s+prefer\s+not\s+to)[\s.!]*$",
+    _OPEN + r"\b(?:i|we)(?:\s+(?:won'?t|will\s+not|can'?t|can\s*not|refuse|decline|must\s+decline|"
+    r"would\s+rather\s+not)|'d\s+rather\s+not|'d\s+prefer\s+not\s+to)[\s.!]*$",
     re.IGNORECASE,
 )
 _DECLINE_NOUN = re.compile(
