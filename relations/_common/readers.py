@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 # --- normal form ------------------------------------------------------------------------
 
 _EMPHASIS = re.compile(r"[*_`\"“”‘’«»„]")
-_APOSTROPHES = str.maketrans({"’": "'", "‘": "'", "`": "'", "ʼ": "'"})
+_APOSTROPHES = str.maketrans({"’": "'", "‘": "'", "ʼ": "'"})
 
 
 def normal_form(text: str) -> str:
