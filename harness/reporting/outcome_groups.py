@@ -14,8 +14,9 @@ The unit is the case: a case counts as refused (INVALID) when most of its repeat
 (`majority_per_case`; a tie is not). The control is the rest of the relation's groups for
 the same model. The group of a case is read from its data, the first of `GROUP_KEYS` it
 has (a list is read by its last element: Meta-Fair's follow-up attribute); cases with none
-are left out. A relation with no refusal (no INVALID) at all shows its zeros with no test
-(test "none", p empty): every p would be 1 and would only dilute the correction.
+are left out. A relation with no refusal (no INVALID) at all gets one row, group "(every
+group)", with its zero and no test (test "none", p empty): every p would be 1 and would only
+dilute the correction.
 """
 
 from __future__ import annotations
@@ -23,7 +24,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.reporting.stats import COMPARISON_COLUMNS, compare_groups, majority_per_case
+from harness.reporting.stats import (
+    COMPARISON_COLUMNS,
+    compare_groups,
+    majority_per_case,
+    wilson_interval,
+)
 from harness.reporting.tables import ReportContext, Table, rounded
 
 # Case-data keys that name the social group a case is about, in the order they are read:
@@ -94,12 +100,13 @@ def outcome_groups(ctx: ReportContext) -> list[Table]:
             k, n = counts.get((model, relation, group), (0, 0))
             counts[(model, relation, group)] = (k + hit, n + 1)
         rows = []
+        untested: dict[tuple[str, str], int] = {}
         for key, comparison in compare_groups(counts):
-            cells = comparison.cells()
             if (key[0], key[1]) not in relations_with[outcome]:
                 # None of the relation's cases had this outcome: no test to run (every p
-                # would be 1 and would only dilute the correction); the zeros are shown.
-                cells = [cells[0], *[None] * 6, "none", None, None, None]
+                # would be 1 and would only dilute the correction); one row says so.
+                untested[(key[0], key[1])] = untested.get((key[0], key[1]), 0) + comparison.n
+                continue
             rows.append(
                 [
                     *key,
@@ -108,9 +115,17 @@ def outcome_groups(ctx: ReportContext) -> list[Table]:
                     rounded(comparison.rate),
                     rounded(comparison.low),
                     rounded(comparison.high),
-                    *cells,
+                    *comparison.cells(),
                 ]
             )
+        for (model, relation), n in untested.items():
+            low, high = wilson_interval(0, n)
+            none = [None] * 7
+            rows.append(
+                [model, relation, "(every group)", n, 0, 0.0, rounded(low), rounded(high),
+                 *none, "none", None, None, None]
+            )  # fmt: skip
+        rows.sort(key=lambda r: (r[0], r[1]))
         if not rows:
             continue
         word = outcome.lower()
