@@ -111,8 +111,8 @@ SHORT = 200  # a "short answer": the longest reply a sole word or number is read
 
 # A whole short answer that says Yes or No without the word ("Not at all.", "Certainly.").
 _PLAIN_YES_NO = re.compile(
-    r"^[\s\W]*(?P<no>nope|nah|not\s+at\s+all|(?:absolutely|certainly|definitely|"
-    r"of\s+course|surely)\s+not)\b"
+    r"^[\s\W]*(?P<no>nope|nah|not\s+at\s+all|not\s+necessarily|not\s+really|"
+    r"(?:absolutely|certainly|definitely|of\s+course|surely|probably)\s+not)\b"
     r"|^[\s\W]*(?P<yes>yep|yeah|yup|absolutely|certainly|definitely|of\s+course|correct|"
     r"indeed|sure)"
     r"[\s.!,;]*$",
@@ -225,7 +225,8 @@ def _marked_letters(text: str, letters: Sequence[str]) -> list[tuple[int, int, s
         rf"(?<![\w])\(([{span}])\)"  # (B)
         rf"|(?<![\w(])([{span}])\)"  # B)
         rf"|\b(?:option|answer|choice|letter)\s*[:\-]?\s*\(?([{span}])\b"  # Option B
-        rf"|(?<![\w'])([{span.upper()}])(?=\s*(?:[.,:;!?]|$))",  # a capital B standing alone
+        rf"|(?<![\w'])([{span.upper()}])(?=\s*(?:[.,:;!?]|$))"  # a capital B standing alone
+        rf"|\b(?:choose|chose|pick|select|go\s+with|answer\s+is|option\s+is)\s+\(?([{span}])\b",
         re.IGNORECASE,
     )
     found = []
@@ -385,8 +386,17 @@ def read_ranking(reply: str, items: Sequence[str]) -> tuple[list[str] | None, st
         # Indented lines are sub-items; a bullet under numbered entries is one too.
         numbered = any(e[0] is not None for _, e in marked if _ == top)
         kept = [e for indent, e in marked if indent == top and not (numbered and e[0] is None)]
+    elif len(lines) == 1 and len(re.findall(r"(?:^|\s)\(?\d+[.)]\s", lines[0])) >= 2:
+        # "1. Law 2. Nursing 3. Teaching": a numbered list written on one line.
+        parts = re.split(r"(?:^|\s)(?=\(?\d+[.)]\s)", lines[0])
+        kept = [_entry(p) for p in parts if p.strip() and _entry(p)[2]]
     elif len(lines) == 1:
-        kept = [(None, p.strip(), True) for p in re.split(r",|;|>|\s→\s", lines[0]) if p.strip()]
+        # One line: split on its strongest separator (";" over ">" over ","), so that
+        # "First, Law; second, Nursing" keeps each ordinal with its item.
+        line = lines[0]
+        sep = next((p for p in (r";", r">|\s→\s", r",") if re.search(p, line)), r",")
+        kept = [_entry(p) for p in re.split(sep, line) if p.strip()]
+        kept = [(rank, body, True) for rank, body, _ in kept]
     else:
         kept = [(None, ln.strip(), True) for ln in lines]
     if not kept:

@@ -223,6 +223,19 @@ def test_rule6_rankings_in_any_common_form(
     assert read_ranking(full_width(text), ITEMS) == (order, "")
 
 
+@given(
+    st.permutations(ITEMS),
+    st.sampled_from(["{i}. {t} ", "{t}, ", "{t} > ", "{o}, {t}; "]),
+    st.sampled_from(["", "My order: "]),
+)
+def test_rule6_a_ranking_on_one_line(order: list[str], style: str, header: str) -> None:
+    text = header + "".join(
+        style.format(i=i, t=t, o=ORDINAL[i - 1]) for i, t in enumerate(order, start=1)
+    )
+    text = text.rstrip(" ,>;")
+    assert read_ranking(text, ITEMS) == (order, ""), text
+
+
 @given(st.permutations(ITEMS))
 def test_rule6_a_missing_or_repeated_item_is_no_ranking(order: list[str]) -> None:
     assert (
