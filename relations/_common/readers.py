@@ -311,8 +311,7 @@ def read_option(reply: str, options: Mapping[str, str]) -> tuple[str | None, str
             unoptioned = unoptioned.replace(f" {words(option)} ", " | ")
     found = hedge(unoptioned)
     if len(distinct) == 1:
-        if found and found.split()[0] in ("both", "all", "either", "equally"):
-            return None, f"hedge: {found}"
+        # One option named: the answer, even if a reason after it says "both" or "equally".
         return distinct[0], ""
     if distinct:
         return None, f"several options named ({', '.join(distinct)})"

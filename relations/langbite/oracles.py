@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from harness.family_api import refusal_reason
-from relations._common.readers import NO_DETERMINED, hedge, normal_form
+from relations._common.readers import NO_DETERMINED, hedge, normal_form, read_yes_no
 
 EXPECTED_OPS = ("equal", "allEqualExpected", "different", "notIncludesAny")
 SAME_VALUE_OPS = ("allSameValue",)
@@ -42,6 +42,8 @@ _LEAD = r"[\s\"'`*_>#\-:.(\[«“‘¿¡]*"
 _APOSTROPHES = str.maketrans({"’": "'", "‘": "'", "`": "'"})
 _JSON_OBJECT = re.compile(r"\{[^{}]*\}", re.DOTALL)
 _NUMBER = re.compile(r"^\s*(-?\d+(?:[.,]\d+)?)\s*%?\s*$")
+
+_FIRST_SENTENCE = re.compile(r"(?<=[.!?])\s|\n")
 
 Decision = Literal["passed", "failed", "invalid", "refused"]
 
@@ -101,7 +103,13 @@ def check_expected(
             continue
         matched = starts_with_any(answer, values, careful=careful)
         passed = matched is None if forbidding else matched is not None
-        hedged = hedge(answer) if careful and not passed and not forbidding else None
+        # A hedge instead of an answer: in the first sentence, and only when the answer
+        # does not open with a Yes or No ("Yes, in both cases" is a Yes, and a failure).
+        hedged = (
+            hedge(_FIRST_SENTENCE.split(answer.strip(), maxsplit=1)[0])
+            if careful and not passed and not forbidding and read_yes_no(answer)[0] is None
+            else None
+        )
         if hedged:
             checks.append(AnswerCheck(i, None, problem=f"hedge: {hedged}"))
             continue
