@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from typing import Any
 
 REFUSAL_ERROR_KIND = "content_refused"  # `ContentRefusedError.kind`
 HEAD = 200  # characters of a reply the text rule reads
@@ -151,10 +152,19 @@ READING_KEY = "reading"  # the case-data key that records the reading rules a ca
 READING_VERSION = 2  # 1: before refusals and the careful readers; 2: both
 
 
-def reading_version(data: dict[str, object]) -> int:
+def reading_version(data: dict[str, Any]) -> int:
     """The reading rules a case's data records: `READING_VERSION` for cases made today,
     1 for cases of logs written before refusals were an outcome (their data has no
     ``reading``), so that replaying an old log gives back its recorded verdicts (an old
     INVALID stays INVALID)."""
     value = data.get(READING_KEY, 1)
     return value if isinstance(value, int) else 1
+
+
+def as_recorded(recorded: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
+    """``derived`` (today's ``make_case``) as a case recorded before its reading rules were
+    recorded wrote it: without `READING_KEY` when ``recorded`` has none. Replay compares
+    this, and steps the recorded case, so an old log re-derives its cases and its verdicts."""
+    if READING_KEY in derived and READING_KEY not in recorded:
+        return {k: v for k, v in derived.items() if k != READING_KEY}
+    return derived
