@@ -55,9 +55,21 @@ def folded(text: str) -> str:
 _WORDS_ONLY = re.compile(r"[^\w]+")
 
 
+_CONTRACTIONS = (
+    (re.compile(r"\bcan't\b"), "cannot"),
+    (re.compile(r"\bwon't\b"), "will not"),
+    (re.compile(r"\b(\w+)n't\b"), r"\1 not"),
+    (re.compile(r"\bi'm\b"), "i am"),
+)
+
+
 def words(text: str) -> str:
-    """`folded` down to its words and single spaces (for matching option and item texts)."""
-    return " ".join(_WORDS_ONLY.sub(" ", folded(text)).split())
+    """`folded` down to its words and single spaces, contractions written out ("can't" is
+    "cannot"), for matching option and item texts."""
+    plain = folded(text)
+    for pattern, full in _CONTRACTIONS:
+        plain = pattern.sub(full, plain)
+    return " ".join(_WORDS_ONLY.sub(" ", plain).split())
 
 
 # --- hedges -----------------------------------------------------------------------------
