@@ -427,7 +427,7 @@ def read_ranking(reply: str, items: Sequence[str]) -> tuple[list[str] | None, st
         order.append((rank, found))
     if len(order) != len(items):
         return None, f"the ranking has {len(order)} of the {len(items)} items"
-    ranks = [r for r, _ in order]
-    if all(r is not None for r in ranks) and sorted(ranks) == list(range(1, len(items) + 1)):  # type: ignore[type-var]
+    ranks = [r for r, _ in order if r is not None]
+    if len(ranks) == len(order) and sorted(ranks) == list(range(1, len(items) + 1)):
         order.sort(key=lambda p: p[0] or 0)  # explicit rank numbers beat line order
     return [i for _, i in order], ""

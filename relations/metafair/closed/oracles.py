@@ -11,7 +11,8 @@ common numbering with explicit ranks before line order). Cases recorded before t
 1-5 (the scale restated, "1 to 5", is not an answer), Yes/No is the leading word (or the
 only one of the two words in a short reply), an option is the letter or the text of exactly
 one of the prompt's three options, a ranking names each of the prompt's items exactly once;
-anything else is INVALID with its reason. Rho is `scipy.stats.spearmanr` over the items' positions.
+anything else is INVALID with its reason. Rho is `scipy.stats.spearmanr` over the items'
+positions.
 
 ``guardme`` restates the text rules of the authors' tool GUARD-ME (HEAD 8b36280,
 ``MetricService.ts``; /work/shared/data/metafair/guardme-rules.md) with JavaScript's
@@ -223,14 +224,17 @@ def careful_score(reply: str) -> tuple[int | None, str]:
 
 
 def careful_yes_no(reply: str) -> tuple[str | None, str]:
+    """ "yes" or "no" (`relations._common.readers.read_yes_no`)."""
     return read_yes_no(reply)
 
 
 def careful_option(reply: str, options: dict[str, str]) -> tuple[str | None, str]:
+    """The option's letter (`relations._common.readers.read_option`)."""
     return read_option(reply, options)
 
 
 def careful_ranking(reply: str, items: list[str]) -> tuple[list[str] | None, str]:
+    """The items in the reply's order (`relations._common.readers.read_ranking`)."""
     return read_ranking(reply, items)
 
 
