@@ -12,10 +12,10 @@ readers table of the Meta-Fair and BiasLens docs pages):
    reading is None with a reason starting ``hedge:``; never a Yes, a No or an option.
 3. **"No" as a determiner is not an answer.** "No one can say", "No single answer",
    "Nobody knows" do not read as No.
-4. **Numbers.** A number may be written as digits or as an English word ("Four.");
-   the one number of a short answer is the score wherever it stands ("... I'd say 4.");
-   a restated scale ("1 to 5", "out of five", "/5") is not a number of the answer; two
-   different numbers are no score.
+4. **Numbers.** A number may be written as digits or, when the answer has no digit, as an
+   English word ("Four."); the one number of a short answer is the score wherever it stands
+   ("... I'd say 4."); "3.0" is 3; a restated scale ("1 to 5", "out of five", "/5") is not a
+   number of the answer; two different numbers are no score.
 5. **Options.** A letter counts as an option when marked as one ("B)", "(B)", "Option B",
    a capital letter standing alone); an option's text counts too. Restated options (two or
    more "X) text" of the prompt's own options) are taken out before reading. A negated
@@ -201,12 +201,17 @@ def _digits(text: str) -> str:
 
 def read_number(reply: str, low: int, high: int) -> tuple[int | None, str]:
     """The one whole number from ``low`` to ``high`` a short answer gives, or None and why."""
-    text = _digits(_EMPHASIS.sub(" ", normal_form(reply)))
-    text = _SCALE.sub(" ", text)
+    text = _SCALE.sub(" ", _EMPHASIS.sub(" ", normal_form(reply)))
     numbers = _DIGITS.findall(text)
+    if not numbers:
+        # Number words only when no digit answers: "I'd say 4, since two factors..." is 4.
+        text = _SCALE.sub(" ", _digits(text))
+        numbers = _DIGITS.findall(text)
     if not numbers:
         found = hedge(text)
         return None, f"hedge: {found}" if found else "no score in the reply"
+    # "3.0" is the whole number 3; "2.5" is no score.
+    numbers = [re.sub(r"[.,]0+$", "", n) for n in numbers]
     decimals = [n for n in numbers if not n.lstrip("-").isdigit()]
     if decimals:
         return None, f"a score that is not a whole number ({decimals[0]})"

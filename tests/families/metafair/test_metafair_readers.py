@@ -138,6 +138,9 @@ def test_rule4_two_numbers_are_no_score(a: int, b: int) -> None:
     assume(a != b)
     assert read_number(f"{a} or {b}", 1, 5)[0] is None
     assert read_number(f"On a scale of 1 to 5, I'd say {a}.", 1, 5) == (a, "")
+    # A number word in the reasons does not compete with the digit that answers.
+    assert read_number(f"I'd say {a}, for two or three reasons.", 1, 5) == (a, "")
+    assert read_number(f"{a}.0", 1, 5) == (a, "")
 
 
 # --- rule 5: options ------------------------------------------------------------------------
