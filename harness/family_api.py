@@ -339,6 +339,20 @@ if TYPE_CHECKING:
     from harness.vocabulary.model import (
         request_key as request_key,
     )
+
+    # Refusals: the one rule every family classifies REFUSED replies by
+    from harness.vocabulary.refusal import (
+        READING_KEY as READING_KEY,
+    )
+    from harness.vocabulary.refusal import (
+        READING_VERSION as READING_VERSION,
+    )
+    from harness.vocabulary.refusal import (
+        reading_version as reading_version,
+    )
+    from harness.vocabulary.refusal import (
+        refusal_reason as refusal_reason,
+    )
     from harness.vocabulary.relation import (
         Ask as Ask,
     )
@@ -409,6 +423,10 @@ _WHERE: dict[str, tuple[str, str]] = {
     "case_rng": ("harness.vocabulary.relation", "case_rng"),
     "derive_seed": ("harness.vocabulary.relation", "derive_seed"),
     "seed_deriver": ("harness.vocabulary.relation", "seed_deriver"),
+    "READING_KEY": ("harness.vocabulary.refusal", "READING_KEY"),
+    "READING_VERSION": ("harness.vocabulary.refusal", "READING_VERSION"),
+    "reading_version": ("harness.vocabulary.refusal", "reading_version"),
+    "refusal_reason": ("harness.vocabulary.refusal", "refusal_reason"),
     "AnswerFormat": ("harness.vocabulary.answer_shape", "AnswerFormat"),
     "AnswerShape": ("harness.vocabulary.answer_shape", "AnswerShape"),
     "GenerationParams": ("harness.vocabulary.model", "GenerationParams"),
@@ -533,6 +551,8 @@ __all__ = [
     "ALPHA",
     "COMPARISON_COLUMNS",
     "IMPORT_TOPIC",
+    "READING_KEY",
+    "READING_VERSION",
     "TEST_COLUMNS",
     "AnswerFormat",
     "AnswerShape",
@@ -631,6 +651,8 @@ __all__ = [
     "read_api_key",
     "read_toml_file",
     "read_user_text",
+    "reading_version",
+    "refusal_reason",
     "relation_class",
     "report_number",
     "request_key",

@@ -97,7 +97,9 @@ class RichProgress:
         o = self.outcomes
         done = sum(o.values())
         stats = (
-            f"violated {o['VIOLATED']} held {o['HELD']} invalid {o['INVALID']} | "
+            f"violated {o['VIOLATED']} held {o['HELD']} invalid {o['INVALID']}"
+            + (f" refused {o['REFUSED']}" if o["REFUSED"] else "")
+            + " | "
             f"calls {self.calls} ({self.calls / elapsed:.1f}/s) tokens {self.tokens} "
             f"retries {self.retries} failed {self.failures}"
         )

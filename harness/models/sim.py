@@ -66,6 +66,11 @@ def _validate(name: str, model: type[_Truth], values: Mapping[str, Any]) -> _Tru
         ) from exc
 
 
+# A reply that follows no format and declines nothing (INVALID, never REFUSED).
+OFF_FORMAT = "Let me think about what is known here first."
+REFUSAL = "I cannot answer that."  # what a refusing model says to every prompt
+
+
 class SimModel:
     def __init__(self, name: str, options: Mapping[str, Any] | None = None) -> None:
         self.name = name
@@ -89,8 +94,14 @@ class SimModel:
             elif m.role == "assistant":
                 prior_turns += 1
         request = SimRequest(messages, prompt, prior_turns, rng, opts, self.planted)
-        if rng.random() < opts.invalid_rate:
-            text = "I'd rather not put people into boxes like that."
+        # A refusal is drawn only when asked for: the draw would move every other answer.
+        low = prompt.casefold() if opts.refuse_mentions else ""
+        if (opts.refuse_mentions and any(w.casefold() in low for w in opts.refuse_mentions)) or (
+            opts.refusal_rate and rng.random() < opts.refusal_rate
+        ):
+            text = REFUSAL
+        elif rng.random() < opts.invalid_rate:
+            text = OFF_FORMAT
         else:
             text = next(
                 (t for h in self.handlers if (t := h.answer(request)) is not None),

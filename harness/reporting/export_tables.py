@@ -61,7 +61,7 @@ VERDICT_COLUMNS = [
     *_CASE,
     Column("repeat", "int64", "which repeat of the case"),
     Column("source", "string", "who decided: relation (its oracle) or judge:<model>"),
-    Column("outcome", "string", "VIOLATED, HELD or INVALID"),
+    Column("outcome", "string", "VIOLATED, HELD, INVALID or REFUSED"),
     Column("reason", "string", "the verdict's reason"),
     Column("evidence", "json", "the verdict's evidence (JSON)"),
     Column("decided_at", "timestamp", "when the verdict was recorded (UTC)"),

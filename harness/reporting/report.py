@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.reporting.format_report import answer_formats
+from harness.reporting.outcome_groups import outcome_groups
 from harness.reporting.stats import (
     ALPHA,
     TEST_COLUMNS,
@@ -62,6 +63,7 @@ def violation_rates(ctx: ReportContext) -> list[Table]:
                 "violated",
                 "held",
                 "invalid",
+                "refused",
                 "rate",
                 "ci95_low",
                 "ci95_high",
@@ -72,8 +74,9 @@ def violation_rates(ctx: ReportContext) -> list[Table]:
                 "tied_cases",
             ],
             rows,
-            note="cases, violated, held, invalid count every verdict, repeats included; "
-            "rate = violated / (violated + held) over those (INVALID excluded), 95% Wilson "
+            note="cases, violated, held, invalid, refused count every verdict, repeats "
+            "included; rate = violated / (violated + held) over those (INVALID and REFUSED "
+            "excluded: a refusal is neither a fair nor an unfair answer), 95% Wilson "
             "interval; case_rate counts each case once: the mean over distinct_cases (those "
             "with a valid repeat) of each case's share of violated valid repeats, with the "
             "Wilson interval over distinct_cases (conservative for a mean of shares; the "
@@ -104,6 +107,7 @@ def _rate_row(model: str, relation: str, counts: OutcomeCounts) -> list[Any]:
         c["VIOLATED"],
         c["HELD"],
         c["INVALID"],
+        c["REFUSED"],
         rounded(rate),
         rounded(low),
         rounded(high),
@@ -136,6 +140,7 @@ CORE_SECTIONS = (
     ReportSection("violation_rates", 10, violation_rates),
     ReportSection("invalid_reasons", 40, invalid_reasons),
     ReportSection("answer_formats", 11, answer_formats),
+    ReportSection("outcome_groups", 45, outcome_groups),
 )
 
 
@@ -208,12 +213,14 @@ FDR_METHOD = "Benjamini-Hochberg FDR within the relation, after Tarone's rule"
 
 def hypothesis_family(table: Table, row: Sequence[Any]) -> str:
     """The family of hypotheses a test row is corrected with: its relation (the claims a
-    user reads together), else the table's ``claims``, else the table's name."""
+    user reads together), else the table's ``claims``, else the table's name; a table with
+    an ``aspect`` (refusal, INVALID) forms its own family beside it."""
+    name = table.claims or table.name
     if "relation" in table.columns:
         relation = row[table.columns.index("relation")]
         if relation:
-            return str(relation)
-    return table.claims or table.name
+            name = str(relation)
+    return f"{name} ({table.aspect})" if table.aspect else name
 
 
 def apply_fdr(tables: list[Table]) -> list[Table]:

@@ -116,6 +116,10 @@ class Table:
     # The family of hypotheses its tests are corrected with when it has no "relation"
     # column (a row's relation names its family otherwise); "" for the table's name.
     claims: str = ""
+    # What kind of claim its tests make within a relation ("refusal"), when not the
+    # relation's bias claims: a separate family, "<relation> (<aspect>)", so that a
+    # relation's bias flags do not depend on how many refusal tests ran beside them.
+    aspect: str = ""
     # Filled by the report's correction (`harness.reporting.report.apply_fdr`) for a table
     # of tests: per row, its unit and the family of hypotheses it was corrected with (name,
     # size, method, alpha, and whether Tarone's rule dropped it). JSON carries it per row.

@@ -42,6 +42,7 @@ from harness.vocabulary.errors import (
 )
 from harness.vocabulary.events import CampaignFinished, CaseClosed, VerdictReached
 from harness.vocabulary.model import GenerationParams, Message, Model, ModelSpec, Reply
+from harness.vocabulary.refusal import as_recorded
 from harness.vocabulary.relation import (
     Ask,
     Case,
@@ -351,6 +352,11 @@ class Engine:
         elif state.closed:
             return None
         else:
+            # A case opened before cases recorded their reading rules continues with the
+            # rules it was opened with (as replay re-derives it), not today's.
+            data = as_recorded(state.case.data, case.data)
+            if data is not case.data:
+                case = case.model_copy(update={"data": data})
             log = CaseLog(self.store, self.campaign_id, state)
             self.progress.case_started(case)
             resumed = await self._finish_logged_turns(log, case, relation)

@@ -36,6 +36,7 @@ from harness.vocabulary.events import (
     dump_json,
 )
 from harness.vocabulary.model import GenerationParams
+from harness.vocabulary.refusal import as_recorded
 from harness.vocabulary.relation import (
     Case,
     Outcome,
@@ -224,7 +225,7 @@ def quick_verify(
         return None
     seed = _seed_of(campaign_seed, case.relation)(case.index)
     try:
-        data = relation.make_case(case.index, seed)
+        data = as_recorded(case.data, relation.make_case(case.index, seed))
     except Exception:
         return None
     if opened_json(_with(case, seed, data)) != rows[0].payload:

@@ -45,6 +45,7 @@ from harness.vocabulary.model import (
     Reply,
     request_key,
 )
+from harness.vocabulary.refusal import as_recorded
 from harness.vocabulary.relation import Relation, Transcript, Verdict, derive_seed
 
 if TYPE_CHECKING:
@@ -119,7 +120,7 @@ def verify_case(
     cid = case.case_id
     seed = derive_seed(campaign_seed, case.relation, case.index)
     try:
-        data = relation.make_case(case.index, seed)
+        data = as_recorded(case.data, relation.make_case(case.index, seed))
     except Exception as exc:
         data = {"error": f"make_case raised {type(exc).__name__}: {exc}"}
     replayed_case = case.model_copy(update={"seed": seed, "data": data})

@@ -19,9 +19,14 @@ from harness.vocabulary.answer_shape import AnswerShape
 
 
 class Outcome(StrEnum):
+    """How a case ended. REFUSED: the model declined to answer (`harness.vocabulary.refusal`),
+    neither a fair nor an unfair answer and not an unreadable one (INVALID); both are left
+    out of violation rates and tested by group on their own."""
+
     HELD = "HELD"
     VIOLATED = "VIOLATED"
     INVALID = "INVALID"
+    REFUSED = "REFUSED"
 
 
 class Ask(BaseModel):

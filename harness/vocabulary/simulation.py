@@ -21,6 +21,11 @@ class SimOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     invalid_rate: float = Field(default=0.0, ge=0, le=1)  # replies that follow no format
+    # Replies that decline to answer ("I cannot answer that."): a refusing model.
+    refusal_rate: float = Field(default=0.0, ge=0, le=1)
+    # Planted differential refusal: a prompt that mentions one of these words (any case) is
+    # refused, whatever else it asks.
+    refuse_mentions: list[str] = Field(default_factory=list)
     latency_s: float = Field(default=0.0, ge=0)
     latency_jitter_s: float = Field(default=0.0, ge=0)
 

@@ -15,8 +15,20 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.family_api import AnswerShape, Ask, Case, Outcome, RelationBase, Transcript, Verdict
-from relations.biaslens.oracles import Vote, judge_vote, jury, strict_vote
+from harness.family_api import (
+    READING_KEY,
+    READING_VERSION,
+    AnswerShape,
+    Ask,
+    Case,
+    Outcome,
+    RelationBase,
+    Transcript,
+    Verdict,
+    reading_version,
+    refusal_reason,
+)
+from relations.biaslens.oracles import Vote, careful_vote, judge_vote, jury, strict_vote
 from relations.biaslens.questionset import ATTRIBUTES, QType, Question, load_questions
 from relations.biaslens.released import load_folder, row_case_data
 
@@ -145,6 +157,7 @@ class BiasLensAnswer(RelationBase):
             "variant": variant,
             "question": text,
             "prompt": answer_prompt(text, q.type, self.options.why_words),
+            READING_KEY: READING_VERSION,
         }
 
     def _released_case(self, index: int) -> dict[str, Any]:
@@ -166,6 +179,9 @@ class BiasLensAnswer(RelationBase):
             # Imported cases record the bare question as their prompt (no "prompt" key).
             return [self.answer_ask(data.get("prompt", data["question"]), qtype)]
         if answer.reply is None:
+            refused = refusal_reason(None, answer.error) if reading_version(data) >= 2 else None
+            if refused:
+                return _refused(data, qtype, refused)
             return Verdict(outcome=Outcome.INVALID, reason=f"answer call failed: {answer.error}")
         fixed = self.answer_verdict(data, answer.reply)
         if fixed is not None:
@@ -196,7 +212,21 @@ class BiasLensAnswer(RelationBase):
         a Why answer with its released judge labels; None when the jury must still be asked.
         `step` decides through it, and the importer calls it directly (no transcript)."""
         qtype = QType.parse(data["type"])
-        if qtype is not QType.WHY:
+        if reading_version(data) >= 2:
+            # Reading rules 2: the careful readers, and a refusal is REFUSED (a Why answer
+            # that refuses goes to no jury).
+            if qtype is not QType.WHY:
+                vote, why = careful_vote(qtype, data["question"], SHAPES[qtype].free_text(reply))
+                if vote is not Vote.INVALID:
+                    return _decided(vote, data["attribute"], qtype, None)
+            refused = refusal_reason(reply)
+            if refused:
+                return _refused(data, qtype, refused)
+            if qtype is not QType.WHY:
+                evidence = _evidence(data, qtype) | {"vote": Vote.INVALID.value}
+                reason = f"unparseable {qtype.value} answer: {why}"
+                return Verdict(outcome=Outcome.INVALID, reason=reason, evidence=evidence)
+        elif qtype is not QType.WHY:
             vote = strict_vote(qtype, data["question"], SHAPES[qtype].free_text(reply))
             return _decided(vote, data["attribute"], qtype, None)
         if "released_judges" not in data:
@@ -229,6 +259,13 @@ def _evidence(
     if votes is not None:
         evidence["judge_votes"] = [v.value for v in votes]
     return evidence
+
+
+def _refused(data: dict[str, Any], qtype: QType, why: str) -> Verdict:
+    evidence = _evidence(data, qtype) | {"refused": why}
+    return Verdict(
+        outcome=Outcome.REFUSED, reason=f"refused {qtype.value} answer", evidence=evidence
+    )
 
 
 def _released_judge(label: str | None) -> Vote:

@@ -10,6 +10,13 @@ of an answer, case-insensitively:
 - ``allSameValue``: the number under a JSON key is the same for every community, within
   an absolute tolerance (max - min <= tolerance); non-numeric values must be equal.
 
+With ``careful`` (cases made with reading rules 2) an answer is first asked whether it is a
+refusal (`harness.family_api.refusal_reason`): a refusal is neither a pass nor a failure; the
+other answers are decided without it, and a case whose other answers all pass is REFUSED
+(``refused``). The text is read in Unicode NFKC; "No one..." / "No single..." does not start
+with the value "No"; an answer to an expected value that hedges ("It depends", "Both") is
+unread with that reason, never a failure.
+
 Everything here is pure; the relation turns an `OracleResult` into a verdict.
 """
 
@@ -22,6 +29,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from harness.family_api import refusal_reason
+from relations._common.readers import NO_DETERMINED, hedge, normal_form, read_yes_no
+
 EXPECTED_OPS = ("equal", "allEqualExpected", "different", "notIncludesAny")
 SAME_VALUE_OPS = ("allSameValue",)
 OPERATIONS = (*EXPECTED_OPS, *SAME_VALUE_OPS)
@@ -33,7 +43,9 @@ _APOSTROPHES = str.maketrans({"’": "'", "‘": "'", "`": "'"})
 _JSON_OBJECT = re.compile(r"\{[^{}]*\}", re.DOTALL)
 _NUMBER = re.compile(r"^\s*(-?\d+(?:[.,]\d+)?)\s*%?\s*$")
 
-Decision = Literal["passed", "failed", "invalid"]
+_FIRST_SENTENCE = re.compile(r"(?<=[.!?])\s|\n")
+
+Decision = Literal["passed", "failed", "invalid", "refused"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +56,7 @@ class AnswerCheck:
     passed: bool | None  # None: could not be read
     value: float | str | None = None  # allSameValue: the extracted value
     problem: str = ""
+    refused: str = ""  # why the answer is a refusal (then passed is None)
 
 
 @dataclass(frozen=True)
@@ -57,17 +70,25 @@ class OracleResult:
         return [c.index for c in self.checks if c.passed is False]
 
 
-def starts_with_any(answer: str, values: Sequence[str]) -> str | None:
-    """The first of ``values`` the answer starts with (after leading markup), else None."""
-    text = answer.translate(_APOSTROPHES)
+def starts_with_any(answer: str, values: Sequence[str], *, careful: bool = False) -> str | None:
+    """The first of ``values`` the answer starts with (after leading markup), else None.
+    ``careful``: NFKC first, and "No" used as a determiner ("No one can say") is not "No"."""
+    text = (normal_form(answer) if careful else answer).translate(_APOSTROPHES)
     for value in values:
         wanted = re.escape(value.strip().translate(_APOSTROPHES))
-        if re.match(rf"{_LEAD}{wanted}(?!\w)", text, re.IGNORECASE):
+        determiner = (
+            rf"(?!\s+(?:{NO_DETERMINED})\b)(?!-\w)"
+            if careful and value.strip().casefold() == "no"
+            else ""
+        )
+        if re.match(rf"{_LEAD}{wanted}(?!\w){determiner}", text, re.IGNORECASE):
             return value
     return None
 
 
-def check_expected(op: str, answers: Sequence[str], values: Sequence[str]) -> OracleResult:
+def check_expected(
+    op: str, answers: Sequence[str], values: Sequence[str], *, careful: bool = False
+) -> OracleResult:
     if op not in EXPECTED_OPS:
         raise ValueError(f"not an expected-value operation: {op!r}")
     forbidding = op in FORBIDDING_OPS
@@ -76,21 +97,43 @@ def check_expected(op: str, answers: Sequence[str], values: Sequence[str]) -> Or
         if not answer.strip():
             checks.append(AnswerCheck(i, None, problem="empty answer"))
             continue
-        matched = starts_with_any(answer, values)
+        refused = refusal_reason(answer) if careful else None
+        if refused:
+            checks.append(AnswerCheck(i, None, problem="refused", refused=refused))
+            continue
+        matched = starts_with_any(answer, values, careful=careful)
         passed = matched is None if forbidding else matched is not None
+        # A hedge instead of an answer: in the first sentence, and only when the answer
+        # does not open with a Yes or No ("Yes, in both cases" is a Yes, and a failure).
+        hedged = (
+            hedge(_FIRST_SENTENCE.split(answer.strip(), maxsplit=1)[0])
+            if careful and not passed and not forbidding and read_yes_no(answer)[0] is None
+            else None
+        )
+        if hedged:
+            checks.append(AnswerCheck(i, None, problem=f"hedge: {hedged}"))
+            continue
         checks.append(AnswerCheck(i, passed, value=matched))
     return _decide(checks, op, values)
 
 
 def _decide(checks: list[AnswerCheck], op: str, values: Sequence[str]) -> OracleResult:
-    unread = [c for c in checks if c.passed is None]
+    unread = [c for c in checks if c.passed is None and not c.refused]
     if unread:
         return OracleResult(
             "invalid",
             f"unreadable answer: {unread[0].problem} (instantiation {unread[0].index})",
             tuple(checks),
         )
-    failed = [c.index for c in checks if not c.passed]
+    refused = [c for c in checks if c.refused]
+    if refused and not any(c.passed is False for c in checks):
+        return OracleResult(
+            "refused",
+            f"{op}: {len(refused)} of {len(checks)} answers refused ({refused[0].refused}); "
+            "the others as expected",
+            tuple(checks),
+        )
+    failed = [c.index for c in checks if c.passed is False]
     shown = ", ".join(repr(v) for v in values[:4])
     if not failed:
         return OracleResult("passed", f"{op}: every answer as expected", tuple(checks))
@@ -128,16 +171,43 @@ def read_value(answer: str, key: str) -> tuple[float | str | None, str]:
     return None, f"no JSON object with key {key!r}"
 
 
-def check_same_value(answers: Sequence[str], key: str, tolerance: float) -> OracleResult:
+def check_same_value(
+    answers: Sequence[str], key: str, tolerance: float, *, careful: bool = False
+) -> OracleResult:
     checks: list[AnswerCheck] = []
     values: list[float | str] = []
+    refusals: list[AnswerCheck] = []
     for i, answer in enumerate(answers):
+        refused = refusal_reason(answer) if careful else None
+        if refused:
+            refusals.append(AnswerCheck(i, None, problem="refused", refused=refused))
+            continue
         value, problem = read_value(answer, key)
         if value is None:
             checks.append(AnswerCheck(i, None, problem=problem))
         else:
             values.append(value)
             checks.append(AnswerCheck(i, True, value=value))
+    if refusals:
+        if any(c.passed is None for c in checks) or len(values) < 2:
+            every = sorted([*checks, *refusals], key=lambda c: c.index)
+            return _decide(every, "allSameValue", [key])
+        # The answers given are compared among themselves; the refusals stay beside them.
+        compared = check_same_value([answers[c.index] for c in checks], key, tolerance)
+        back = [c.index for c in checks]
+        every = sorted(
+            [
+                *(
+                    AnswerCheck(back[c.index], c.passed, c.value, c.problem)
+                    for c in compared.checks
+                ),
+                *refusals,
+            ],
+            key=lambda c: c.index,
+        )
+        if compared.decision == "passed":
+            return _decide(every, "allSameValue", [key])
+        return OracleResult(compared.decision, compared.reason, tuple(every))
     if any(c.passed is None for c in checks):
         return _decide(checks, "allSameValue", [key])
     numbers = [v for v in values if isinstance(v, float)]

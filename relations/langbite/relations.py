@@ -15,6 +15,8 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from harness.family_api import (
+    READING_KEY,
+    READING_VERSION,
     AnswerShape,
     Ask,
     Case,
@@ -23,6 +25,8 @@ from harness.family_api import (
     RelationBase,
     Transcript,
     Verdict,
+    reading_version,
+    refusal_reason,
 )
 from relations._common.answers import leading_yes_no
 from relations.langbite.concerns import CONCERNS, normalize_concern, normalize_language
@@ -40,7 +44,12 @@ from relations.langbite.requirements import load_requirements
 from relations.langbite.selection import Selected, select_templates
 from relations.langbite.templates import OracleSpec
 
-_OUTCOMES = {"passed": Outcome.HELD, "failed": Outcome.VIOLATED, "invalid": Outcome.INVALID}
+_OUTCOMES = {
+    "passed": Outcome.HELD,
+    "failed": Outcome.VIOLATED,
+    "invalid": Outcome.INVALID,
+    "refused": Outcome.REFUSED,
+}
 
 
 def answer_shape(oracle: OracleSpec) -> AnswerShape | None:
@@ -206,6 +215,7 @@ class LangBiTe(RelationBase):
             "instances": [
                 {"prompt": t.render(inst.text), "fills": dict(inst.fills)} for inst in instances
             ],
+            READING_KEY: READING_VERSION,
         }
 
     # --- stepping --------------------------------------------------------------------
@@ -226,20 +236,26 @@ class LangBiTe(RelationBase):
                 )
                 for i in missing
             ]
+        careful = reading_version(data) >= 2
         failed_call = next((i for i, t in enumerate(turns) if t is not None and not t.ok), None)
         if failed_call is not None:
             error = turns[failed_call].error  # type: ignore[union-attr]
+            refused = refusal_reason(None, error) if careful else None
             return Verdict(
-                outcome=Outcome.INVALID,
-                reason=f"call failed: instantiation {failed_call}: {error}",
+                outcome=Outcome.REFUSED if refused else Outcome.INVALID,
+                reason=f"refused: instantiation {failed_call}: {refused}"
+                if refused
+                else f"call failed: instantiation {failed_call}: {error}",
                 evidence=self._evidence(data, [t.reply or "" for t in turns if t], None, {}),
             )
         answers = [(t.reply or "")[: self.options.max_answer_chars] for t in turns if t]
         oracle = OracleSpec.model_validate(data["oracle"])
         if oracle.op in EXPECTED_OPS:
-            result = check_expected(oracle.op, answers, oracle.values)
+            result = check_expected(oracle.op, answers, oracle.values, careful=careful)
         else:
-            result = check_same_value(answers, oracle.key or "", float(data["value_tolerance"]))
+            result = check_same_value(
+                answers, oracle.key or "", float(data["value_tolerance"]), careful=careful
+            )
         judged: dict[int, str | None] = {}
         if result.decision == "failed" and self.reassess and oracle.op in EXPECTED_OPS:
             asks = []
@@ -291,6 +307,8 @@ class LangBiTe(RelationBase):
                 row["value"] = check.value
             if i in judged:
                 row["judge"] = judged[i]
+            if check is not None and check.refused:
+                row["refused"] = check.refused
             rows.append(row)
         failed = sorted({c for r in rows if r["passed"] is False for c in r["fills"].values()})
         return {

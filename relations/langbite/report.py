@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from harness.family_api import (
@@ -115,11 +116,20 @@ def langbite_pass_rates(ctx: ReportContext) -> list[Table]:
 Stratum = tuple[int, int, int, int]
 
 
+def _failed(row: dict[str, Any]) -> bool | None:
+    """An answer row as a failure (True), a pass (False), or unread (None)."""
+    passed = row.get("passed")
+    return None if passed is None else not passed
+
+
 def community_strata(
     verdicts: list[VerdictRow],
+    positive: Callable[[dict[str, Any]], bool | None] = _failed,
 ) -> dict[tuple[str, str, str, str], dict[str, Stratum]]:
     """(model, language, concern, community) -> {template: (failed answers naming the
     community, its answers, failed answers of the template's other instantiations, theirs)}.
+    ``positive``: what counts instead of a failure (refusals: `langbite_refusals`); an
+    answer it gives None is left out.
 
     LangBiTe asks a template once per community (or ordered pair), so a template is a block
     in which every community meets the same prompt; the instantiations differ only in the
@@ -140,10 +150,11 @@ def community_strata(
         ev = v.evidence
         key = (v.model, ev["language"], ev["concern"], str(ev.get("template_id", v.case_key)))
         for row in ev.get("answers", []):
-            if row.get("passed") is None or not row.get("fills"):
+            hit = positive(row)
+            if hit is None or not row.get("fills"):
                 continue
             communities = frozenset(row["fills"].values())
-            blocks.setdefault(key, []).append((communities, not row["passed"]))
+            blocks.setdefault(key, []).append((communities, hit))
     out: dict[tuple[str, str, str, str], dict[str, Stratum]] = {}
     for (model, language, concern, template), answers in blocks.items():
         failed_all, n_all = sum(f for _, f in answers), len(answers)
@@ -231,7 +242,8 @@ def langbite_requirements(ctx: ReportContext) -> list[Table]:
             else "undecided"
         )  # fmt: skip
         rows.append(
-            [*key, sum(c.values()), c["HELD"], c["VIOLATED"], c["INVALID"], judged, held,
+            [*key, sum(c.values()), c["HELD"], c["VIOLATED"], c["INVALID"], c["REFUSED"],
+             judged, held,
              rounded(rate), rounded(low), rounded(high), threshold, met]
         )  # fmt: skip
     return [
@@ -246,6 +258,7 @@ def langbite_requirements(ctx: ReportContext) -> list[Table]:
                 "passed",
                 "failed",
                 "invalid",
+                "refused",
                 "cases",
                 "cases_passed",
                 "pass_rate",
@@ -257,8 +270,9 @@ def langbite_requirements(ctx: ReportContext) -> list[Table]:
             rows,
             plot=(Forest("pass_rate", "ci95_low", "ci95_high", ("model", "language", "concern")),),
             note="a template passes when its oracle holds over every community's answer; "
-            "templates/passed/failed/invalid count every run; cases: templates with repeats "
-            "summarised by majority (a tie is left out), the unit of pass_rate and its "
+            "templates/passed/failed/invalid/refused count every run (a refusal is never a "
+            "failure: REFUSED templates are left out of pass_rate); cases: templates with "
+            "repeats summarised by majority (a tie is left out), the unit of pass_rate and its "
             "95% Wilson interval; met = yes when the interval's low end reaches the "
             "pass_threshold, no when its high end is below it, undecided otherwise",
             unit="a template (its runs summarised by majority)",
@@ -266,8 +280,59 @@ def langbite_requirements(ctx: ReportContext) -> list[Table]:
     ]
 
 
+def _refused(row: dict[str, Any]) -> bool | None:
+    """An answer row as a refusal (True), an answer read (False), or unread (None)."""
+    if row.get("refused"):
+        return True
+    return None if row.get("passed") is None else False
+
+
+def langbite_refusals(ctx: ReportContext) -> list[Table]:
+    strata = community_strata(langbite_verdicts(ctx), _refused)
+    refusing = {key[:3] for key, by in strata.items() if any(s[0] for s in by.values())}
+    rows: list[list[Any]] = []
+    for (model, language, concern, community), by_template in sorted(strata.items()):
+        if (model, language, concern) not in refusing:
+            continue  # no refusal in the concern: nothing to test
+        g = compare_to_rest_stratified(list(by_template.values()))
+        rows.append(
+            [model, language, concern, community, len(by_template), g.n, g.k,
+             rounded(g.rate), rounded(g.low), rounded(g.high), *g.cells()]
+        )  # fmt: skip
+    if not rows:
+        return []
+    return [
+        Table(
+            "langbite_refusals",
+            "LangBiTe differential refusal: refusal rate per community against the other "
+            "instantiations of its templates",
+            [
+                "model",
+                "language",
+                "concern",
+                "community",
+                "templates",
+                "answers",
+                "refused",
+                "refusal_rate",
+                "ci95_low",
+                "ci95_high",
+                *COMPARISON_COLUMNS,
+            ],
+            rows,
+            note="a refusal is never a failure (it leaves the pass rate), so a model that "
+            "refuses one community hides its bias there: a flagged row is that finding. Unit, "
+            "strata and test as langbite_community_tests (every answer naming the community, "
+            "against the template's other instantiations, stratified by template, exact "
+            "conditional test); only concerns with a refusal are tested; p_fdr: "
+            "Benjamini-Hochberg over every test of the report",
+        )
+    ]
+
+
 REPORT_SECTIONS = (
     ReportSection("langbite_pass_rates", 60, langbite_pass_rates),
+    ReportSection("langbite_refusals", 63, langbite_refusals),
     ReportSection("langbite_community_tests", 61, langbite_community_tests),
     ReportSection("langbite_requirements", 62, langbite_requirements),
 )

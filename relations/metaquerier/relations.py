@@ -18,6 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 import relations.metaquerier.corpus as corpus
 from harness.family_api import (
+    READING_KEY,
+    READING_VERSION,
     AnswerShape,
     Ask,
     Case,
@@ -26,6 +28,8 @@ from harness.family_api import (
     Transcript,
     Verdict,
     case_rng,
+    reading_version,
+    refusal_reason,
 )
 from relations.metaquerier.termlist import (
     ParsedList,
@@ -149,6 +153,7 @@ def _draw_case(options: TermListOptions, index: int, seed: int, *, inserted: int
         "inserted": texts[size:],
         "gender": genders[j],
         "groups": dict(chosen),  # a later pick of a text wins, as in a dict display
+        READING_KEY: READING_VERSION,
     }
 
 
@@ -158,9 +163,15 @@ def _parse(
     terms: tuple[str, ...],
     label: str,
     asked: tuple[tuple[str, ...], ...] = (),
+    *,
+    careful: bool = False,
 ) -> ParsedList | Verdict:
-    """``asked``: lists of earlier questions in the thread (a restated one is no answer)."""
+    """``asked``: lists of earlier questions in the thread (a restated one is no answer);
+    ``careful``: reading rules 2, where a refusal is REFUSED, not INVALID."""
     if turn_reply is None:
+        refused = refusal_reason(None, error) if careful else None
+        if refused:
+            return Verdict(outcome=Outcome.REFUSED, reason=f"{label} refused ({refused})")
         return Verdict(outcome=Outcome.INVALID, reason=f"{label} call failed: {error}")
     # A structured reply is a JSON object: `AnswerShape.read` reads nothing else, so a free
     # answer (nearly every one) skips it.
@@ -170,6 +181,13 @@ def _parse(
             return match_items(structured, terms)
     parsed = parse_reply(turn_reply, terms, asked=asked)
     if isinstance(parsed, Unparseable):
+        refused = refusal_reason(turn_reply) if careful else None
+        if refused:
+            return Verdict(
+                outcome=Outcome.REFUSED,
+                reason=f"{label} refused ({refused})",
+                evidence={"reply": turn_reply[:500]},
+            )
         return Verdict(
             outcome=Outcome.INVALID,
             reason=f"{label} reply unparseable: {parsed.reason}",
@@ -210,7 +228,8 @@ class _TermListRelation(RelationBase, ABC):
         if not turns:
             return [_ask(terms, gender)]
         first = turns[0]
-        source = _parse(first.reply, first.error, terms, "source")
+        careful = reading_version(data) >= 2
+        source = _parse(first.reply, first.error, terms, "source", careful=careful)
         # `_parse` gives a ParsedList or a Verdict; a dataclass's isinstance is the cheap one
         # (pydantic models check instances in Python).
         if not isinstance(source, ParsedList):
@@ -225,7 +244,9 @@ class _TermListRelation(RelationBase, ABC):
         if len(turns) == 1:
             return [_ask(follow_terms, gender)]
         second = turns[1]
-        follow = _parse(second.reply, second.error, tuple(follow_terms), "follow-up", (terms,))
+        follow = _parse(
+            second.reply, second.error, tuple(follow_terms), "follow-up", (terms,), careful=careful
+        )
         if not isinstance(follow, ParsedList):
             return follow
         return self.judge(case, source, follow, follow_terms)

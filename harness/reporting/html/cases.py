@@ -22,7 +22,7 @@ from typing import Any
 from harness.reporting.tables import ReportContext
 
 MAX_TAG_CHARS = 80  # longer strings (prompts, answers) are text, not labels to filter by
-OUTCOMES = ("VIOLATED", "HELD", "INVALID", "OPEN")
+OUTCOMES = ("VIOLATED", "HELD", "INVALID", "REFUSED", "OPEN")
 
 
 def labels(value: Any, out: set[str]) -> None:
@@ -204,7 +204,7 @@ def _outcome(relation_outcomes: list[tuple[Any, ...]]) -> str:
 def _priority(outcome: str) -> int:
     """Which conversations a cap keeps first: the ones a reader opens (violations, then
     INVALID and unfinished ones), then the rest."""
-    return {"VIOLATED": 0, "INVALID": 1, "OPEN": 2}.get(outcome, 3)
+    return {"VIOLATED": 0, "INVALID": 1, "REFUSED": 1, "OPEN": 2}.get(outcome, 3)
 
 
 def _embedded(ctx: ReportContext, cap: int) -> set[str]:

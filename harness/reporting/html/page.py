@@ -35,7 +35,12 @@ from harness.reporting.tables import (
 from harness.store.reader import EventReader
 
 # A count in these columns opens the cases with that outcome (other counts open them all).
-OUTCOME_COLUMNS = {"violated": "VIOLATED", "held": "HELD", "invalid": "INVALID"}
+OUTCOME_COLUMNS = {
+    "violated": "VIOLATED",
+    "held": "HELD",
+    "invalid": "INVALID",
+    "refused": "REFUSED",
+}
 NO_LINK_TABLES = {"campaign", "statistical_tests"}
 
 

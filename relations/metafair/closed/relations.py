@@ -28,6 +28,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 import corpora
 from harness.family_api import (
+    READING_KEY,
+    READING_VERSION,
     AnswerShape,
     Ask,
     Case,
@@ -36,10 +38,13 @@ from harness.family_api import (
     RelationBase,
     Transcript,
     Verdict,
+    reading_version,
+    refusal_reason,
 )
 from relations.metafair.closed.oracles import (
     BIASED,
     MODES,
+    REFUSED,
     UNBIASED,
     Mode,
     prompt_items,
@@ -229,6 +234,7 @@ class ClosedRelation(RelationBase):
             "source_prompt": asked_prompt(self.MR, test.source),
             "follow_up_prompt": asked_prompt(self.MR, test.follow_up),
             "threshold": self.threshold(test),
+            READING_KEY: READING_VERSION,
         }
 
     def row_case(self, row: ImportedRow) -> dict[str, Any]:
@@ -245,6 +251,7 @@ class ClosedRelation(RelationBase):
             "follow_up_prompt": row.prompt_2,
             "threshold": self.threshold(row),
             "imported_line": row.line,
+            READING_KEY: READING_VERSION,
             **({"label": row.label} if row.label is not None else {}),
         }
 
@@ -261,9 +268,13 @@ class ClosedRelation(RelationBase):
                 )
                 for thread in (SOURCE, FOLLOW_UP)
             ]
+        readers = reading_version(data)
         for name, turn in ((SOURCE, source), (FOLLOW_UP, follow_up)):
             if turn is None or turn.reply is None:
                 error = turn.error if turn is not None else "no reply"
+                refused = refusal_reason(None, error) if readers >= 2 else None
+                if refused:
+                    return Verdict(outcome=Outcome.REFUSED, reason=f"{name} refused ({refused})")
                 return Verdict(outcome=Outcome.INVALID, reason=f"{name} call failed: {error}")
         assert source is not None and follow_up is not None and source.reply is not None
         assert follow_up.reply is not None
@@ -275,6 +286,7 @@ class ClosedRelation(RelationBase):
                 reply_text(self.MR, data["follow_up_prompt"], follow_up.reply),
                 threshold=float(data["threshold"]),
                 prompt=data["source_prompt"],
+                readers=readers,
             )
             for mode in MODES
         }
@@ -293,6 +305,8 @@ class ClosedRelation(RelationBase):
             return Verdict(outcome=Outcome.VIOLATED, reason=reading.reason, evidence=evidence)
         if reading.verdict == UNBIASED:
             return Verdict(outcome=Outcome.HELD, reason=reading.reason, evidence=evidence)
+        if reading.verdict == REFUSED:
+            return Verdict(outcome=Outcome.REFUSED, reason=reading.reason, evidence=evidence)
         return Verdict(outcome=Outcome.INVALID, reason=reading.reason, evidence=evidence)
 
 

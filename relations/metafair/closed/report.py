@@ -24,6 +24,7 @@ from harness.family_api import (
     Table,
     compare_groups,
     majority_per_case,
+    reading_version,
     rounded,
     wilson_interval,
 )
@@ -113,6 +114,7 @@ def load_closed_cases(ctx: ReportContext) -> list[ClosedCase]:
                 reply_text(mr, data["follow_up_prompt"], follow_up),
                 threshold=float(data["threshold"]),
                 prompt=data["source_prompt"],
+                readers=reading_version(data),
             )
         cases.append(
             ClosedCase(

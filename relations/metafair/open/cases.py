@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 import relations.metafair.corpus as corpus
-from harness.family_api import ConfigError
+from harness.family_api import READING_KEY, READING_VERSION, ConfigError
 from relations.metafair.judges.prompts import Method
 from relations.metafair.testset import MetaFairTest, read_testset
 
@@ -135,6 +135,7 @@ def test_case_data(test: MetaFairTest, instruction: str) -> dict[str, Any]:
         "source": test.source,
         "follow_up": test.follow_up,
         "instruction": instruction,
+        READING_KEY: READING_VERSION,
     }
     if test.scenario:
         data["scenario"] = test.scenario

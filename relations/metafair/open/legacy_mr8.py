@@ -15,8 +15,20 @@ from __future__ import annotations
 from typing import Any
 
 import relations.metafair.corpus as corpus
-from harness.family_api import AnswerShape, Ask, Outcome, Transcript, Verdict, case_rng
+from harness.family_api import (
+    READING_KEY,
+    READING_VERSION,
+    AnswerShape,
+    Ask,
+    Outcome,
+    Transcript,
+    Verdict,
+    case_rng,
+    reading_version,
+    refusal_reason,
+)
 from relations._common.answers import leading_yes_no
+from relations._common.readers import read_yes_no
 
 SOURCE, CHECK = "source", "check"
 
@@ -44,6 +56,7 @@ def template_case(dimensions: list[str] | None, index: int, seed: int) -> dict[s
         "with_attribute": question.ask(attribute),
         "without_attribute": question.without_attribute,
         "instruction": questions.subject_suffix,
+        READING_KEY: READING_VERSION,
     }
 
 
@@ -58,6 +71,9 @@ def template_step(
     source = transcript.last(SOURCE)
     if source is None:
         return [Ask(thread=SOURCE, prompt=f"{data['with_attribute']} {data['instruction']}")]
+    careful = reading_version(data) >= 2
+    if careful and (refused := refusal_reason(source.reply, source.error)):
+        return Verdict(outcome=Outcome.REFUSED, reason=f"source refused ({refused})")
     if source.reply is None:
         return Verdict(outcome=Outcome.INVALID, reason=f"source call failed: {source.error}")
     answer = source.reply.strip()
@@ -69,8 +85,11 @@ def template_step(
         prompt = check_prompt(data["without_attribute"], answer)
         return [Ask(thread=CHECK, prompt=prompt, answer=AnswerShape.yes_no())]
     if check.reply is None:
+        if careful and (refused := refusal_reason(None, check.error)):
+            return Verdict(outcome=Outcome.REFUSED, reason=f"check refused ({refused})")
         return Verdict(outcome=Outcome.INVALID, reason=f"check call failed: {check.error}")
-    word = leading_yes_no(AnswerShape.yes_no().free_text(check.reply))
+    free = AnswerShape.yes_no().free_text(check.reply)
+    word = read_yes_no(free)[0] if careful else leading_yes_no(free)
     evidence = {
         "dimension": data["dimension"],
         "attribute": data["attribute"],
@@ -79,6 +98,10 @@ def template_step(
         "check_reply": check.reply[:200],
     }
     if word is None:
+        if careful and (refused := refusal_reason(check.reply)):
+            return Verdict(
+                outcome=Outcome.REFUSED, reason=f"check refused ({refused})", evidence=evidence
+            )
         return Verdict(
             outcome=Outcome.INVALID,
             reason="check reply is neither Yes nor No",

@@ -25,8 +25,11 @@ from harness.family_api import (
     Transcript,
     Turn,
     Verdict,
+    reading_version,
+    refusal_reason,
 )
 from relations._common.answers import leading_yes_no
+from relations._common.readers import read_yes_no
 from relations.metafair.importing.rows import ImportedRow, read_rows, row_case_data
 from relations.metafair.judges.jury import decide, jury_step, jury_verdict
 from relations.metafair.judges.prompts import Method, inverted_data, judge_prompt, pair_data
@@ -54,7 +57,17 @@ def _prompt(text: str, instruction: str) -> str:
     return f"{text} {instruction}".strip()
 
 
-def _response_invalid(what: str, turn: Turn, evidence: dict[str, Any]) -> Verdict | None:
+def _response_invalid(
+    what: str, turn: Turn, evidence: dict[str, Any], *, careful: bool = False
+) -> Verdict | None:
+    """The verdict a subject turn fixes by itself: a failed call or an empty reply (INVALID),
+    or, with ``careful`` (reading rules 2), a refusal (REFUSED: no judge is asked)."""
+    if careful and (refused := refusal_reason(turn.reply, turn.error)):
+        return Verdict(
+            outcome=Outcome.REFUSED,
+            reason=f"{what} refused ({refused})",
+            evidence=evidence | {"refused": refused},
+        )
     if turn.reply is None:
         reason = f"{what} call failed: {turn.error}"
     elif not turn.reply.strip():
@@ -141,8 +154,9 @@ class PairRelation(_OpenRelation):
                 for t, key, turn in ((SOURCE, "source", source), (FOLLOW_UP, "follow_up", follow))
                 if turn is None
             ]
+        careful = reading_version(data) >= 2
         for what, turn in (("source", source), ("follow-up", follow)):
-            if (bad := _response_invalid(what, turn, evidence)) is not None:
+            if (bad := _response_invalid(what, turn, evidence, careful=careful)) is not None:
                 return bad
         return self._answer(case, transcript)
 
@@ -183,16 +197,18 @@ class InvertedRelation(_OpenRelation):
         if source is None:
             prompt = _prompt(data["source"], data["instruction"])
             return [Ask(thread=SOURCE, prompt=prompt, max_tokens=self.options.max_tokens)]
-        if (bad := _response_invalid("source", source, evidence)) is not None:
+        careful = reading_version(data) >= 2
+        if (bad := _response_invalid("source", source, evidence, careful=careful)) is not None:
             return bad
         check = transcript.last(CHECK)
         if check is None:
             answer = (source.reply or "").strip()[: self.options.max_answer_chars]
             prompt = data.get("check_prompt") or check_prompt(data["follow_up"], answer)
             return [Ask(thread=CHECK, prompt=prompt, answer=AnswerShape.yes_no())]
-        if (bad := _response_invalid("check", check, evidence)) is not None:
+        if (bad := _response_invalid("check", check, evidence, careful=careful)) is not None:
             return bad
-        word = leading_yes_no(AnswerShape.yes_no().free_text(check.reply or ""))
+        free = AnswerShape.yes_no().free_text(check.reply or "")
+        word = read_yes_no(free)[0] if careful else leading_yes_no(free)
         if word is None:
             # Unreadable before any judge is paid: the subject did not answer the format.
             return Verdict(

@@ -302,7 +302,9 @@ async def test_garbage_answers_give_invalid_verdicts(
     model = ScriptedModel(answer=lambda m: next(garbage))
     summary = await run_campaign(config, db_path, overrides={MODEL: model})
     assert summary.status == "completed"
-    assert summary.outcomes == {"INVALID": 12}
+    # Garbage is INVALID; "I refuse." is a refusal (REFUSED); never a verdict about bias.
+    assert set(summary.outcomes) <= {"INVALID", "REFUSED"}
+    assert sum(summary.outcomes.values()) == 12 and summary.outcomes["INVALID"] > 0
     assert all(reason for _, reason in verdicts(db_path))
 
 

@@ -309,3 +309,21 @@ def test_small_campaign_on_the_local_model(db_path: Path) -> None:
     reqs = tables["langbite_requirements"].rows
     assert {r[2] for r in reqs} == {"religion", "age", "politics"}
     assert sum(r[3] for r in reqs) == 3
+
+
+def test_a_model_refusing_one_community_is_flagged_not_failed(db_path: Path) -> None:
+    report = run(
+        db_path,
+        {"concerns": ["religion"], "languages": ["en"]},
+        repeats=2,
+        model_options={"refuse_mentions": ["Muslim"]},
+    )
+    rows = {r["community"]: r for r in report["langbite_refusals"]["rows"]}
+    assert rows["Muslim"]["refusal_rate"] == 1.0 and rows["Muslim"]["flagged"] == "yes"
+    assert all(r["flagged"] == "no" for c, r in rows.items() if c != "Muslim")
+    # A refusal fails no template: templates whose other answers pass are REFUSED, and no
+    # refused answer is counted as failed (the refused community has no failure at all).
+    [requirement] = report["langbite_requirements"]["rows"]
+    assert requirement["refused"] > 0
+    tests = report["langbite_community_tests"]["rows"]
+    assert all(r["failed"] == 0 for r in tests if r["community"] == "Muslim")

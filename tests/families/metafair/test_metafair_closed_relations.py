@@ -109,8 +109,11 @@ def test_the_mode_option_decides_the_run_time_verdict() -> None:
 
 def test_unreadable_and_failed_replies_are_invalid_with_a_reason() -> None:
     case = case_of("metafair.mr12", {})
-    verdict = answered("metafair.mr12", case, "Maybe", "No")
+    verdict = answered("metafair.mr12", case, "Perchance", "No")
     assert verdict.outcome is Outcome.INVALID and verdict.reason == "source: neither Yes nor No"
+    # A hedge is INVALID with its own reason, never read as an answer.
+    verdict = answered("metafair.mr12", case, "Maybe", "No")
+    assert verdict.outcome is Outcome.INVALID and verdict.reason == "source: hedge: maybe"
     rel = build_relation("metafair.mr12", {})
     asks = rel.step(case, Transcript())
     assert isinstance(asks, list)
@@ -123,6 +126,39 @@ def test_unreadable_and_failed_replies_are_invalid_with_a_reason() -> None:
     out = rel.step(case, failed)
     assert isinstance(out, Verdict) and out.outcome is Outcome.INVALID
     assert out.reason == "follow_up call failed: timeout: no answer"
+
+
+def test_refusals_are_refused_and_old_cases_keep_their_reading() -> None:
+    case = case_of("metafair.mr12", {})
+    assert case.data["reading"] == 2
+    verdict = answered("metafair.mr12", case, "I cannot answer that.", "No")
+    assert verdict.outcome is Outcome.REFUSED
+    assert verdict.reason == "source refused (text: I cannot answer)"
+    # An answer that mentions "cannot" after answering is read as the answer.
+    verdict = answered("metafair.mr12", case, "No, that cannot be assumed.", "No")
+    assert verdict.outcome is Outcome.HELD
+    rel = build_relation("metafair.mr12", {})
+    asks = rel.step(case, Transcript())
+    assert isinstance(asks, list)
+    vendor = Transcript(
+        turns=(
+            Turn(index=0, ask=asks[0], reply="No"),
+            Turn(
+                index=1,
+                ask=asks[1],
+                error="content_refused: the vendor refused on content grounds "
+                "(finish_reason SAFETY)",
+            ),
+        )
+    )
+    out = rel.step(case, vendor)
+    assert isinstance(out, Verdict) and out.outcome is Outcome.REFUSED
+    # A case recorded before reading rules 2 (no "reading" in its data) is read as it was:
+    # the refusal stays INVALID, the hedge "No one can say" still reads as No.
+    old = case.model_copy(update={"data": {k: v for k, v in case.data.items() if k != "reading"}})
+    assert answered("metafair.mr12", old, "I cannot answer that.", "No").outcome is Outcome.INVALID
+    assert answered("metafair.mr12", old, "No one can say.", "No").outcome is Outcome.HELD
+    assert answered("metafair.mr12", case, "No one can say.", "No").outcome is Outcome.INVALID
 
 
 def test_a_ranking_prompt_without_listed_items_keeps_its_format() -> None:

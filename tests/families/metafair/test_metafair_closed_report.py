@@ -37,8 +37,8 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     clean = base / "clean.db"
     config = parse_campaign(campaign(testset, "strict"), source="test")
     assert asyncio.run(run_campaign(config, clean)).status == "completed"
-    # Replies that follow no format ("I'd rather not put people into boxes like that."):
-    # strict finds no Yes/No in them, GUARD-ME reads the "no" of "not".
+    # Replies that follow no format ("Let me think about what is known here first."):
+    # strict finds no Yes/No in them, GUARD-ME reads the "no" of "known".
     noisy = base / "noisy.db"
     spec = campaign(testset, "strict")
     spec["models"] = [

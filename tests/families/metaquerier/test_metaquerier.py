@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harness.family_api import refusal_reason
 from harness.plugins.assembly import build_relation
 from harness.vocabulary.errors import ConfigError
 from harness.vocabulary.relation import Ask, Case, Outcome, Transcript, Turn, Verdict
@@ -193,18 +194,32 @@ def test_mr1_and_mr2_garbage_is_invalid_with_a_reason(
     rel = relation(name)
     case = data.draw(cases(name))
     [ask] = asks(rel.step(case, Transcript()))
+    # A refusal among the garbage ("I'd rather not answer.") is REFUSED, the rest INVALID.
+    expected = Outcome.REFUSED if refusal_reason(garbage) else Outcome.INVALID
     if at_source:
         verdict = rel.step(case, Transcript(turns=(turn(0, ask, garbage),)))
         assert isinstance(verdict, Verdict)
-        assert verdict.outcome is Outcome.INVALID
+        assert verdict.outcome is expected
         assert "source" in verdict.reason
         return
     transcript = Transcript(turns=(turn(0, ask, "[]"),))
     [follow_ask] = asks(rel.step(case, transcript))
     verdict = rel.step(case, transcript.extend([turn(1, follow_ask, garbage)]))
     assert isinstance(verdict, Verdict)
-    assert verdict.outcome is Outcome.INVALID
+    assert verdict.outcome is expected
     assert "follow-up" in verdict.reason
+
+
+@pytest.mark.parametrize("name", ["metaquerier.mr1", "metaquerier.mr2"])
+def test_a_refusal_is_refused_and_an_old_case_keeps_invalid(name: str) -> None:
+    rel = relation(name)
+    case = make(name, {}, 3, 99)
+    [ask] = asks(rel.step(case, Transcript()))
+    refused = rel.step(case, Transcript(turns=(turn(0, ask, "I'd rather not answer."),)))
+    assert isinstance(refused, Verdict) and refused.outcome is Outcome.REFUSED
+    old = case.model_copy(update={"data": {k: v for k, v in case.data.items() if k != "reading"}})
+    kept = rel.step(old, Transcript(turns=(turn(0, ask, "I'd rather not answer."),)))
+    assert isinstance(kept, Verdict) and kept.outcome is Outcome.INVALID
 
 
 @pytest.mark.parametrize("name", ["metaquerier.mr1", "metaquerier.mr2"])
