@@ -20,13 +20,18 @@ from typing import NamedTuple, Protocol
 
 from harness.models.gates import CallGate, InFlightGate
 from harness.running.cache import cache_key
-from harness.running.calls import CallLoop
+from harness.running.calls import CallLoop, CallOutcome
 from harness.running.campaign import CampaignConfig
 from harness.running.case_log import CaseLog
 from harness.running.plan import Plan
-from harness.running.reachability import ReachabilityWatch
+from harness.running.reachability import (
+    OutageAbort,
+    OutagePause,
+    OutageWatch,
+    ReachabilityWatch,
+)
 from harness.running.resume_step import InterruptedStep, interrupted_step
-from harness.running.retry import RetryPolicy
+from harness.running.retry import RetryDecision, RetryPolicy, failure_event
 from harness.runtime.gc_pause import gc_infrequent
 from harness.store.fold import CaseState, TurnState, messages_for
 from harness.store.protocol import EventSink
@@ -40,7 +45,7 @@ from harness.vocabulary.errors import (
     RelationError,
     redact,
 )
-from harness.vocabulary.events import CampaignFinished, CaseClosed, VerdictReached
+from harness.vocabulary.events import CampaignFinished, CaseClosed, ReplyReceived, VerdictReached
 from harness.vocabulary.model import GenerationParams, Message, Model, ModelSpec, Reply
 from harness.vocabulary.relation import (
     Ask,
@@ -89,6 +94,9 @@ class RunSummary:
     failures: int = 0
     resent_in_flight: int = 0
     cached: int = 0
+    # Cases left open because a turn's transient failures outlasted max_attempts ("failed,
+    # retryable"): not closed, not INVALID; `harness resume` sends those turns again.
+    retryable: int = 0
     elapsed_s: float = 0.0
     ceiling_usd: float | None = None  # set when the spending ceiling stopped the run
 
@@ -137,6 +145,11 @@ def turn_seeder(campaign_seed: int) -> Callable[[str, int], int]:
 
 
 _NO_TURNS = Transcript()  # a new case's (frozen: shared)
+
+_OUTAGE_FIX = (
+    "The campaign stopped; no case was closed by the outage (its unanswered turns stay open, "
+    "failed, retryable): once the vendor answers, run 'harness resume' on the same log"
+)
 
 current_call: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar(
     "current_call", default=None
@@ -192,7 +205,11 @@ class Engine:
         self._stop_reason = ""
         self._abort: BaseException | None = None
         self.reachability = ReachabilityWatch()
+        self.outages = OutageWatch(
+            first_pause_s=config.limits.outage_pause_s, max_pauses=config.limits.outage_pauses
+        )
         self._closing: set[Closing] = set()  # closing commits not yet resolved
+        self._suspended: set[str] = set()  # cases left failed, retryable (RunSummary.retryable)
 
     # --- control ---------------------------------------------------------------------
 
@@ -532,18 +549,42 @@ class Engine:
         )
         if outcome is None:
             return None  # stopped; resume finishes the turn
-        await log.append(outcome.event)
+        outcome = await self._record(log, outcome)
         if outcome.reply is not None:
             self.summary.cached += int(outcome.cached)
             return Turn(index=turn, ask=ask, reply=outcome.reply.text)
         assert outcome.error is not None and outcome.decision is not None
         error = outcome.error
+        if outcome.decision.action == "suspend":
+            # Failed, retryable: the case stays open (not INVALID); resume sends the turn again.
+            self._suspended.add(case.case_id)
+            self.summary.retryable = len(self._suspended)
+            return None
         if outcome.decision.action == "abort":
             raise CampaignAbortedError(
                 f"{model.name}: {error} — the campaign stopped; fix the cause and run "
                 "'harness resume' on the same log"
             )
         return Turn(index=turn, ask=ask, error=f"{error.kind}: {error}")
+
+    async def _record(self, log: CaseLog, outcome: CallOutcome) -> CallOutcome:
+        """Commit a turn's outcome. A reply the log cannot encode (a backend that let
+        unencodable content through `recordable_reply`) is recorded as a failure that is not
+        retried, with its reason: the call was paid for, and a crash here would have had
+        every resume send and pay for it again."""
+        try:
+            committed = log.append(outcome.event)
+        except (ValueError, TypeError, UnicodeError) as exc:  # the event did not encode
+            if not isinstance(outcome.event, ReplyReceived):
+                raise
+            error = ModelError(f"the reply cannot be recorded ({type(exc).__name__}: {exc})")
+            decision = RetryDecision("give_up", 0.0, "a reply that cannot be recorded")
+            failed = failure_event(outcome.event.turn, outcome.event.attempt, error, decision)
+            failed = failed.model_copy(update={"error_kind": "unrecordable_reply"})
+            outcome = CallOutcome(failed, error=error, decision=decision)
+            committed = log.append(failed)
+        await committed
+        return outcome
 
     # --- what the call loop reports ---------------------------------------------------
 
@@ -556,6 +597,22 @@ class Engine:
         if unreachable is not None and self._abort is None:
             self._abort = CampaignAbortedError(unreachable)
             self.request_stop(unreachable)
+        outage = self.outages.observe(model, reply, error)
+        if isinstance(outage, OutagePause):
+            self.calls.pause(model, outage.seconds)
+            self.progress.retry_scheduled(model, outage.seconds)
+        elif isinstance(outage, OutageAbort) and self._abort is None:
+            message = f"{outage.message}; {self._where(model)}. {_OUTAGE_FIX}"
+            self._abort = CampaignAbortedError(message)
+            self.request_stop(message)
+
+    def _where(self, model: str) -> str:
+        """Where ``model``'s calls go (a vendor's base URL without credentials, and the URL
+        shape its SDK expects), for an abort message."""
+        backend = self.models.get(model) or next((j for j in self.judges if j.name == model), None)
+        endpoint = getattr(backend, "endpoint", None)
+        describe = getattr(endpoint, "describe", None)
+        return f"calls go to {describe()}" if callable(describe) else f"model {model}"
 
     def retry_scheduled(self, model: str, wait_s: float) -> None:
         self.progress.retry_scheduled(model, wait_s)

@@ -15,7 +15,7 @@ from google import genai
 from google.genai import types
 
 from harness.models.providers._base import RawReply, VendorModel, split_system
-from harness.models.providers._errors import refused
+from harness.models.providers._errors import error_in_body, refused
 from harness.models.providers._options import VendorOptions, read_key
 from harness.models.providers._pool import ClientPool, pool_limits
 from harness.models.providers._sdk_errors import translate_genai
@@ -106,6 +106,9 @@ class GeminiModel(VendorModel):
                 model=self.identifier, contents=contents, config=config
             )
         request_id = response.response_id
+        failed = error_in_body(response, secrets=self._secrets)
+        if failed is not None:
+            raise failed
         feedback = response.prompt_feedback
         if feedback is not None and feedback.block_reason is not None:
             raise refused(f"prompt blocked: {_name(feedback.block_reason)}", request_id=request_id)

@@ -13,10 +13,11 @@ from typing import Any, ClassVar
 import pytest
 from pydantic import BaseModel, ConfigDict
 
+from harness.cli.exit_codes import ExitCode, campaign_exit_code
 from harness.plugins.registry import Family, register_family
 from harness.running.campaign import CampaignConfig
 from harness.running.plan import Plan
-from harness.running.runner import run_campaign
+from harness.running.runner import resume_campaign, run_campaign
 from harness.store.fold import fold_case
 from harness.store.reader import EventReader
 from harness.store.schema import connect
@@ -246,12 +247,22 @@ async def test_retryable_errors_are_retried_and_logged(make_campaign, db_path: P
 
 
 async def test_retries_stop_at_max_attempts(make_campaign, db_path: Path) -> None:
+    # Transient failures past max_attempts are not a verdict: the case stays open (failed,
+    # retryable), and resume sends the turn again with its attempts counted afresh.
     config = config_for(make_campaign, "testkit.chain", 1, {"turns": 1}, limits={"max_attempts": 3})
-    model = ScriptedModel(fail_first=[RateLimitedError("429", retry_after=0.0)] * 10)
+    model = ScriptedModel(fail_first=[RateLimitedError("429", retry_after=0.0)] * 5)
     summary = await run_campaign(config, db_path, overrides={MODEL: model})
     assert model.calls == 3
-    assert [f.decision for f in events_of(db_path, AskFailed)] == ["retry", "retry", "give_up"]
-    assert summary.outcomes == {"INVALID": 1}
+    assert [f.decision for f in events_of(db_path, AskFailed)] == ["retry", "retry", "suspend"]
+    assert summary.outcomes == {} and summary.cases_closed == 0 and summary.retryable == 1
+    assert campaign_exit_code(summary, 1) == ExitCode.UNFINISHED
+    # Two more failures, then an answer: three attempts again, not one (the count reset).
+    summary = await resume_campaign(db_path, overrides={MODEL: model})
+    assert model.calls == 6
+    decisions = [f.decision for f in events_of(db_path, AskFailed)]
+    assert decisions == ["retry", "retry", "suspend", "retry", "retry"]
+    assert summary.cases_closed == 1 and summary.retryable == 0
+    assert campaign_exit_code(summary, 1) == ExitCode.COMPLETED
 
 
 async def test_non_retryable_errors_are_not_retried(make_campaign, db_path: Path) -> None:
