@@ -386,3 +386,62 @@ async def test_a_huge_campaign_stops_cleanly_when_asked(make_campaign, db_path: 
         ).fetchone()[0]
     assert unanswered == 0
     assert len(events_of(db_path, ReplyReceived)) >= summary.cases_closed * 2
+
+
+# --- replies are data, outages are not verdicts (issue 32) ------------------------------
+
+
+async def test_a_lone_surrogate_is_recorded_once_and_never_sent_again(
+    make_campaign, db_path: Path
+) -> None:
+    # Before: the event encoder raised, the campaign died (exit 1), and every resume sent
+    # and paid for the same calls again. Now the text is repaired, the original kept.
+    config = config_for(make_campaign, "testkit.chain", 3, {"turns": 2})
+    model = ScriptedModel(answer=lambda m: f"ok \ud800 {m[-1].content}")
+    summary = await run_campaign(config, db_path, overrides={MODEL: model})
+    assert summary.cases_closed == 3 and model.calls == 6
+    replies = [e.reply for e in events_of(db_path, ReplyReceived)]
+    assert all(r.text.startswith("ok \ufffd case") for r in replies)
+    originals = [r.raw_escaped.encode("ascii").decode("unicode_escape") for r in replies]
+    assert sorted(originals) == sorted(
+        f"ok \ud800 case {i} turn {t}" for i in range(3) for t in (0, 1)
+    )
+    again = await resume_campaign(db_path, overrides={MODEL: model})
+    assert model.calls == 6 and again.calls == 0
+
+
+async def test_a_reply_that_cannot_be_recorded_is_a_failure_not_a_crash(
+    make_campaign, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A backend whose reply still does not encode (here: the repair switched off) becomes
+    # an AskFailed with its reason; the engine goes on; the paid call is never re-sent.
+    import harness.running.calls as calls_module
+
+    monkeypatch.setattr(calls_module, "recordable_reply", lambda reply: reply)
+    config = config_for(make_campaign, "testkit.chain", 2, {"turns": 1})
+    model = ScriptedModel(answer=lambda m: "\ud800")
+    summary = await run_campaign(config, db_path, overrides={MODEL: model})
+    assert summary.cases_closed == 2 and summary.outcomes == {"INVALID": 2}
+    failed = events_of(db_path, AskFailed)
+    assert [(f.error_kind, f.decision) for f in failed] == [("unrecordable_reply", "give_up")] * 2
+    assert all("cannot be recorded" in f.message for f in failed)
+    with EventReader(db_path) as log:  # no hole where the reply was refused
+        for case_id in {s.case_id for s in log.events(kinds=("CaseOpened",))}:
+            seqs = [s.seq for s in log.case_events(log.latest_campaign(), case_id)]
+            assert seqs == list(range(1, len(seqs) + 1))
+    again = await resume_campaign(db_path, overrides={MODEL: model})
+    assert model.calls == 2 and again.calls == 0
+
+
+async def test_suspended_turns_keep_every_other_case_going(make_campaign, db_path: Path) -> None:
+    # One case's transient failures outlast max_attempts: it stays open, every other case
+    # closes, the summary counts it, and resume finishes it without re-sending answered turns.
+    config = config_for(make_campaign, "testkit.chain", 4, {"turns": 2}, limits={"max_attempts": 2})
+    model = ScriptedModel()
+    model.failures["case 2 turn 1"] = [RateLimitedError("429", retry_after=0.0)] * 2
+    first = await run_campaign(config, db_path, overrides={MODEL: model})
+    assert first.cases_closed == 3 and first.retryable == 1 and first.outcomes == {"HELD": 3}
+    calls_before = model.calls
+    second = await resume_campaign(db_path, overrides={MODEL: model})
+    assert second.cases_closed == 1 and second.outcomes == {"HELD": 1}
+    assert model.calls == calls_before + 1  # only the suspended turn is sent again
