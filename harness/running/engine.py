@@ -148,7 +148,8 @@ _NO_TURNS = Transcript()  # a new case's (frozen: shared)
 
 _OUTAGE_FIX = (
     "The campaign stopped; no case was closed by the outage (its unanswered turns stay open, "
-    "failed, retryable): once the vendor answers, run 'harness resume' on the same log"
+    "failed, retryable): once the vendor answers, run harness resume LOG (a wrong URL: "
+    "harness resume LOG --base-url '{model}=URL')"
 )
 
 current_call: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar(
@@ -602,7 +603,7 @@ class Engine:
             self.calls.pause(model, outage.seconds)
             self.progress.retry_scheduled(model, outage.seconds)
         elif isinstance(outage, OutageAbort) and self._abort is None:
-            message = f"{outage.message}; {self._where(model)}. {_OUTAGE_FIX}"
+            message = f"{outage.message}; {self._where(model)}. " + _OUTAGE_FIX.format(model=model)
             self._abort = CampaignAbortedError(message)
             self.request_stop(message)
 
