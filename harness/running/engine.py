@@ -45,7 +45,14 @@ from harness.vocabulary.errors import (
     RelationError,
     redact,
 )
-from harness.vocabulary.events import CampaignFinished, CaseClosed, ReplyReceived, VerdictReached
+from harness.vocabulary.events import (
+    AskSent,
+    CampaignFinished,
+    CaseClosed,
+    Event,
+    ReplyReceived,
+    VerdictReached,
+)
 from harness.vocabulary.model import GenerationParams, Message, Model, ModelSpec, Reply
 from harness.vocabulary.relation import (
     Ask,
@@ -92,7 +99,8 @@ class RunSummary:
     outcomes: Counter[str] = field(default_factory=Counter)
     calls: int = 0
     failures: int = 0
-    resent_in_flight: int = 0
+    resent_in_flight: int = 0  # turns in flight at the crash or stop that this run re-sent
+    resent: int = 0  # every logged turn this run sent again (in flight, cancelled, retryable)
     cached: int = 0
     # Cases left open because a turn's transient failures outlasted max_attempts ("failed,
     # retryable"): not closed, not INVALID; `harness resume` sends those turns again.
@@ -486,7 +494,21 @@ class Engine:
         return self.specs[model.name].params.seed is None and self.config.defaults.seed is None
 
     async def _resend(self, log: CaseLog, turn: TurnState) -> Turn | None:
+        """Send a logged turn again, exactly as it was sent (in flight at a crash, cancelled
+        at a stop, awaiting a retry, or failed, retryable). ``RunSummary.resent`` counts it
+        when its AskSent is appended: the count is of calls that went out again, whatever
+        left the turn open, and a stop before the call went out is not counted."""
         last = turn.sent[-1]
+        counted = False
+
+        def append(event: Event) -> asyncio.Future[list[int]]:
+            nonlocal counted
+            committed = log.append(event)
+            if not counted and isinstance(event, AskSent):
+                counted = True
+                self.summary.resent += 1
+            return committed
+
         return await self._call(
             log,
             turn.ask,
@@ -495,6 +517,7 @@ class Engine:
             last.params,
             first_attempt=last.attempt + 1,
             counted_attempts=turn.counted_attempts,
+            append=append,
         )
 
     async def _finish(self, log: CaseLog, step: InterruptedStep, i: int, ask: Ask) -> Turn | None:
@@ -524,7 +547,9 @@ class Engine:
         *,
         first_attempt: int,
         counted_attempts: int = 0,
+        append: Callable[[Event], asyncio.Future[list[int]]] | None = None,
     ) -> Turn | None:
+        """``append``: how the turn's attempts are appended (default: the case's log)."""
         case = log.state.case
         model = self._model_for(case, ask)
         current_call.set(CallContext(case.case_id, turn, case.repeat))
@@ -537,7 +562,7 @@ class Engine:
                 return cache.lookup(key, case.repeat)
 
         outcome = await self.calls.send(
-            log.append,
+            append or log.append,
             model,
             self.gates[model.name],
             ask,

@@ -94,7 +94,11 @@ def command(
             )
         )
     echo_summary(summary, db)
-    click.echo(f"in-flight calls re-sent on resume: {summary.resent_in_flight}", err=True)
+    click.echo(
+        f"calls re-sent on resume: {summary.resent} ({summary.resent_in_flight} in flight at "
+        "the stop; the others cancelled at a stop, awaiting a retry or failed, retryable)",
+        err=True,
+    )
     if summary.cached:
         click.echo(f"answers reused from earlier logs: {summary.cached}", err=True)
     if report:

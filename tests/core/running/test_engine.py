@@ -445,3 +445,71 @@ async def test_suspended_turns_keep_every_other_case_going(make_campaign, db_pat
     second = await resume_campaign(db_path, overrides={MODEL: model})
     assert second.cases_closed == 1 and second.outcomes == {"HELD": 1}
     assert model.calls == calls_before + 1  # only the suspended turn is sent again
+
+
+async def test_resume_after_a_disk_full_stop_counts_every_re_sent_call(
+    make_campaign, db_path: Path
+) -> None:
+    # The log's disk fills mid-campaign: commits fail, the run dies with turns in flight
+    # and turns awaiting a retry. Resume must count every logged turn it sends again, not
+    # only those in flight (before: some resumes under-counted their re-sent calls).
+    from harness.running.engine import Engine
+    from harness.running.runner import campaign_started
+    from harness.store.fold import fold_case
+    from harness.store.writer import EventWriter, PendingEvent
+    from harness.vocabulary.errors import StoreError
+
+    config = config_for(
+        make_campaign,
+        "testkit.chain",
+        40,
+        {"turns": 2},
+        max_in_flight=8,
+        limits={"max_attempts": 3},
+    )
+    state: dict[str, Any] = {}
+
+    def answer(messages: Sequence[Message]) -> str:
+        if model.calls >= 30 and "full" not in state:  # the disk is full from now on
+            state["full"] = store = state["store"]
+            store._commit_sync = lambda group: [StoreError("database or disk is full")] * len(group)
+        return "[]"
+
+    model = ScriptedModel(delay=0.005, answer=answer)
+    for i in (1, 4, 6):  # waiting out a long Retry-After when the disk fills
+        model.failures[f"case {i} turn 0"] = [RateLimitedError("429", retry_after=60.0)]
+    plan = Plan(config)
+    with pytest.raises(StoreError):
+        async with await EventWriter.open(db_path) as store:
+            state["store"] = store
+            started = campaign_started(config, plan.total_cases)
+            await store.append([PendingEvent("c1", "", 1, started)])
+            engine = Engine(store, config, "c1", {MODEL: model}, [], plan=plan)
+            await engine.run()
+    with EventReader(db_path) as log:
+        by_case: dict[str, list[Any]] = {}
+        for stored in log.events("c1"):
+            if stored.case_id:
+                by_case.setdefault(stored.case_id, []).append(stored)
+    open_prompts = {
+        t.ask.prompt
+        for events in by_case.values()
+        for t in fold_case(events).open_turns()
+        if t.sent
+    }
+    in_flight = sum(
+        1 for events in by_case.values() for t in fold_case(events).open_turns() if t.in_flight
+    )
+    assert open_prompts and in_flight < len(open_prompts)  # some were awaiting a retry
+    again = ScriptedModel()
+    sent_prompts: list[str] = []
+    again.answer = lambda messages: sent_prompts.append(messages[-1].content) or "[]"  # type: ignore[func-returns-value]
+    summary = await resume_campaign(db_path, overrides={MODEL: again})
+    resent = [p for p in sent_prompts if p in open_prompts]
+    assert sorted(resent) == sorted(open_prompts)  # each sent again once
+    assert summary.resent == len(open_prompts)
+    assert summary.resent_in_flight == in_flight
+    assert (
+        summary.cases_closed + len([1 for events in by_case.values() if fold_case(events).closed])
+        == 40
+    )
