@@ -95,3 +95,34 @@ def test_synthetic_v1_to_v2_upcast(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     with pytest.raises(EventDecodeError, match="upgrade"):
         decode_event("ReplyReceived", 4, old)
     print("synthetic upcast v1 -> v2: decoded through the log; 3 bad cases raised EventDecodeError")
+
+
+FIXTURE_V2 = FIXTURE.with_name("events_v2.db")
+
+
+def test_fixture_log_of_schema_v2_loads_resumes_and_verifies(tmp_path: Path) -> None:
+    # ReplyReceived v2 (a repaired reply, its original escaped) and AskFailed v2 (a turn
+    # suspended by an outage, then answered by resume): tests/fixtures/make_fixture_log_v2.py.
+    from harness.verifying.replay import verify_log
+    from harness.vocabulary.events import AskFailed
+
+    assert FIXTURE_V2.exists(), "tests/fixtures/events_v2.db is committed with the repository"
+    with EventReader(FIXTURE_V2) as log:
+        decoded = list(log.events())
+        states = [fold_case(evs) for _, evs in log.cases(log.latest_campaign())]
+    raws = [
+        e.event.reply.raw_escaped
+        for e in decoded
+        if isinstance(e.event, ReplyReceived) and e.event.reply.raw_escaped
+    ]
+    assert raws and all("\ud800" in r.encode("ascii").decode("unicode_escape") for r in raws)
+    assert [e.event.decision for e in decoded if isinstance(e.event, AskFailed)] == [
+        "retry",
+        "suspend",
+    ]
+    assert all(s.closed for s in states)
+    result = verify_log(FIXTURE_V2)
+    assert result.cases == 4 and not result.differences, result.differences
+    copy = tmp_path / "copy.db"
+    shutil.copy(FIXTURE_V2, copy)
+    assert load_resume_point(copy).open_cases == {}
