@@ -277,12 +277,19 @@ class Engine:
             # Closes a cancelled worker left unawaited: committed before CampaignFinished.
             await asyncio.gather(*self._closing, return_exceptions=True)
         self.summary.elapsed_s = time.monotonic() - started
+        if self._abort is None and not self._stop.is_set() and self.summary.retryable:
+            self._abort_if_never_answered()
         if self._abort is not None:
             self.summary.status = "aborted"
             self.summary.reason = redact(str(self._abort))
         elif self._stop.is_set():
             self.summary.status = "stopped"
             self.summary.reason = self._stop_reason
+        elif self.summary.retryable:
+            self.summary.reason = (
+                f"{self.summary.retryable} cases failed, retryable (transient vendor failures); "
+                "harness resume sends them again"
+            )
         if self.lease is not None:  # one worker's end is not the campaign's
             if self._abort is not None:
                 raise CampaignAbortedError(self.summary.reason) from self._abort
@@ -353,7 +360,8 @@ class Engine:
             closing = await self._run_case(case, relation)
             if closing is not None:
                 await closing  # released as closed only once CaseClosed is committed
-            closed = not self._stop.is_set()
+            # A case left failed, retryable is open: its lease is given back, not closed.
+            closed = not self._stop.is_set() and case.case_id not in self._suspended
         except ConcurrencyError:
             return  # lost the lease: another worker holds the case and appended first
         except (BudgetExceededError, CampaignAbortedError) as exc:
@@ -631,6 +639,16 @@ class Engine:
             message = f"{outage.message}; {self._where(model)}. " + _OUTAGE_FIX.format(model=model)
             self._abort = CampaignAbortedError(message)
             self.request_stop(message)
+
+    def _abort_if_never_answered(self) -> None:
+        """Cases were left failed, retryable by a model that answered no call at all: that
+        is an outage (exit 3), however few calls the run had to make."""
+        for name in [*self.models, *(j.name for j in self.judges)]:
+            silent = self.outages.never_answered(name)
+            if silent is not None:
+                message = f"{silent}; {self._where(name)}. " + _OUTAGE_FIX.format(model=name)
+                self._abort = CampaignAbortedError(message)
+                return
 
     def _where(self, model: str) -> str:
         """Where ``model``'s calls go (a vendor's base URL without credentials, and the URL

@@ -100,6 +100,8 @@ class OutageWatch:
         self._failed: Counter[str] = Counter()  # transient failures since the last answer
         self._since: dict[str, float] = {}  # when the current run of failures began
         self._quiet_until: dict[str, float] = {}  # failures before this are of calls paused
+        self._answered: set[str] = set()  # models that answered at least once in this run
+        self._last_error: dict[str, ModelError] = {}
 
     def observe(
         self,
@@ -111,6 +113,10 @@ class OutageWatch:
     ) -> OutagePause | OutageAbort | None:
         """Record one attempt's outcome; what the engine must do about the model."""
         now = time.monotonic() if now is None else now
+        if reply is not None:
+            self._answered.add(model)
+        elif error is not None and error.kind != "cancelled":
+            self._last_error[model] = error
         if reply is not None or error is None or not error.retryable:
             # An answer, or a failure the server chose (a 400, a refusal): it is up.
             self._streak.pop(model, None)
@@ -140,3 +146,15 @@ class OutageWatch:
             wait = max(wait, min(error.retry_after, self.cap_s))
         self._quiet_until[model] = now + wait
         return OutagePause(wait)
+
+    def never_answered(self, model: str) -> str | None:
+        """Why ``model`` counts as not answering at all (every call of this run failed with
+        a transient error), or None. A run too short to reach ``max_pauses`` still ends
+        as an abort, not as a run with work left, when its model never answered."""
+        error = self._last_error.get(model)
+        if model in self._answered or error is None or not error.retryable:
+            return None
+        return (
+            f"{model}: vendor outage: no call was answered in this run "
+            f"({self._failed[model]} failed with transient errors); last error: {error}"
+        )

@@ -249,20 +249,39 @@ async def test_retryable_errors_are_retried_and_logged(make_campaign, db_path: P
 async def test_retries_stop_at_max_attempts(make_campaign, db_path: Path) -> None:
     # Transient failures past max_attempts are not a verdict: the case stays open (failed,
     # retryable), and resume sends the turn again with its attempts counted afresh.
-    config = config_for(make_campaign, "testkit.chain", 1, {"turns": 1}, limits={"max_attempts": 3})
-    model = ScriptedModel(fail_first=[RateLimitedError("429", retry_after=0.0)] * 5)
+    config = config_for(make_campaign, "testkit.chain", 2, {"turns": 1}, limits={"max_attempts": 3})
+    model = ScriptedModel()
+    model.failures["case 0 turn 0"] = [RateLimitedError("429", retry_after=0.0)] * 5
     summary = await run_campaign(config, db_path, overrides={MODEL: model})
-    assert model.calls == 3
+    assert model.calls == 4  # three attempts, and case 1's one
     assert [f.decision for f in events_of(db_path, AskFailed)] == ["retry", "retry", "suspend"]
-    assert summary.outcomes == {} and summary.cases_closed == 0 and summary.retryable == 1
-    assert campaign_exit_code(summary, 1) == ExitCode.UNFINISHED
+    assert summary.outcomes == {"HELD": 1} and summary.retryable == 1
+    assert "1 cases failed, retryable" in summary.reason
+    assert campaign_exit_code(summary, 2) == ExitCode.UNFINISHED
     # Two more failures, then an answer: three attempts again, not one (the count reset).
     summary = await resume_campaign(db_path, overrides={MODEL: model})
-    assert model.calls == 6
+    assert model.calls == 7
     decisions = [f.decision for f in events_of(db_path, AskFailed)]
     assert decisions == ["retry", "retry", "suspend", "retry", "retry"]
     assert summary.cases_closed == 1 and summary.retryable == 0
     assert campaign_exit_code(summary, 1) == ExitCode.COMPLETED
+
+
+async def test_a_model_that_never_answers_aborts_however_short_the_run(
+    make_campaign, db_path: Path
+) -> None:
+    # Too few calls to reach the outage pauses, and not one answered: an outage (exit 3),
+    # not a run with work left (exit 5); resume then completes it.
+    config = config_for(make_campaign, "testkit.chain", 2, {"turns": 1}, limits={"max_attempts": 2})
+    model = ScriptedModel(fail_first=[RateLimitedError("503", retry_after=0.0)] * 2)
+    with pytest.raises(CampaignAbortedError) as caught:
+        await run_campaign(config, db_path, overrides={MODEL: model})
+    assert f"{MODEL}: vendor outage: no call was answered" in str(caught.value)
+    assert "harness resume" in str(caught.value)
+    [finished] = events_of(db_path, CampaignFinished)
+    assert finished.status == "aborted"
+    summary = await resume_campaign(db_path, overrides={MODEL: ScriptedModel()})
+    assert summary.cases_closed == 2 and campaign_exit_code(summary, 2) == ExitCode.COMPLETED
 
 
 async def test_non_retryable_errors_are_not_retried(make_campaign, db_path: Path) -> None:
