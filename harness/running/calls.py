@@ -190,7 +190,9 @@ class CallLoop:
         except ModelError as exc:
             error = exc
         except TimeoutError as exc:
-            error = ModelTimeoutError(f"no reply within {self.timeout_s:.0f}s")
+            error = ModelTimeoutError(
+                f"no reply within {self.timeout_s:g}s (limits.call_timeout_s)"
+            )
             error.__cause__ = exc
         except asyncio.CancelledError:
             # Cancelled past the stop grace period: record the outcome so the log never
