@@ -348,8 +348,14 @@ class Engine:
             self._abort = exc
             self.request_stop(str(exc))
 
+    def left_retryable(self, case_id: str) -> bool:
+        """True when this engine left ``case_id`` failed, retryable (`RunSummary.retryable`)."""
+        return case_id in self._suspended
+
     async def _run_leased(self, case: Case, relation: Relation) -> None:
         assert self.lease is not None
+        if case.case_id in self._suspended:
+            return  # not again in this process: the outage that suspended it may last
         granted, state = await self.lease.claim(case.case_id)
         if not granted:
             return  # another worker runs it, or it is closed
