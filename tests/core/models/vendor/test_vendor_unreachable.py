@@ -160,7 +160,10 @@ def test_every_sdk_default_and_a_missing_compat_url_are_named(
 
 
 def test_after_a_wrong_base_url_the_printed_fix_resumes_the_campaign(
-    tmp_path: Path, vendor: FakeVendor, canary_keys: dict[str, str]
+    tmp_path: Path,
+    vendor: FakeVendor,
+    canary_keys: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Before: `run` refused the log and `resume` re-used the URL stored in it; only a new
     # campaign escaped, and nothing said so. Now the abort prints a resume command with
@@ -198,18 +201,27 @@ max_attempts = 2
     assert fix in first.output, first.output
     good = base_url("openai", vendor)
     command = shlex.split(fix.replace("=URL", f"={good}"))
-    second = runner.invoke(main, [*command[1:], "--no-report"])
+    # The key variable can change the same way (recorded and kept as well).
+    alt_key = "sk-test-ALT-key-0123456789"
+    monkeypatch.setenv("ALT_OPENAI_KEY", alt_key)
+    key_env = ["--api-key-env", "openai:gpt-4o-mini=ALT_OPENAI_KEY"]
+    second = runner.invoke(main, [*command[1:], *key_env, "--no-report"])
     assert second.exit_code == 0, second.output
     assert len(vendor.requests) == 12  # every case, each turn once
+    assert all(r.headers["authorization"] == f"Bearer {alt_key}" for r in vendor.requests)
     with EventReader(db) as log:
         resumed = [e.event for e in log.events(kinds=("CampaignResumed",))]
     assert isinstance(resumed[-1], CampaignResumed)
     key = "models[openai:gpt-4o-mini].options.base_url"
-    assert resumed[-1].config_overrides == {key: good}
+    assert resumed[-1].config_overrides == {
+        key: good,
+        "models[openai:gpt-4o-mini].options.api_key_env": "ALT_OPENAI_KEY",
+    }
     assert resumed[-1].endpoints["openai:gpt-4o-mini"]["url"] == good
     # Later resumes keep the fixed URL (the recorded campaign still holds the wrong one).
     point = load_resume_point(db)
     assert point.config.models[0].options["base_url"] == good
+    assert point.config.models[0].options["api_key_env"] == "ALT_OPENAI_KEY"
     # A name that is not a model of the campaign is a usage error naming the models.
     bad = runner.invoke(main, ["resume", str(db), "--base-url", f"openai:gpt-4=={good}"])
     assert bad.exit_code == 2 and "openai:gpt-4o-mini" in bad.output, bad.output
