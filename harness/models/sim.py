@@ -26,7 +26,14 @@ from harness.plugins.family_parts import sim_handlers, sim_option_models
 from harness.vocabulary.answer_shape import AnswerShape
 from harness.vocabulary.config_errors import config_error
 from harness.vocabulary.errors import ConfigError
-from harness.vocabulary.model import GenerationParams, Message, ModelSpec, Reply, Usage
+from harness.vocabulary.model import (
+    GenerationParams,
+    Message,
+    ModelSpec,
+    Reply,
+    Usage,
+    recordable_reply,
+)
 from harness.vocabulary.relation import derive_seed
 from harness.vocabulary.simulation import SimOptions, SimRequest, _Truth
 
@@ -112,7 +119,8 @@ class SimModel:
         if params.answer_shape is not None:
             text = constrained(text, params.answer_shape, rng)
         usage = Usage(input_tokens=chars // 4 + 1, output_tokens=len(text) // 4 + 1)
-        return Reply(text=text, usage=usage, finish_reason="stop", latency_s=opts.latency_s)
+        reply = Reply(text=text, usage=usage, finish_reason="stop", latency_s=opts.latency_s)
+        return recordable_reply(reply)  # a planted answer is data too (see `recordable_reply`)
 
     async def aclose(self) -> None:
         return None

@@ -8,7 +8,8 @@ A campaign's status is one of:
 - ``stopped``: stopped by a signal or the spending ceiling (resumable);
 - ``aborted``: a vendor error stopped it (resumable once fixed);
 - ``unfinished``: no end was recorded after its last start (a crash, a kill, or a run still
-  going), or it ended with fewer cases closed than planned.
+  going), or it ended with fewer cases closed than planned, or with cases failed,
+  retryable (a vendor's transient failures outlasted ``max_attempts``: `retryable_cases`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class CampaignStatus:
     planned: int | None = None
     opened: int = 0
     closed: int = 0
+    retryable: int = 0  # open cases whose turn is failed, retryable (AskFailed "suspend")
     imported_from: str | None = None  # set for a campaign written by an importer
     import_command: str = ""
     started: CampaignStarted | None = field(default=None, repr=False)
@@ -63,6 +65,24 @@ def iso_time(ts: float | None) -> str:
 def _count(log: EventReader, campaign: str, kind: str) -> int:
     sql = "SELECT COUNT(*) FROM events WHERE campaign = ? AND kind = ?"
     return int(log.connection.execute(sql, (campaign, kind)).fetchone()[0])
+
+
+# Open cases with a turn suspended (transient failures past max_attempts) and not sent
+# again since: nothing closed them, nothing later of that turn was written.
+_RETRYABLE_SQL = (
+    "SELECT COUNT(DISTINCT e.case_id) FROM events e"
+    " WHERE e.campaign = ? AND e.kind = 'AskFailed'"
+    " AND json_extract(e.payload, '$.decision') = 'suspend'"
+    " AND NOT EXISTS (SELECT 1 FROM events x WHERE x.campaign = e.campaign"
+    " AND x.case_id = e.case_id AND x.seq > e.seq AND (x.kind = 'CaseClosed'"
+    " OR (x.turn = e.turn AND x.kind IN ('AskSent', 'ReplyReceived'))))"
+)
+
+
+def retryable_cases(log: EventReader, campaign: str) -> int:
+    """Cases of ``campaign`` left failed, retryable: a vendor outage is not a verdict, so
+    they are open, and `harness resume` sends their turns again."""
+    return int(log.connection.execute(_RETRYABLE_SQL, (campaign,)).fetchone()[0])
 
 
 def paid_replies(log: EventReader, campaign: str) -> int:
@@ -108,6 +128,8 @@ def campaign_statuses(log: EventReader) -> list[CampaignStatus]:
             continue
         status.opened = _count(log, cid, "CaseOpened")
         status.closed = _count(log, cid, "CaseClosed")
+        if status.closed < status.opened:
+            status.retryable = retryable_cases(log, cid)
     for status in found.values():
         if status.finished_at is None:
             status.reason = (
@@ -116,6 +138,11 @@ def campaign_statuses(log: EventReader) -> list[CampaignStatus]:
         elif status.status == "completed" and status.planned and status.closed < status.planned:
             status.status = "unfinished"
             status.reason = f"{status.planned - status.closed} planned cases not closed"
+        if status.retryable:
+            status.status = "unfinished" if status.status == "completed" else status.status
+            status.reason = (
+                f"{status.reason}; " if status.reason else ""
+            ) + f"{status.retryable} cases failed, retryable (run harness resume)"
     return list(found.values())
 
 
@@ -176,6 +203,8 @@ def header_table(status: CampaignStatus) -> Table:
         ["status", status.status + (f": {status.reason}" if status.reason else "")],
         ["cases closed", status.cases],
     ]
+    if status.retryable:
+        rows.append(["failed, retryable", status.retryable])
     if status.imported_from:
         rows.append(["imported from", status.imported_from])
     rows.extend(["model", line] for line in effective_models(started))

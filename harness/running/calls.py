@@ -23,7 +23,14 @@ from harness.running.call_deadlines import CallDeadlines
 from harness.running.retry import RetryDecision, RetryPolicy, failure_event
 from harness.vocabulary.errors import ModelError, ModelTimeoutError
 from harness.vocabulary.events import AskFailed, AskSent, Event, ReplyReceived
-from harness.vocabulary.model import GenerationParams, Message, Model, Reply, request_key
+from harness.vocabulary.model import (
+    GenerationParams,
+    Message,
+    Model,
+    Reply,
+    recordable_reply,
+    request_key,
+)
 from harness.vocabulary.relation import Ask
 
 Append = Callable[[Event], Awaitable[object]]
@@ -46,7 +53,7 @@ class CallOutcome(NamedTuple):
     event: ReplyReceived | AskFailed
     reply: Reply | None = None
     error: ModelError | None = None
-    decision: RetryDecision | None = None  # for a failure: give_up or abort
+    decision: RetryDecision | None = None  # for a failure: give_up, suspend or abort
 
     @property
     def cached(self) -> bool:
@@ -60,9 +67,28 @@ class CallLoop:
     stop: asyncio.Event  # once set, no new attempt starts; a retry's wait ends early
     observer: CallObserver | None = None
     _deadlines: CallDeadlines = field(init=False, repr=False)
+    # Model name -> monotonic time until which no attempt to it starts (an outage pause).
+    _paused_until: dict[str, float] = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self._deadlines = CallDeadlines(self.timeout_s)
+
+    def pause(self, model: str, seconds: float) -> None:
+        """Start no attempt to ``model`` for ``seconds`` (a vendor outage: `OutageWatch`)."""
+        until = time.monotonic() + max(seconds, 0.0)
+        self._paused_until[model] = max(self._paused_until.get(model, 0.0), until)
+
+    def paused(self, model: str) -> bool:
+        """True while an outage pause of ``model`` lasts."""
+        return self._paused_until.get(model, 0.0) > time.monotonic()
+
+    async def _wait_pause(self, model: str) -> None:
+        while not self.stop.is_set():
+            left = self._paused_until.get(model, 0.0) - time.monotonic()
+            if left <= 0:
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stop.wait(), timeout=left)
 
     async def send(
         self,
@@ -90,6 +116,8 @@ class CallLoop:
         attempt = first_attempt
         counted = counted_attempts
         while True:
+            if self._paused_until and self.paused(model.name):
+                await self._wait_pause(model.name)
             if self.stop.is_set():
                 return None
             hit = cached() if cached is not None else None
@@ -162,7 +190,9 @@ class CallLoop:
         except ModelError as exc:
             error = exc
         except TimeoutError as exc:
-            error = ModelTimeoutError(f"no reply within {self.timeout_s:.0f}s")
+            error = ModelTimeoutError(
+                f"no reply within {self.timeout_s:g}s (limits.call_timeout_s)"
+            )
             error.__cause__ = exc
         except asyncio.CancelledError:
             # Cancelled past the stop grace period: record the outcome so the log never
@@ -174,6 +204,9 @@ class CallLoop:
             # Backends must translate their own errors; this records the bug instead of
             # crashing a campaign of thousands of calls.
             error = ModelError(f"untranslated {type(exc).__name__}: {exc}")
+        if reply is not None:
+            # Every backend's reply, whatever it holds, is recordable (lone surrogates...).
+            reply = recordable_reply(reply)
         gate.release(reply, error)
         if self.observer is not None:
             self.observer.call_ended(model.name, reply, error)

@@ -43,6 +43,14 @@ class Limits(BaseModel):
     call_timeout_s: float = Field(default=120.0, gt=0)
     spend_ceiling_usd: float | None = Field(default=None, ge=0)
     stop_grace_s: float = Field(default=8.0, ge=0)
+    # A vendor outage (harness.running.reachability.OutageWatch): the first pause of a model
+    # whose calls fail in a row, doubled each time, and the pauses before the campaign
+    # aborts (exit 3). Left out of the recorded config at their defaults, so the config hash
+    # of every campaign written before them is unchanged.
+    outage_pause_s: float = Field(
+        default=1.0, gt=0, le=3600, allow_inf_nan=False, exclude_if=lambda v: v == 1.0
+    )
+    outage_pauses: int = Field(default=4, ge=0, le=100, exclude_if=lambda v: v == 4)
 
 
 class CampaignConfig(BaseModel):

@@ -59,9 +59,16 @@ class CaseLog:
         not a coroutine: a turn awaits two appends, and a coroutine around each was one
         more frame to create, resume and leave every time its commit woke the case.
         """
+        opening, next_seq = self.opening, self.state.next_seq
         pending = self._numbered(events)
         if pending:
-            return self.store.append_soon(pending)
+            try:
+                return self.store.append_soon(pending)
+            except BaseException:
+                # Not queued (an event that does not encode): its positions stay free, so
+                # what the caller appends instead leaves no gap in the case's stream.
+                self.opening, self.state.next_seq = opening, next_seq
+                raise
         nothing: asyncio.Future[list[int]] = asyncio.get_running_loop().create_future()
         nothing.set_result([])
         return nothing

@@ -20,13 +20,18 @@ from typing import NamedTuple, Protocol
 
 from harness.models.gates import CallGate, InFlightGate
 from harness.running.cache import cache_key
-from harness.running.calls import CallLoop
+from harness.running.calls import CallLoop, CallOutcome
 from harness.running.campaign import CampaignConfig
 from harness.running.case_log import CaseLog
 from harness.running.plan import Plan
-from harness.running.reachability import ReachabilityWatch
+from harness.running.reachability import (
+    OutageAbort,
+    OutagePause,
+    OutageWatch,
+    ReachabilityWatch,
+)
 from harness.running.resume_step import InterruptedStep, interrupted_step
-from harness.running.retry import RetryPolicy
+from harness.running.retry import RetryDecision, RetryPolicy, failure_event
 from harness.runtime.gc_pause import gc_infrequent
 from harness.store.fold import CaseState, TurnState, messages_for
 from harness.store.protocol import EventSink
@@ -40,7 +45,14 @@ from harness.vocabulary.errors import (
     RelationError,
     redact,
 )
-from harness.vocabulary.events import CampaignFinished, CaseClosed, VerdictReached
+from harness.vocabulary.events import (
+    AskSent,
+    CampaignFinished,
+    CaseClosed,
+    Event,
+    ReplyReceived,
+    VerdictReached,
+)
 from harness.vocabulary.model import GenerationParams, Message, Model, ModelSpec, Reply
 from harness.vocabulary.refusal import as_recorded
 from harness.vocabulary.relation import (
@@ -88,8 +100,12 @@ class RunSummary:
     outcomes: Counter[str] = field(default_factory=Counter)
     calls: int = 0
     failures: int = 0
-    resent_in_flight: int = 0
+    resent_in_flight: int = 0  # turns in flight at the crash or stop that this run re-sent
+    resent: int = 0  # every logged turn this run sent again (in flight, cancelled, retryable)
     cached: int = 0
+    # Cases left open because a turn's transient failures outlasted max_attempts ("failed,
+    # retryable"): not closed, not INVALID; `harness resume` sends those turns again.
+    retryable: int = 0
     elapsed_s: float = 0.0
     ceiling_usd: float | None = None  # set when the spending ceiling stopped the run
 
@@ -138,6 +154,12 @@ def turn_seeder(campaign_seed: int) -> Callable[[str, int], int]:
 
 
 _NO_TURNS = Transcript()  # a new case's (frozen: shared)
+
+_OUTAGE_FIX = (
+    "The campaign stopped; no case was closed by the outage (its unanswered turns stay open, "
+    "failed, retryable): once the vendor answers, run harness resume LOG (a wrong URL: "
+    "harness resume LOG --base-url '{model}=URL')"
+)
 
 current_call: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar(
     "current_call", default=None
@@ -193,7 +215,11 @@ class Engine:
         self._stop_reason = ""
         self._abort: BaseException | None = None
         self.reachability = ReachabilityWatch()
+        self.outages = OutageWatch(
+            first_pause_s=config.limits.outage_pause_s, max_pauses=config.limits.outage_pauses
+        )
         self._closing: set[Closing] = set()  # closing commits not yet resolved
+        self._suspended: set[str] = set()  # cases left failed, retryable (RunSummary.retryable)
 
     # --- control ---------------------------------------------------------------------
 
@@ -252,12 +278,19 @@ class Engine:
             # Closes a cancelled worker left unawaited: committed before CampaignFinished.
             await asyncio.gather(*self._closing, return_exceptions=True)
         self.summary.elapsed_s = time.monotonic() - started
+        if self._abort is None and not self._stop.is_set() and self.summary.retryable:
+            self._abort_if_never_answered()
         if self._abort is not None:
             self.summary.status = "aborted"
             self.summary.reason = redact(str(self._abort))
         elif self._stop.is_set():
             self.summary.status = "stopped"
             self.summary.reason = self._stop_reason
+        elif self.summary.retryable:
+            self.summary.reason = (
+                f"{self.summary.retryable} cases failed, retryable (transient vendor failures); "
+                "harness resume sends them again"
+            )
         if self.lease is not None:  # one worker's end is not the campaign's
             if self._abort is not None:
                 raise CampaignAbortedError(self.summary.reason) from self._abort
@@ -316,8 +349,14 @@ class Engine:
             self._abort = exc
             self.request_stop(str(exc))
 
+    def left_retryable(self, case_id: str) -> bool:
+        """True when this engine left ``case_id`` failed, retryable (`RunSummary.retryable`)."""
+        return case_id in self._suspended
+
     async def _run_leased(self, case: Case, relation: Relation) -> None:
         assert self.lease is not None
+        if case.case_id in self._suspended:
+            return  # not again in this process: the outage that suspended it may last
         granted, state = await self.lease.claim(case.case_id)
         if not granted:
             return  # another worker runs it, or it is closed
@@ -328,7 +367,8 @@ class Engine:
             closing = await self._run_case(case, relation)
             if closing is not None:
                 await closing  # released as closed only once CaseClosed is committed
-            closed = not self._stop.is_set()
+            # A case left failed, retryable is open: its lease is given back, not closed.
+            closed = not self._stop.is_set() and case.case_id not in self._suspended
         except ConcurrencyError:
             return  # lost the lease: another worker holds the case and appended first
         except (BudgetExceededError, CampaignAbortedError) as exc:
@@ -474,7 +514,21 @@ class Engine:
         return self.specs[model.name].params.seed is None and self.config.defaults.seed is None
 
     async def _resend(self, log: CaseLog, turn: TurnState) -> Turn | None:
+        """Send a logged turn again, exactly as it was sent (in flight at a crash, cancelled
+        at a stop, awaiting a retry, or failed, retryable). ``RunSummary.resent`` counts it
+        when its AskSent is appended: the count is of calls that went out again, whatever
+        left the turn open, and a stop before the call went out is not counted."""
         last = turn.sent[-1]
+        counted = False
+
+        def append(event: Event) -> asyncio.Future[list[int]]:
+            nonlocal counted
+            committed = log.append(event)
+            if not counted and isinstance(event, AskSent):
+                counted = True
+                self.summary.resent += 1
+            return committed
+
         return await self._call(
             log,
             turn.ask,
@@ -483,6 +537,7 @@ class Engine:
             last.params,
             first_attempt=last.attempt + 1,
             counted_attempts=turn.counted_attempts,
+            append=append,
         )
 
     async def _finish(self, log: CaseLog, step: InterruptedStep, i: int, ask: Ask) -> Turn | None:
@@ -512,7 +567,9 @@ class Engine:
         *,
         first_attempt: int,
         counted_attempts: int = 0,
+        append: Callable[[Event], asyncio.Future[list[int]]] | None = None,
     ) -> Turn | None:
+        """``append``: how the turn's attempts are appended (default: the case's log)."""
         case = log.state.case
         model = self._model_for(case, ask)
         current_call.set(CallContext(case.case_id, turn, case.repeat))
@@ -525,7 +582,7 @@ class Engine:
                 return cache.lookup(key, case.repeat)
 
         outcome = await self.calls.send(
-            log.append,
+            append or log.append,
             model,
             self.gates[model.name],
             ask,
@@ -538,18 +595,42 @@ class Engine:
         )
         if outcome is None:
             return None  # stopped; resume finishes the turn
-        await log.append(outcome.event)
+        outcome = await self._record(log, outcome)
         if outcome.reply is not None:
             self.summary.cached += int(outcome.cached)
             return Turn(index=turn, ask=ask, reply=outcome.reply.text)
         assert outcome.error is not None and outcome.decision is not None
         error = outcome.error
+        if outcome.decision.action == "suspend":
+            # Failed, retryable: the case stays open (not INVALID); resume sends the turn again.
+            self._suspended.add(case.case_id)
+            self.summary.retryable = len(self._suspended)
+            return None
         if outcome.decision.action == "abort":
             raise CampaignAbortedError(
                 f"{model.name}: {error} — the campaign stopped; fix the cause and run "
                 "'harness resume' on the same log"
             )
         return Turn(index=turn, ask=ask, error=f"{error.kind}: {error}")
+
+    async def _record(self, log: CaseLog, outcome: CallOutcome) -> CallOutcome:
+        """Commit a turn's outcome. A reply the log cannot encode (a backend that let
+        unencodable content through `recordable_reply`) is recorded as a failure that is not
+        retried, with its reason: the call was paid for, and a crash here would have had
+        every resume send and pay for it again."""
+        try:
+            committed = log.append(outcome.event)
+        except (ValueError, TypeError, UnicodeError) as exc:  # the event did not encode
+            if not isinstance(outcome.event, ReplyReceived):
+                raise
+            error = ModelError(f"the reply cannot be recorded ({type(exc).__name__}: {exc})")
+            decision = RetryDecision("give_up", 0.0, "a reply that cannot be recorded")
+            failed = failure_event(outcome.event.turn, outcome.event.attempt, error, decision)
+            failed = failed.model_copy(update={"error_kind": "unrecordable_reply"})
+            outcome = CallOutcome(failed, error=error, decision=decision)
+            committed = log.append(failed)
+        await committed
+        return outcome
 
     # --- what the call loop reports ---------------------------------------------------
 
@@ -562,6 +643,32 @@ class Engine:
         if unreachable is not None and self._abort is None:
             self._abort = CampaignAbortedError(unreachable)
             self.request_stop(unreachable)
+        outage = self.outages.observe(model, reply, error)
+        if isinstance(outage, OutagePause):
+            self.calls.pause(model, outage.seconds)
+            self.progress.retry_scheduled(model, outage.seconds)
+        elif isinstance(outage, OutageAbort) and self._abort is None:
+            message = f"{outage.message}; {self._where(model)}. " + _OUTAGE_FIX.format(model=model)
+            self._abort = CampaignAbortedError(message)
+            self.request_stop(message)
+
+    def _abort_if_never_answered(self) -> None:
+        """Cases were left failed, retryable by a model that answered no call at all: that
+        is an outage (exit 3), however few calls the run had to make."""
+        for name in [*self.models, *(j.name for j in self.judges)]:
+            silent = self.outages.never_answered(name)
+            if silent is not None:
+                message = f"{silent}; {self._where(name)}. " + _OUTAGE_FIX.format(model=name)
+                self._abort = CampaignAbortedError(message)
+                return
+
+    def _where(self, model: str) -> str:
+        """Where ``model``'s calls go (a vendor's base URL without credentials, and the URL
+        shape its SDK expects), for an abort message."""
+        backend = self.models.get(model) or next((j for j in self.judges if j.name == model), None)
+        endpoint = getattr(backend, "endpoint", None)
+        describe = getattr(endpoint, "describe", None)
+        return f"calls go to {describe()}" if callable(describe) else f"model {model}"
 
     def retry_scheduled(self, model: str, wait_s: float) -> None:
         self.progress.retry_scheduled(model, wait_s)

@@ -16,7 +16,7 @@ from harness.vocabulary.events import AskFailed
 
 @dataclass(frozen=True)
 class RetryDecision:
-    action: Literal["retry", "give_up", "abort"]
+    action: Literal["retry", "give_up", "abort", "suspend"]
     wait_s: float
     reason: str
 
@@ -46,12 +46,20 @@ class RetryPolicy:
     seed: int = 0
 
     def decide(self, error: ModelError, attempt: int) -> RetryDecision:
+        """What to do after ``attempt`` (counted) attempts of a turn, the last with ``error``.
+
+        A transient failure (timeout, 5xx, 429, malformed body, reset connection) that
+        outlasts ``max_attempts`` is *suspended*, never given up: a vendor failure is not a
+        verdict, so the turn stays open for `harness resume` and its case is not closed.
+        Only a failure that retrying cannot change (a 400, a refusal) is given up."""
         if isinstance(error, AuthenticationError):
             return RetryDecision("abort", 0.0, "authentication failed: no call can succeed")
         if not error.retryable:
             return RetryDecision("give_up", 0.0, f"{error.kind} is not retryable")
         if attempt >= self.max_attempts:
-            return RetryDecision("give_up", 0.0, f"{attempt} attempts made")
+            return RetryDecision(
+                "suspend", 0.0, f"{attempt} attempts made; the turn stays open for resume"
+            )
         if error.retry_after is not None:
             return RetryDecision(
                 "retry", min(max(error.retry_after, 0.0), self.cap_s), "retry-after"

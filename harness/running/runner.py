@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 from harness.models.gates import CallGate, InFlightGate
 from harness.models.providers import Budgets, build_budgets, campaign_endpoints
@@ -23,7 +24,7 @@ from harness.store.log import LogLike
 from harness.store.open import log_exists, open_reader, open_writer
 from harness.store.reader import LogSummary
 from harness.store.writer import EventWriter, PendingEvent
-from harness.vocabulary.errors import ConfigError, StoreError
+from harness.vocabulary.errors import ConfigError, StoreError, strip_url_credentials
 from harness.vocabulary.events import CampaignResumed, CampaignStarted
 from harness.vocabulary.model import Model
 
@@ -189,6 +190,7 @@ def load_resume_point(db: LogLike, campaign: str | None = None) -> ResumePoint:
                 fix="give one of those ids, or leave --campaign out for the latest",
             )
         config = parse_recorded_campaign(started.config, source=f"{db} (recorded campaign)")
+        config = updated_config(config, recorded_endpoint_overrides(log, campaign))
         summary = log.summary(campaign)
         closed = summary.closed
         open_cases: dict[str, CaseState] = {}
@@ -208,18 +210,81 @@ def load_resume_point(db: LogLike, campaign: str | None = None) -> ResumePoint:
     return ResumePoint(campaign, config, open_cases, closed, summary.usd, summary)
 
 
+# The endpoint options `harness resume --base-url/--api-key-env` may change; a change is
+# recorded in CampaignResumed.config_overrides under `endpoint_key` and kept by later resumes.
+ENDPOINT_OPTIONS = ("base_url", "api_key_env")
+
+
+def endpoint_key(model: str, option: str) -> str:
+    """The override path of a model's endpoint option (``models[NAME].options.base_url``)."""
+    return f"models[{model}].options.{option}"
+
+
+def _is_endpoint_key(dotted: str) -> bool:
+    return dotted.startswith(("models[", "judges[")) and dotted.rsplit(".", 1)[-1] in (
+        ENDPOINT_OPTIONS
+    )
+
+
 def updated_config(config: CampaignConfig, updates: Mapping[str, object] | None) -> CampaignConfig:
-    """``config`` with dotted-path overrides (``{"limits.spend_ceiling_usd": 5}``) applied."""
+    """``config`` with dotted-path overrides (``{"limits.spend_ceiling_usd": 5}``) applied.
+
+    A part ``models[NAME]`` (or ``judges[NAME]``) names the model of that name; a value
+    None removes the option (an endpoint option set back to the SDK's default)."""
     if not updates:
         return config
     data = config.resolved()
     for dotted, value in updates.items():
-        node = data
-        *parents, leaf = dotted.split(".")
+        node: dict[str, Any] = data
+        *parents, leaf = _path(dotted)
         for key in parents:
-            node = node.setdefault(key, {})
-        node[leaf] = value
+            if "[" in key:
+                group, name = key.rstrip("]").split("[", 1)
+                found = [s for s in data.get(group) or [] if s.get("name") == name]
+                if not found:
+                    known = ", ".join(s["name"] for s in data.get(group) or [])
+                    raise ConfigError(
+                        f"the campaign has no model {name!r} (its {group}: {known})",
+                        field="resume",
+                        fix="give one of those names before the '='",
+                    )
+                node = found[0]
+            else:
+                node = node.setdefault(key, {})
+        if value is None:
+            node.pop(leaf, None)
+        else:
+            node[leaf] = value
     return parse_campaign(data, source="resume overrides")
+
+
+def _path(dotted: str) -> list[str]:
+    """``models[openai:gpt-4o].options.base_url`` -> its parts; a model name may hold dots."""
+    if dotted.startswith(("models[", "judges[")) and "]" in dotted:
+        head, _, rest = dotted.partition("]")
+        return [head + "]", *rest.lstrip(".").split(".")]
+    return dotted.split(".")
+
+
+def recorded_endpoint_overrides(log: Any, campaign: str) -> dict[str, object]:
+    """The endpoint options earlier resumes of ``campaign`` changed, the latest of each:
+    a base URL fixed by `harness resume --base-url` stays fixed for every later resume."""
+    found: dict[str, object] = {}
+    for stored in log.events(campaign, kinds=("CampaignResumed",)):
+        event = stored.event
+        if isinstance(event, CampaignResumed):
+            for key, value in event.config_overrides.items():
+                if _is_endpoint_key(key):
+                    found[key] = value
+    return found
+
+
+def recordable_overrides(updates: Mapping[str, object] | None) -> dict[str, object]:
+    """``updates`` as CampaignResumed records them: credentials removed from every URL."""
+    return {
+        key: strip_url_credentials(value) if isinstance(value, str) else value
+        for key, value in (updates or {}).items()
+    }
 
 
 async def resume_campaign(
@@ -255,7 +320,7 @@ async def resume_campaign(
             code_version=code_version(),
             open_cases=len(point.open_cases),
             in_flight_resent=in_flight,
-            config_overrides=dict(config_updates or {}),
+            config_overrides=recordable_overrides(config_updates),
             endpoints=campaign_endpoints(config),
         )
         await store.append(

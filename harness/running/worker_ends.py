@@ -14,7 +14,12 @@ from collections.abc import Mapping
 
 from harness.models.providers import campaign_endpoints
 from harness.running.engine import RunSummary
-from harness.running.runner import ResumePoint, code_version, updated_config
+from harness.running.runner import (
+    ResumePoint,
+    code_version,
+    recordable_overrides,
+    updated_config,
+)
 from harness.store.log import LogLike
 from harness.store.open import open_reader
 from harness.store.postgres_leases import CaseLeases
@@ -46,7 +51,7 @@ async def join_campaign(
             code_version=code_version(),
             open_cases=len(point.open_cases),
             in_flight_resent=in_flight,
-            config_overrides=dict(updates),
+            config_overrides=recordable_overrides(updates),
             endpoints=campaign_endpoints(updated_config(point.config, updates)),
         )
         seq = await store.next_seq(point.campaign, "")

@@ -64,7 +64,13 @@ async def run_to_the_end(
         for case_id in list(leases.held):
             await leases.release(case_id, closed=False)
         # Ids outside this worker's plan (none, with one campaign config) are left alone.
-        given_back = [c for c in await leases.given_back() if plan.case(c) is not None]
+        # A case this worker left failed, retryable is not taken up again by it: resending
+        # it at once would only meet the same outage (a later run or resume retries it).
+        given_back = [
+            c
+            for c in await leases.given_back()
+            if plan.case(c) is not None and not engine.left_retryable(c)
+        ]
         if given_back:
             engine.plan = GivenBackCases(plan, given_back)
             summary = await engine.run()

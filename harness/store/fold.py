@@ -22,6 +22,9 @@ from harness.vocabulary.events import (
 from harness.vocabulary.model import Message
 from harness.vocabulary.relation import Ask, Case, Transcript, Turn, Verdict
 
+# Decisions after which a turn has its final outcome (a failure the relation sees).
+_FINAL_DECISIONS = frozenset({"give_up", "abort"})
+
 
 @dataclass
 class TurnState:
@@ -33,23 +36,44 @@ class TurnState:
 
     @property
     def finished(self) -> bool:
-        """A reply, or a failure the engine decided not to retry."""
+        """A reply, or a failure the engine decided not to retry (given up or aborted).
+
+        A turn whose last failure was *suspended* (transient failures past ``max_attempts``)
+        is open: "failed, retryable", sent again by resume."""
         if self.reply is not None:
             return True
         return (
             bool(self.failures)
-            and self.failures[-1].decision != "retry"
+            and self.failures[-1].decision in _FINAL_DECISIONS
             and (len(self.failures) >= len(self.sent))
         )
 
     @property
+    def suspended(self) -> bool:
+        """Open because its transient failures outlasted ``max_attempts`` (failed, retryable)."""
+        return (
+            self.reply is None
+            and bool(self.failures)
+            and self.failures[-1].decision == "suspend"
+            and len(self.failures) >= len(self.sent)
+        )
+
+    @property
     def counted_attempts(self) -> int:
-        """Attempts that count toward ``max_attempts``: those that got a vendor error.
+        """Attempts that count toward ``max_attempts``: those that got a vendor error
+        since the turn was last suspended.
 
         An attempt cancelled at a stop, or sent and lost in a crash, never reached an
-        outcome from the model, so interruptions do not use up a turn's retries.
+        outcome from the model, so interruptions do not use up a turn's retries; a resume
+        of a suspended turn starts its count afresh (docs/resume-replay.md).
         """
-        return sum(1 for f in self.failures if f.error_kind != "cancelled")
+        counted = 0
+        for f in self.failures:
+            if f.decision == "suspend":
+                counted = 0
+            elif f.error_kind != "cancelled":
+                counted += 1
+        return counted
 
     @property
     def in_flight(self) -> bool:

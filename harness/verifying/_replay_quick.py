@@ -34,6 +34,7 @@ from harness.vocabulary.events import (
     CaseOpened,
     ReplyReceived,
     dump_json,
+    reads_as_current,
 )
 from harness.vocabulary.model import GenerationParams
 from harness.vocabulary.refusal import as_recorded
@@ -208,7 +209,7 @@ def quick_verify(
         return None
     versions = _CURRENT_VERSION
     for r in rows:
-        if r.version != versions.get(r.kind, r.version):
+        if r.version != versions.get(r.kind, r.version) and not reads_as_current(r.kind, r.version):
             return None
     closing, verdict_row = rows[-1], rows[-2]
     if closing.kind != "CaseClosed" or verdict_row.kind != "VerdictReached":

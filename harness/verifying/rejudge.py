@@ -61,6 +61,7 @@ class RejudgeSummary:
     reparsed: int = 0  # judge replies found in the log, not paid again
     resent_in_flight: int = 0
     failures: int = 0
+    retryable: int = 0  # judge turns left open by transient failures: rejudge again
     elapsed_s: float = 0.0
     outcomes: dict[str, int] | None = None
 
@@ -211,6 +212,12 @@ class _Rejudge:
             await self._append(state, outcome.event)
             self.stop.set()
             raise CampaignAbortedError(f"{self.model.name}: {error}")
+        if outcome.decision.action == "suspend":
+            # A judge outage is not a verdict either: the turn stays open, and the next
+            # rejudge of this log sends it again (its attempts counted afresh).
+            await self._append(state, outcome.event)
+            self.summary.retryable += 1
+            return
         verdict = Verdict(
             outcome=Outcome.INVALID, reason=f"judge call failed: {error.kind}: {error}"
         )

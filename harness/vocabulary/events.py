@@ -65,6 +65,9 @@ class AskSent(_Event):
 
 
 class ReplyReceived(_Event):
+    """v2: the reply may carry ``raw_escaped`` (a text repaired to be recordable)."""
+
+    SCHEMA_VERSION: ClassVar[int] = 2
     kind: Literal["ReplyReceived"] = "ReplyReceived"
     turn: int
     attempt: int = 1
@@ -73,15 +76,20 @@ class ReplyReceived(_Event):
 
 
 class AskFailed(_Event):
-    """An attempt failed. ``decision`` is the retry decision taken, logged as a value."""
+    """An attempt failed. ``decision`` is the retry decision taken, logged as a value.
 
+    v2 adds the decision ``suspend``: a transient failure outlasted ``max_attempts``; the
+    turn stays open ("failed, retryable"), its case is not closed, and resume sends it
+    again with its attempts counted afresh."""
+
+    SCHEMA_VERSION: ClassVar[int] = 2
     kind: Literal["AskFailed"] = "AskFailed"
     turn: int
     attempt: int
     error_kind: str
     message: str
     retryable: bool
-    decision: Literal["retry", "give_up", "abort"]
+    decision: Literal["retry", "give_up", "abort", "suspend"]
     wait_s: float = 0.0
     status: int | None = None
     retry_after: float | None = None
@@ -168,6 +176,40 @@ def register_upcaster(kind: str, from_version: int) -> Callable[[Upcaster], Upca
     return register
 
 
+def _same_payload(data: dict[str, Any]) -> dict[str, Any]:
+    return data
+
+
+# Versions whose payloads are valid payloads of the next version as they stand (a field
+# added with a default left out of the JSON, a choice added): their upcaster is the
+# identity, and `decode_event` reads them with the current version's fast validator.
+_ADDITIVE: set[tuple[str, int]] = set()
+
+
+def register_additive(kind: str, from_version: int) -> None:
+    """Register the identity upcaster of a change that only adds (see ``_ADDITIVE``)."""
+    register_upcaster(kind, from_version)(_same_payload)
+    _ADDITIVE.add((kind, from_version))
+
+
+def reads_as_current(kind: str, version: int) -> bool:
+    """True when a ``kind`` row of ``version`` is, byte for byte, a valid payload of the
+    current version (the current one, or older ones changed only by additions)."""
+    cls = EVENT_TYPES.get(kind)
+    if cls is None:
+        return False
+    return version == cls.SCHEMA_VERSION or (
+        1 <= version < cls.SCHEMA_VERSION
+        and all((kind, v) in _ADDITIVE for v in range(version, cls.SCHEMA_VERSION))
+    )
+
+
+# ReplyReceived v1 -> v2: ``reply.raw_escaped`` (absent unless a reply was repaired).
+register_additive("ReplyReceived", 1)
+# AskFailed v1 -> v2: the decision ``suspend``.
+register_additive("AskFailed", 1)
+
+
 def dump_json(model: BaseModel) -> str:
     """``model.model_dump_json()`` by pydantic's serializer directly: the method's Python
     wrapper, passing only defaults, cost about as much as the serialising
@@ -198,7 +240,7 @@ def decode_event(kind: str, version: int, payload: str | bytes) -> Event:
 
 def _decode_checked(cls: type[_Event], kind: str, version: int, payload: str | bytes) -> Event:
     try:
-        if version == cls.SCHEMA_VERSION:
+        if version == cls.SCHEMA_VERSION or reads_as_current(kind, version):
             # The adapter's core (no wrapper); pydantic-core types its result as Any.
             event: Event = _VALIDATOR.validate_json(payload)
             return event

@@ -57,6 +57,51 @@ class Reply(BaseModel):
     request_id: str | None = None
     latency_s: float = 0.0
     cost_usd: float | None = None
+    # The vendor's text with every code point that UTF-8 cannot encode kept as an escape
+    # (`recordable_reply`), set only when ``text`` had to be repaired; left out of the JSON
+    # when None, so every other reply is written exactly as before (ReplyReceived v2).
+    raw_escaped: str | None = Field(default=None, exclude_if=lambda value: value is None)
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def recordable_text(text: str) -> str:
+    """``text`` as UTF-8 can encode it: surrogate pairs joined, lone surrogates (legal in
+    JSON's ``\\ud800``, which no log, terminal or report can store) replaced by U+FFFD."""
+    if _encodable(text):
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def recordable_reply(reply: Reply) -> Reply:
+    """``reply`` as the log can always record it: a reply is data, never a crash.
+
+    The text keeps what UTF-8 can encode; when it had to be repaired, the original is kept
+    in ``raw_escaped`` as ``unicode_escape`` ASCII, from which ``raw.encode("ascii")
+    .decode("unicode_escape")`` gives back the exact string the vendor sent. The other
+    strings (finish reason, request id) are only repaired. Costs one encode per reply when
+    nothing needs repairing (the same object is returned)."""
+    text, finish, request = reply.text, reply.finish_reason, reply.request_id
+    if (
+        _encodable(text)
+        and (finish is None or _encodable(finish))
+        and (request is None or _encodable(request))
+    ):
+        return reply
+    updates: dict[str, object] = {
+        "finish_reason": None if finish is None else recordable_text(finish),
+        "request_id": None if request is None else recordable_text(request),
+    }
+    if not _encodable(text):
+        updates["text"] = recordable_text(text)
+        updates["raw_escaped"] = text.encode("unicode_escape").decode("ascii")
+    return reply.model_copy(update=updates)
 
 
 @runtime_checkable

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 
 import click
 from rich.console import Console
@@ -16,6 +18,18 @@ from harness.reporting.terminal_text import printable, rich_text
 from harness.running.engine import RunSummary
 from harness.store.log import Log, LogLike
 from harness.store.open import open_reader
+from harness.vocabulary.errors import CampaignAbortedError
+
+
+@contextlib.contextmanager
+def abort_names_log(db: Log) -> Iterator[None]:
+    """An abort's fix (``harness resume LOG ...``) names this log, ready to run."""
+    try:
+        yield
+    except CampaignAbortedError as exc:
+        raise CampaignAbortedError(
+            str(exc).replace("harness resume LOG", f"harness resume {db}")
+        ) from exc
 
 
 def finish(summary: RunSummary, cases_to_close: int | None) -> None:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from typing import cast
 
 import click
 
 from harness.cli.commands._render import echo_report
+from harness.cli.exit_codes import ExitCode
 from harness.cli.log_params import LogParam
 from harness.store.log import Log
 from harness.verifying.rejudge import judge_spec, rejudge
@@ -92,5 +94,13 @@ def command(
         f"{summary.elapsed_s:.1f}s",
         err=True,
     )
+    if summary.retryable:
+        click.echo(
+            f"unfinished: {summary.retryable} judge calls failed, retryable (transient vendor "
+            "failures); run the same rejudge again once the judge answers",
+            err=True,
+        )
     if report:
         echo_report(db, campaign)
+    if summary.retryable:
+        sys.exit(ExitCode.UNFINISHED)

@@ -7,13 +7,19 @@ from pathlib import Path
 
 import click
 
-from harness.cli.commands._render import echo_report, echo_summary, finish
+from harness.cli.commands._render import abort_names_log, echo_report, echo_summary, finish
 from harness.cli.log_params import LogFileParam, LogParam
 from harness.cli.progress import RichProgress
 from harness.running.cache import open_cache
 from harness.running.plan import Plan
-from harness.running.runner import load_resume_point, resume_campaign, updated_config
+from harness.running.runner import (
+    endpoint_key,
+    load_resume_point,
+    resume_campaign,
+    updated_config,
+)
 from harness.store.log import Log
+from harness.vocabulary.errors import ConfigError
 
 
 @click.command("resume")
@@ -21,6 +27,22 @@ from harness.store.log import Log
 @click.option("--campaign", help="Campaign id (default: the latest in the log).")
 @click.option(
     "--spend-ceiling", type=float, help="Raise the spending ceiling (USD) before resuming."
+)
+@click.option(
+    "--base-url",
+    "base_urls",
+    multiple=True,
+    metavar="MODEL=URL",
+    help="Send MODEL's calls to URL from now on (a wrong base URL after an abort); recorded "
+    "in the log and kept by later resumes. Repeatable; MODEL= alone goes back to the SDK's "
+    "default or its environment variable.",
+)
+@click.option(
+    "--api-key-env",
+    "key_envs",
+    multiple=True,
+    metavar="MODEL=VAR",
+    help="Read MODEL's key from the environment variable VAR from now on (recorded, kept).",
 )
 @click.option("--report/--no-report", default=True)
 @click.option(
@@ -33,6 +55,8 @@ def command(
     db: Log,
     campaign: str | None,
     spend_ceiling: float | None,
+    base_urls: tuple[str, ...],
+    key_envs: tuple[str, ...],
     report: bool,
     reuse: tuple[Path, ...],
 ) -> None:
@@ -41,6 +65,8 @@ def command(
     updates: dict[str, object] = {}
     if spend_ceiling is not None:
         updates["limits.spend_ceiling_usd"] = spend_ceiling
+    updates.update(_endpoint_updates(base_urls, "base_url", "--base-url"))
+    updates.update(_endpoint_updates(key_envs, "api_key_env", "--api-key-env"))
     # The log is folded and the plan built once, here, and handed to the runner.
     plan = Plan(updated_config(point.config, updates))
     total = plan.total_cases
@@ -54,7 +80,7 @@ def command(
     from harness.running.worker import resume_with_leases
 
     resume = resume_with_leases if db.is_postgres else resume_campaign
-    with RichProgress(total - len(point.closed)) as progress:
+    with RichProgress(total - len(point.closed)) as progress, abort_names_log(db):
         summary = asyncio.run(
             resume(
                 db,
@@ -68,7 +94,11 @@ def command(
             )
         )
     echo_summary(summary, db)
-    click.echo(f"in-flight calls re-sent on resume: {summary.resent_in_flight}", err=True)
+    click.echo(
+        f"calls re-sent on resume: {summary.resent} ({summary.resent_in_flight} in flight at "
+        "the stop; the others cancelled at a stop, awaiting a retry or failed, retryable)",
+        err=True,
+    )
     if summary.cached:
         click.echo(f"answers reused from earlier logs: {summary.cached}", err=True)
     if report:
@@ -77,3 +107,18 @@ def command(
     # worker, resume answers for the cases it ran; the last process records the end).
     to_close = summary.cases_closed if db.is_postgres else total - len(point.closed)
     finish(summary, to_close)
+
+
+def _endpoint_updates(pairs: tuple[str, ...], option: str, flag: str) -> dict[str, object]:
+    """``MODEL=VALUE`` pairs as the config overrides of one endpoint option (None: unset)."""
+    updates: dict[str, object] = {}
+    for pair in pairs:
+        model, sep, value = pair.partition("=")
+        if not sep or not model:
+            raise ConfigError(
+                f"{pair!r} is not MODEL=VALUE",
+                field=flag,
+                fix=f"give {flag} openai:gpt-4o-mini=..., the model's name as in the campaign",
+            )
+        updates[endpoint_key(model, option)] = value.strip() or None
+    return updates

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from harness.cli.commands._render import echo_report, echo_summary, finish
+from harness.cli.commands._render import abort_names_log, echo_report, echo_summary, finish
 from harness.cli.log_params import LogFileParam, LogParam
 from harness.cli.progress import RichProgress
 from harness.models.providers import VENDOR_SCHEMES, estimate_cost, format_estimate
@@ -138,7 +138,7 @@ def command(
 def _run_here(
     config: CampaignConfig, db_path: Log, plan: Plan, reuse: tuple[Path, ...]
 ) -> RunSummary:
-    with RichProgress(plan.total_cases) as progress:
+    with RichProgress(plan.total_cases) as progress, abort_names_log(db_path):
         return asyncio.run(
             run_campaign(
                 config,

@@ -14,7 +14,7 @@ from typing import Any
 import anthropic
 
 from harness.models.providers._base import RawReply, VendorModel, split_system
-from harness.models.providers._errors import refused
+from harness.models.providers._errors import error_in_body, refused
 from harness.models.providers._options import VendorOptions, read_key
 from harness.models.providers._pool import stainless_pool
 from harness.models.providers._sdk_errors import translate_stainless
@@ -74,6 +74,9 @@ class AnthropicModel(VendorModel):
         with self.clients.lease() as client:
             message = await client.messages.create(**request)
         request_id = getattr(message, "_request_id", None) or getattr(message, "id", None)
+        failed = error_in_body(message, secrets=self._secrets)
+        if failed is not None:
+            raise failed
         content = getattr(message, "content", None)
         stop_reason = getattr(message, "stop_reason", None)
         if stop_reason == "refusal":

@@ -19,7 +19,14 @@ from harness.models.providers._errors import from_transport, unexpected
 from harness.models.providers._options import VendorOptions, parse_options
 from harness.models.providers._pricing import Price, price_for
 from harness.vocabulary.errors import ConnectionFailedError, ModelError, NotFoundError
-from harness.vocabulary.model import GenerationParams, Message, ModelSpec, Reply, Usage
+from harness.vocabulary.model import (
+    GenerationParams,
+    Message,
+    ModelSpec,
+    Reply,
+    Usage,
+    recordable_reply,
+)
 
 
 @dataclass(frozen=True)
@@ -81,13 +88,17 @@ class VendorModel(ABC):
             if raw.output_tokens is not None
             else approx_tokens(raw.text),
         )
-        return Reply(
-            text=raw.text,
-            usage=usage,
-            finish_reason=raw.finish_reason,
-            request_id=raw.request_id,
-            latency_s=latency,
-            cost_usd=self.price.cost(usage) if self.price is not None else None,
+        # The vendor's text is data: a lone surrogate (legal JSON, from a proxy or a
+        # tokenizer bug) is repaired here, the original kept escaped in the event.
+        return recordable_reply(
+            Reply(
+                text=raw.text,
+                usage=usage,
+                finish_reason=raw.finish_reason,
+                request_id=raw.request_id,
+                latency_s=latency,
+                cost_usd=self.price.cost(usage) if self.price is not None else None,
+            )
         )
 
     def translate(self, exc: BaseException) -> ModelError:

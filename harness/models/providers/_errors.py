@@ -182,7 +182,34 @@ def from_transport(exc: BaseException, *, secrets: Iterable[str] = ()) -> ModelE
         return ConnectionFailedError(f"connection failed ({detail})")
     if isinstance(exc, json.JSONDecodeError | UnicodeDecodeError):
         return MalformedResponseError(f"reply is not valid JSON ({detail})")
+    if isinstance(exc, RecursionError):  # a body nested deeper than the JSON parser goes
+        return MalformedResponseError(f"reply is nested too deep to parse ({detail})")
     return None
+
+
+def error_in_body(reply: Any, *, secrets: Iterable[str] = ()) -> ModelError | None:
+    """The vendor's own error when a 200 reply's body is an error object (``{"error":
+    {"message": "model overloaded", ...}}``, Anthropic's ``{"type": "error", ...}``), so
+    the recorded failure keeps the vendor's message; None for any other reply.
+
+    The SDKs build their reply objects from such a body without complaint (fields they do
+    not know land in ``model_extra``): the adapters ask before reading the reply."""
+    extra = getattr(reply, "model_extra", None)
+    found = extra.get("error") if isinstance(extra, dict) else None
+    if found is None:
+        found = getattr(reply, "error", None)
+    if found is None:
+        return None
+    if isinstance(found, dict):
+        message = str(found.get("message") or found.get("type") or found)
+        code = found.get("status") or found.get("code") or found.get("type")
+    else:
+        message, code = str(found), None
+    label = f" ({code})" if code else ""
+    text = f"HTTP 200 with an error body{label}: {message}"
+    overloaded = "overload" in message.lower() or "overload" in str(code).lower()
+    cls = OverloadedError if overloaded else ServerError
+    return cls(redact(text, extra=secrets), status=200)
 
 
 def unexpected(exc: BaseException, vendor: str, *, secrets: Iterable[str] = ()) -> ModelError:

@@ -7,6 +7,8 @@ SDK's own ``GOOGLE_GEMINI_BASE_URL``. Keys: ``GEMINI_API_KEY`` or ``GOOGLE_API_K
 
 from __future__ import annotations
 
+import contextlib
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,7 +17,7 @@ from google import genai
 from google.genai import types
 
 from harness.models.providers._base import RawReply, VendorModel, split_system
-from harness.models.providers._errors import refused
+from harness.models.providers._errors import error_in_body, refused
 from harness.models.providers._options import VendorOptions, read_key
 from harness.models.providers._pool import ClientPool, pool_limits
 from harness.models.providers._sdk_errors import translate_genai
@@ -30,6 +32,37 @@ _REFUSED_FINISH = {
     "RECITATION",
     "IMAGE_SAFETY",
 }
+
+
+class _ErrorBodyTransport(httpx2.AsyncHTTPTransport):
+    """The SDK's transport, with a 200 whose body is an error object (``{"error": {"code":
+    503, "message": "model overloaded"}}``) given the error's status: the Gemini SDK drops
+    the fields of a 200 it does not know, so the vendor's message would be lost, and the
+    failure would read "no candidates". With the status, the SDK raises its own API error,
+    with the message, and `translate_genai` classifies it as for any error status."""
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await super().handle_async_request(request)
+        if response.status_code != 200:
+            return response
+        body = await response.aread()
+        if not body.lstrip()[:10].startswith(b'{"error"'):
+            return response
+        status = 503
+        with contextlib.suppress(ValueError, TypeError, AttributeError, RecursionError):
+            data = json.loads(body)
+            error = data["error"]
+            code = error.get("code")
+            if isinstance(code, int) and 400 <= code <= 599:
+                status = code
+            # The recorded failure says where the error came from: a 200, not a real 503.
+            error["message"] = f"(in a 200 reply) {error.get('message', '')}"
+            body = json.dumps(data).encode()
+        headers = {k: v for k, v in response.headers.items() if k.lower() != "content-length"}
+        return httpx2.Response(
+            status, headers=headers, content=body, request=request,
+            extensions=response.extensions,
+        )  # fmt: skip
 
 
 def _name(value: Any) -> str | None:
@@ -74,7 +107,7 @@ class GeminiModel(VendorModel):
                 # SDK on httpx2 when aiohttp is importable (it would switch to an unlimited
                 # aiohttp session that keeps every connection).
                 async_client_args={
-                    "transport": httpx2.AsyncHTTPTransport(limits=pool_limits(connections))
+                    "transport": _ErrorBodyTransport(limits=pool_limits(connections))
                 },
             )
             return genai.Client(api_key=key, vertexai=False, http_options=http)
@@ -106,6 +139,9 @@ class GeminiModel(VendorModel):
                 model=self.identifier, contents=contents, config=config
             )
         request_id = response.response_id
+        failed = error_in_body(response, secrets=self._secrets)
+        if failed is not None:
+            raise failed
         feedback = response.prompt_feedback
         if feedback is not None and feedback.block_reason is not None:
             raise refused(f"prompt blocked: {_name(feedback.block_reason)}", request_id=request_id)

@@ -15,7 +15,7 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from harness.models.providers._base import RawReply, VendorModel
-from harness.models.providers._errors import refused
+from harness.models.providers._errors import error_in_body, refused
 from harness.models.providers._options import VendorOptions, read_key
 from harness.models.providers._pool import stainless_pool
 from harness.models.providers._sdk_errors import translate_stainless
@@ -84,8 +84,11 @@ class OpenAIChatModel(VendorModel):
             raise MalformedResponseError(
                 f"reply is not a chat completion ({type(completion).__name__})"
             )
-        request_id = getattr(completion, "_request_id", None) or completion.id
-        if not completion.choices:
+        request_id = getattr(completion, "_request_id", None) or getattr(completion, "id", None)
+        failed = error_in_body(completion, secrets=self._secrets)
+        if failed is not None:
+            raise failed
+        if not getattr(completion, "choices", None):
             raise MalformedResponseError("reply has no choices", request_id=request_id)
         choice = completion.choices[0]
         if choice.finish_reason == "content_filter":

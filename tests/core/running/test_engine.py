@@ -13,10 +13,11 @@ from typing import Any, ClassVar
 import pytest
 from pydantic import BaseModel, ConfigDict
 
+from harness.cli.exit_codes import ExitCode, campaign_exit_code
 from harness.plugins.registry import Family, register_family
 from harness.running.campaign import CampaignConfig
 from harness.running.plan import Plan
-from harness.running.runner import run_campaign
+from harness.running.runner import resume_campaign, run_campaign
 from harness.store.fold import fold_case
 from harness.store.reader import EventReader
 from harness.store.schema import connect
@@ -246,12 +247,41 @@ async def test_retryable_errors_are_retried_and_logged(make_campaign, db_path: P
 
 
 async def test_retries_stop_at_max_attempts(make_campaign, db_path: Path) -> None:
-    config = config_for(make_campaign, "testkit.chain", 1, {"turns": 1}, limits={"max_attempts": 3})
-    model = ScriptedModel(fail_first=[RateLimitedError("429", retry_after=0.0)] * 10)
+    # Transient failures past max_attempts are not a verdict: the case stays open (failed,
+    # retryable), and resume sends the turn again with its attempts counted afresh.
+    config = config_for(make_campaign, "testkit.chain", 2, {"turns": 1}, limits={"max_attempts": 3})
+    model = ScriptedModel()
+    model.failures["case 0 turn 0"] = [RateLimitedError("429", retry_after=0.0)] * 5
     summary = await run_campaign(config, db_path, overrides={MODEL: model})
-    assert model.calls == 3
-    assert [f.decision for f in events_of(db_path, AskFailed)] == ["retry", "retry", "give_up"]
-    assert summary.outcomes == {"INVALID": 1}
+    assert model.calls == 4  # three attempts, and case 1's one
+    assert [f.decision for f in events_of(db_path, AskFailed)] == ["retry", "retry", "suspend"]
+    assert summary.outcomes == {"HELD": 1} and summary.retryable == 1
+    assert "1 cases failed, retryable" in summary.reason
+    assert campaign_exit_code(summary, 2) == ExitCode.UNFINISHED
+    # Two more failures, then an answer: three attempts again, not one (the count reset).
+    summary = await resume_campaign(db_path, overrides={MODEL: model})
+    assert model.calls == 7
+    decisions = [f.decision for f in events_of(db_path, AskFailed)]
+    assert decisions == ["retry", "retry", "suspend", "retry", "retry"]
+    assert summary.cases_closed == 1 and summary.retryable == 0
+    assert campaign_exit_code(summary, 1) == ExitCode.COMPLETED
+
+
+async def test_a_model_that_never_answers_aborts_however_short_the_run(
+    make_campaign, db_path: Path
+) -> None:
+    # Too few calls to reach the outage pauses, and not one answered: an outage (exit 3),
+    # not a run with work left (exit 5); resume then completes it.
+    config = config_for(make_campaign, "testkit.chain", 2, {"turns": 1}, limits={"max_attempts": 2})
+    model = ScriptedModel(fail_first=[RateLimitedError("503", retry_after=0.0)] * 2)
+    with pytest.raises(CampaignAbortedError) as caught:
+        await run_campaign(config, db_path, overrides={MODEL: model})
+    assert f"{MODEL}: vendor outage: no call was answered" in str(caught.value)
+    assert "harness resume" in str(caught.value)
+    [finished] = events_of(db_path, CampaignFinished)
+    assert finished.status == "aborted"
+    summary = await resume_campaign(db_path, overrides={MODEL: ScriptedModel()})
+    assert summary.cases_closed == 2 and campaign_exit_code(summary, 2) == ExitCode.COMPLETED
 
 
 async def test_non_retryable_errors_are_not_retried(make_campaign, db_path: Path) -> None:
@@ -377,3 +407,130 @@ async def test_a_huge_campaign_stops_cleanly_when_asked(make_campaign, db_path: 
         ).fetchone()[0]
     assert unanswered == 0
     assert len(events_of(db_path, ReplyReceived)) >= summary.cases_closed * 2
+
+
+# --- replies are data, outages are not verdicts (issue 32) ------------------------------
+
+
+async def test_a_lone_surrogate_is_recorded_once_and_never_sent_again(
+    make_campaign, db_path: Path
+) -> None:
+    # Before: the event encoder raised, the campaign died (exit 1), and every resume sent
+    # and paid for the same calls again. Now the text is repaired, the original kept.
+    config = config_for(make_campaign, "testkit.chain", 3, {"turns": 2})
+    model = ScriptedModel(answer=lambda m: f"ok \ud800 {m[-1].content}")
+    summary = await run_campaign(config, db_path, overrides={MODEL: model})
+    assert summary.cases_closed == 3 and model.calls == 6
+    replies = [e.reply for e in events_of(db_path, ReplyReceived)]
+    assert all(r.text.startswith("ok \ufffd case") for r in replies)
+    originals = [r.raw_escaped.encode("ascii").decode("unicode_escape") for r in replies]
+    assert sorted(originals) == sorted(
+        f"ok \ud800 case {i} turn {t}" for i in range(3) for t in (0, 1)
+    )
+    again = await resume_campaign(db_path, overrides={MODEL: model})
+    assert model.calls == 6 and again.calls == 0
+
+
+async def test_a_reply_that_cannot_be_recorded_is_a_failure_not_a_crash(
+    make_campaign, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A backend whose reply still does not encode (here: the repair switched off) becomes
+    # an AskFailed with its reason; the engine goes on; the paid call is never re-sent.
+    import harness.running.calls as calls_module
+
+    monkeypatch.setattr(calls_module, "recordable_reply", lambda reply: reply)
+    config = config_for(make_campaign, "testkit.chain", 2, {"turns": 1})
+    model = ScriptedModel(answer=lambda m: "\ud800")
+    summary = await run_campaign(config, db_path, overrides={MODEL: model})
+    assert summary.cases_closed == 2 and summary.outcomes == {"INVALID": 2}
+    failed = events_of(db_path, AskFailed)
+    assert [(f.error_kind, f.decision) for f in failed] == [("unrecordable_reply", "give_up")] * 2
+    assert all("cannot be recorded" in f.message for f in failed)
+    with EventReader(db_path) as log:  # no hole where the reply was refused
+        for case_id in {s.case_id for s in log.events(kinds=("CaseOpened",))}:
+            seqs = [s.seq for s in log.case_events(log.latest_campaign(), case_id)]
+            assert seqs == list(range(1, len(seqs) + 1))
+    again = await resume_campaign(db_path, overrides={MODEL: model})
+    assert model.calls == 2 and again.calls == 0
+
+
+async def test_suspended_turns_keep_every_other_case_going(make_campaign, db_path: Path) -> None:
+    # One case's transient failures outlast max_attempts: it stays open, every other case
+    # closes, the summary counts it, and resume finishes it without re-sending answered turns.
+    config = config_for(make_campaign, "testkit.chain", 4, {"turns": 2}, limits={"max_attempts": 2})
+    model = ScriptedModel()
+    model.failures["case 2 turn 1"] = [RateLimitedError("429", retry_after=0.0)] * 2
+    first = await run_campaign(config, db_path, overrides={MODEL: model})
+    assert first.cases_closed == 3 and first.retryable == 1 and first.outcomes == {"HELD": 3}
+    calls_before = model.calls
+    second = await resume_campaign(db_path, overrides={MODEL: model})
+    assert second.cases_closed == 1 and second.outcomes == {"HELD": 1}
+    assert model.calls == calls_before + 1  # only the suspended turn is sent again
+
+
+async def test_resume_after_a_disk_full_stop_counts_every_re_sent_call(
+    make_campaign, db_path: Path
+) -> None:
+    # The log's disk fills mid-campaign: commits fail, the run dies with turns in flight
+    # and turns awaiting a retry. Resume must count every logged turn it sends again, not
+    # only those in flight (before: some resumes under-counted their re-sent calls).
+    from harness.running.engine import Engine
+    from harness.running.runner import campaign_started
+    from harness.store.fold import fold_case
+    from harness.store.writer import EventWriter, PendingEvent
+    from harness.vocabulary.errors import StoreError
+
+    config = config_for(
+        make_campaign,
+        "testkit.chain",
+        40,
+        {"turns": 2},
+        max_in_flight=8,
+        limits={"max_attempts": 3},
+    )
+    state: dict[str, Any] = {}
+
+    def answer(messages: Sequence[Message]) -> str:
+        if model.calls >= 30 and "full" not in state:  # the disk is full from now on
+            state["full"] = store = state["store"]
+            store._commit_sync = lambda group: [StoreError("database or disk is full")] * len(group)
+        return "[]"
+
+    model = ScriptedModel(delay=0.005, answer=answer)
+    for i in (1, 4, 6):  # waiting out a long Retry-After when the disk fills
+        model.failures[f"case {i} turn 0"] = [RateLimitedError("429", retry_after=60.0)]
+    plan = Plan(config)
+    with pytest.raises(StoreError):
+        async with await EventWriter.open(db_path) as store:
+            state["store"] = store
+            started = campaign_started(config, plan.total_cases)
+            await store.append([PendingEvent("c1", "", 1, started)])
+            engine = Engine(store, config, "c1", {MODEL: model}, [], plan=plan)
+            await engine.run()
+    with EventReader(db_path) as log:
+        by_case: dict[str, list[Any]] = {}
+        for stored in log.events("c1"):
+            if stored.case_id:
+                by_case.setdefault(stored.case_id, []).append(stored)
+    open_prompts = {
+        t.ask.prompt
+        for events in by_case.values()
+        for t in fold_case(events).open_turns()
+        if t.sent
+    }
+    in_flight = sum(
+        1 for events in by_case.values() for t in fold_case(events).open_turns() if t.in_flight
+    )
+    assert open_prompts and in_flight < len(open_prompts)  # some were awaiting a retry
+    again = ScriptedModel()
+    sent_prompts: list[str] = []
+    again.answer = lambda messages: sent_prompts.append(messages[-1].content) or "[]"  # type: ignore[func-returns-value]
+    summary = await resume_campaign(db_path, overrides={MODEL: again})
+    resent = [p for p in sent_prompts if p in open_prompts]
+    assert sorted(resent) == sorted(open_prompts)  # each sent again once
+    assert summary.resent == len(open_prompts)
+    assert summary.resent_in_flight == in_flight
+    assert (
+        summary.cases_closed + len([1 for events in by_case.values() if fold_case(events).closed])
+        == 40
+    )

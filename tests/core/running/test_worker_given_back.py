@@ -15,7 +15,7 @@ from harness.plugins.registry import Family, register_family
 from harness.running.plan import Plan
 from harness.running.worker import run_worker, start_campaign
 from harness.store.open import open_reader
-from harness.vocabulary.errors import AuthenticationError, CampaignAbortedError
+from harness.vocabulary.errors import AuthenticationError, CampaignAbortedError, ServerError
 from harness.vocabulary.model import GenerationParams, Message, Reply
 from harness.vocabulary.relation import Ask, Case, Outcome, RelationBase, Transcript, Verdict
 
@@ -130,3 +130,45 @@ def test_a_planned_case_is_found_by_its_id(make_campaign: Any) -> None:
         "garbage",
     ):
         assert plan.case(outside) is None, outside
+
+
+class _FlakyOnce(_Model):
+    """Answers as `_Model`, except that ``failing`` prompts fail with a 500 each time."""
+
+    def __init__(self, answered: Counter[str], failing: set[str]) -> None:
+        super().__init__(answered)
+        self.failing = failing
+
+    async def complete(self, messages: Sequence[Message], params: GenerationParams) -> Reply:
+        if messages[-1].content in self.failing:
+            raise ServerError("HTTP 500: down", status=500)
+        return await super().complete(messages, params)
+
+
+async def test_a_suspended_case_on_postgresql_stays_open_and_is_counted(
+    make_campaign: Any, pg_url: str
+) -> None:
+    # Issue 32 on PostgreSQL: a case whose transient failures outlast max_attempts is given
+    # back open (not closed, not INVALID), counted as failed, retryable by the status, and a
+    # later worker answers it.
+    from harness.reporting.campaign_status import campaign_status
+
+    config = make_campaign(
+        ("givenback.pair", 4, {}), model=MODEL, max_in_flight=2, limits={"max_attempts": 2}
+    )
+    campaign = await start_campaign(config, pg_url, Plan(config))
+    answered: Counter[str] = Counter()
+    flaky = _FlakyOnce(answered, {"case 2 turn 1"})
+    first = await run_worker(pg_url, campaign=campaign, lease_s=5, overrides={MODEL: flaky})
+    assert first.run.retryable == 1 and first.run.cases_closed == 3
+    with open_reader(pg_url) as log:
+        status = campaign_status(log, campaign)
+    assert status.retryable == 1 and status.status == "unfinished", status
+    second = await run_worker(
+        pg_url, campaign=campaign, lease_s=5, overrides={MODEL: _Model(answered)}
+    )
+    assert second.run.cases_closed == 1
+    closed, _ = _closed_and_ends(pg_url, campaign)
+    assert closed == 4 and max(answered.values()) == 1
+    with open_reader(pg_url) as log:
+        assert campaign_status(log, campaign).retryable == 0

@@ -62,35 +62,67 @@ def _raw_row(db: Path, kind: str, version: int, payload: str) -> None:
 
 
 def test_synthetic_v1_to_v2_upcast(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Pretend today's ReplyReceived is v2, and v1 stored the reply text at the top level.
-    monkeypatch.setattr(ReplyReceived, "SCHEMA_VERSION", 2)
+    # Pretend today's ReplyReceived is v3, and v2 stored the reply text at the top level
+    # (v1 -> v2 only added a field: its upcaster is the identity).
+    monkeypatch.setattr(ReplyReceived, "SCHEMA_VERSION", 3)
 
-    def v1_to_v2(data: dict[str, object]) -> dict[str, object]:
+    def v2_to_v3(data: dict[str, object]) -> dict[str, object]:
         data = dict(data)
         data["reply"] = {"text": data.pop("text")}
         return data
 
-    monkeypatch.setitem(events_module._UPCASTERS, ("ReplyReceived", 1), v1_to_v2)
+    monkeypatch.setitem(events_module._UPCASTERS, ("ReplyReceived", 2), v2_to_v3)
     old = json.dumps({"kind": "ReplyReceived", "turn": 3, "text": "[nurse]"})
-    event = decode_event("ReplyReceived", 1, old)
+    event = decode_event("ReplyReceived", 2, old)
     assert isinstance(event, ReplyReceived)
     assert event.reply == Reply(text="[nurse]") and event.turn == 3
     kind, version, payload = encode_event(ReplyReceived(turn=1, reply=Reply(text="x")))
-    assert version == 2  # new rows carry the new version and are read without upcasting
+    assert version == 3  # new rows carry the new version and are read without upcasting
     assert decode_event(kind, version, payload) == ReplyReceived(turn=1, reply=Reply(text="x"))
     # Through a real log file, as every reader sees it.
     db = tmp_path / "old.db"
     shutil.copy(FIXTURE, db)
-    _raw_row(db, "ReplyReceived", 1, old)
+    _raw_row(db, "ReplyReceived", 2, old)
     with EventReader(db) as log:
         upcast = [e.event for e in log.events("old")]
     assert upcast == [event]
     # An old payload the upcaster cannot read, a missing upcaster, a newer version: typed errors.
     with pytest.raises(EventDecodeError, match="cannot be upcast"):
-        decode_event("ReplyReceived", 1, json.dumps({"kind": "ReplyReceived", "turn": 1}))
+        decode_event("ReplyReceived", 2, json.dumps({"kind": "ReplyReceived", "turn": 1}))
     monkeypatch.setattr(Note, "SCHEMA_VERSION", 2)
     with pytest.raises(EventDecodeError, match="no upcaster"):
         decode_event("Note", 1, json.dumps({"kind": "Note", "topic": "t"}))
     with pytest.raises(EventDecodeError, match="upgrade"):
-        decode_event("ReplyReceived", 3, old)
+        decode_event("ReplyReceived", 4, old)
     print("synthetic upcast v1 -> v2: decoded through the log; 3 bad cases raised EventDecodeError")
+
+
+FIXTURE_V2 = FIXTURE.with_name("events_v2.db")
+
+
+def test_fixture_log_of_schema_v2_loads_resumes_and_verifies(tmp_path: Path) -> None:
+    # ReplyReceived v2 (a repaired reply, its original escaped) and AskFailed v2 (a turn
+    # suspended by an outage, then answered by resume): tests/fixtures/make_fixture_log_v2.py.
+    from harness.verifying.replay import verify_log
+    from harness.vocabulary.events import AskFailed
+
+    assert FIXTURE_V2.exists(), "tests/fixtures/events_v2.db is committed with the repository"
+    with EventReader(FIXTURE_V2) as log:
+        decoded = list(log.events())
+        states = [fold_case(evs) for _, evs in log.cases(log.latest_campaign())]
+    raws = [
+        e.event.reply.raw_escaped
+        for e in decoded
+        if isinstance(e.event, ReplyReceived) and e.event.reply.raw_escaped
+    ]
+    assert raws and all("\ud800" in r.encode("ascii").decode("unicode_escape") for r in raws)
+    assert [e.event.decision for e in decoded if isinstance(e.event, AskFailed)] == [
+        "retry",
+        "suspend",
+    ]
+    assert all(s.closed for s in states)
+    result = verify_log(FIXTURE_V2)
+    assert result.cases == 4 and not result.differences, result.differences
+    copy = tmp_path / "copy.db"
+    shutil.copy(FIXTURE_V2, copy)
+    assert load_resume_point(copy).open_cases == {}

@@ -59,7 +59,11 @@ def test_canary_key_never_reaches_log_reports_or_output(
 
     first = runner.invoke(main, ["run", str(campaign), "--db", str(db), "--report"])
     outputs.append(first.output)
-    assert first.exit_code == 0, first.output
+    # Its 500s and malformed bodies may outlast max_attempts: those cases stay open (failed,
+    # retryable, exit 5), never INVALID; the run itself must go through.
+    assert first.exit_code == 0 or (first.exit_code == 5 and "failed, retryable" in first.output), (
+        first.output
+    )
     # A second campaign in the same log meets a 401 whose body echoes the key.
     vendor.chooser = lambda n: "401"
     second = runner.invoke(main, ["run", str(campaign), "--db", str(db), "--new-campaign"])

@@ -157,3 +157,71 @@ def test_every_sdk_default_and_a_missing_compat_url_are_named(
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://u:p4ss@proxy:8080")
     via_env = endpoint_for(ModelSpec(name="anthropic:m"))
     assert (via_env.shown, via_env.source) == ("http://proxy:8080", "ANTHROPIC_BASE_URL")
+
+
+def test_after_a_wrong_base_url_the_printed_fix_resumes_the_campaign(
+    tmp_path: Path,
+    vendor: FakeVendor,
+    canary_keys: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Before: `run` refused the log and `resume` re-used the URL stored in it; only a new
+    # campaign escaped, and nothing said so. Now the abort prints a resume command with
+    # --base-url, that command finishes the campaign, and the change is recorded and kept.
+    import shlex
+
+    import vendor_campaign  # noqa: F401  (registers the probe relation)
+    from click.testing import CliRunner
+
+    from harness.cli import main
+    from harness.running.runner import load_resume_point
+    from harness.vocabulary.events import CampaignResumed
+
+    port = _dead_port()
+    campaign = tmp_path / "wrong.toml"
+    db = tmp_path / "wrong.db"
+    campaign.write_text(
+        f"""
+name = "wrong-url"
+[[models]]
+name = "openai:gpt-4o-mini"
+max_in_flight = 2
+options = {{ base_url = "http://127.0.0.1:{port}/v1" }}
+[[relations]]
+name = "test-vendor-probe"
+cases = 6
+[limits]
+max_attempts = 2
+"""
+    )
+    runner = CliRunner()
+    first = runner.invoke(main, ["run", str(campaign), "--db", str(db), "--no-report"])
+    assert first.exit_code == 3, first.output
+    fix = f"harness resume {db} --base-url 'openai:gpt-4o-mini=URL'"
+    assert fix in first.output, first.output
+    good = base_url("openai", vendor)
+    command = shlex.split(fix.replace("=URL", f"={good}"))
+    # The key variable can change the same way (recorded and kept as well).
+    alt_key = "sk-test-ALT-key-0123456789"
+    monkeypatch.setenv("ALT_OPENAI_KEY", alt_key)
+    key_env = ["--api-key-env", "openai:gpt-4o-mini=ALT_OPENAI_KEY"]
+    second = runner.invoke(main, [*command[1:], *key_env, "--no-report"])
+    assert second.exit_code == 0, second.output
+    assert len(vendor.requests) == 12  # every case, each turn once
+    assert all(r.headers["authorization"] == f"Bearer {alt_key}" for r in vendor.requests)
+    with EventReader(db) as log:
+        resumed = [e.event for e in log.events(kinds=("CampaignResumed",))]
+    assert isinstance(resumed[-1], CampaignResumed)
+    key = "models[openai:gpt-4o-mini].options.base_url"
+    assert resumed[-1].config_overrides == {
+        key: good,
+        "models[openai:gpt-4o-mini].options.api_key_env": "ALT_OPENAI_KEY",
+    }
+    assert resumed[-1].endpoints["openai:gpt-4o-mini"]["url"] == good
+    # Later resumes keep the fixed URL (the recorded campaign still holds the wrong one).
+    point = load_resume_point(db)
+    assert point.config.models[0].options["base_url"] == good
+    assert point.config.models[0].options["api_key_env"] == "ALT_OPENAI_KEY"
+    # A name that is not a model of the campaign is a usage error naming the models.
+    bad = runner.invoke(main, ["resume", str(db), "--base-url", f"openai:gpt-4=={good}"])
+    assert bad.exit_code == 2 and "openai:gpt-4o-mini" in bad.output, bad.output

@@ -84,6 +84,7 @@ async def run_engine(
         engine.retry = type(engine.retry)(
             max_attempts=config.limits.max_attempts, base_s=0.05, cap_s=5.0, seed=config.seed
         )
+        engine.calls.retry = engine.retry  # the call loop holds the policy it decides with
         return await engine.run()
 
 

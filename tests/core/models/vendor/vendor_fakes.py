@@ -9,6 +9,13 @@ Faults are named strings, taken from ``script`` (one per request, in order) and 
 
     ok  429  429-ms  429-reset  429-date  500  503  529  401  403  400  404
     slow  reset  malformed  empty  refusal
+    hang  trickle  sse  html  200-error  huge  nul  surrogate  deep
+
+The last row is the fault suite's (tests/core/models/vendor/test_vendor_faults.py): a reply
+that never comes, one trickled a byte at a time, server-sent events or an HTML page where
+JSON belongs, a 200 whose body is the vendor's error ("model overloaded"), a reply of
+``huge_chars`` characters, a reply holding NUL or a lone surrogate (legal JSON escapes),
+and a body nested deeper than any JSON parser's recursion.
 """
 
 from __future__ import annotations
@@ -46,7 +53,18 @@ FAULTS = (
     "malformed",
     "empty",
     "refusal",
+    "hang",
+    "trickle",
+    "sse",
+    "html",
+    "200-error",
+    "huge",
+    "nul",
+    "surrogate",
+    "deep",
 )
+
+OVERLOADED = "model overloaded"  # the vendor's own message in a 200 with an error body
 
 
 @dataclass(frozen=True)
@@ -313,6 +331,8 @@ class FakeVendor:
     max_in_flight: int | None = None  # above it: 429 with retry-after-ms (a throttling vendor)
     throttle_retry_ms: int = 50
     latency_s: float = 0.0
+    trickle_s: float = 0.05  # between two bytes of a trickled reply
+    huge_chars: int = 2_000_000
     chooser: Callable[[int], str] | None = None
     reply_fn: Callable[[str], str] = field(default=lambda text: f"echo: {text[:200]}")
     script: deque[str] = field(default_factory=deque)
@@ -477,6 +497,48 @@ class FakeVendor:
         if fault == "slow":
             await asyncio.sleep(self.slow_s)
             fault = "ok"
+        if fault == "hang":
+            await asyncio.sleep(3600)  # cancelled when the client gives up or the server stops
+            return False
+        if fault in ("huge", "nul", "surrogate", "trickle"):
+            text = self.reply_fn(dialect.last_user_text(body))
+            text = {
+                "huge": text + " " + "x" * self.huge_chars,
+                "nul": text + " \u0000 after a NUL",
+                "surrogate": text + " \ud800 a lone surrogate",
+                "trickle": text,
+            }[fault]
+            if fault != "trickle":
+                await self._send(writer, 200, dialect.ok(body, text, n))
+                return True
+            data = json.dumps(dialect.ok(body, text, n)).encode()
+            head = (
+                f"HTTP/1.1 200 OK\r\ncontent-length: {len(data)}\r\n"
+                "content-type: application/json\r\nconnection: keep-alive\r\n\r\n"
+            )
+            writer.write(head.encode("latin-1"))
+            for i in range(len(data)):
+                writer.write(data[i : i + 1])
+                await writer.drain()
+                await asyncio.sleep(self.trickle_s)
+            return True
+        if fault == "sse":
+            event = json.dumps(dialect.ok(body, "streamed", n))
+            data = f"data: {event}\n\ndata: [DONE]\n\n".encode()
+            await self._send_raw(writer, 200, data, {"content-type": "text/event-stream"})
+            return True
+        if fault == "html":
+            page = b"<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>"
+            await self._send_raw(writer, 200, page, {"content-type": "text/html"})
+            return True
+        if fault == "200-error":
+            await self._send(writer, 200, dialect.error(503, OVERLOADED))
+            return True
+        if fault == "deep":
+            depth = 200_000
+            data = b'{"choices": ' + b"[" * depth + b"]" * depth + b"}"
+            await self._send_raw(writer, 200, data, {"content-type": "application/json"})
+            return True
         if fault == "ok":
             text = self.reply_fn(dialect.last_user_text(body))
             await self._send(
