@@ -145,7 +145,7 @@ def test_attribute_rates_have_wilson_intervals_and_a_test_against_the_rest(
 def test_every_biaslens_test_is_corrected_together(sim_tables: list[Table]) -> None:
     tested = [
         (name, i, r["p"])
-        for name in ("biaslens_cells", "biaslens_role_vs_no_role")
+        for name in ("biaslens_cells", "biaslens_role_vs_no_role", "control_excess")
         for i, r in enumerate(rows(sim_tables, name))
         if r["p"] is not None
     ]
@@ -156,7 +156,7 @@ def test_every_biaslens_test_is_corrected_together(sim_tables: list[Table]) -> N
     assert summary["tests"] == len(tested)
     assert summary["flagged"] == sum(
         r["flagged"] == "yes"
-        for name in ("biaslens_cells", "biaslens_role_vs_no_role")
+        for name in ("biaslens_cells", "biaslens_role_vs_no_role", "control_excess")
         for r in rows(sim_tables, name)
     )
     assert "statistical_tests" in to_json(sim_tables)
