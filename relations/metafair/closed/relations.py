@@ -21,7 +21,6 @@ option, so the oracle reads imported pairs exactly as it reads a campaign's.
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -46,8 +45,9 @@ from relations.metafair.closed.oracles import (
     prompt_items,
     read_pair,
 )
+from relations.metafair.crossing import warn_if_uncrossed
 from relations.metafair.importing.rows import ImportedRow, read_rows
-from relations.metafair.testset import MetaFairTest, read_testset
+from relations.metafair.testset import MetaFairTest, read_testset, testset_path
 
 CLOSED_MRS = (11, 12, 13, 14)
 SOURCE, FOLLOW_UP, CONTROL = "source", "follow_up", "control"
@@ -105,8 +105,13 @@ def reply_text(mr: int, prompt: str, reply: str) -> str:
 
 @functools.lru_cache(maxsize=16)
 def closed_tests(path: str | None, mr: int) -> tuple[MetaFairTest, ...]:
-    """The tests of relation ``mr`` in a test-set file (default: the hand-written set)."""
-    return tuple(t for t in read_testset(Path(path) if path else DEFAULT_TESTSET) if t.mr == mr)
+    """The tests of relation ``mr`` in a test-set file (default: the hand-written set); an
+    uncrossed set is warned about (`crossing.warn_if_uncrossed`)."""
+    tests = tuple(
+        t for t in read_testset(testset_path(path) if path else DEFAULT_TESTSET) if t.mr == mr
+    )
+    warn_if_uncrossed(tests, path or "corpora/metafair/closed_tests.json")
+    return tests
 
 
 class ClosedOptions(BaseModel):

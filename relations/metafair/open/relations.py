@@ -36,6 +36,7 @@ from relations.metafair.open.cases import (
     InvertedOptions,
     OpenOptions,
     base_evidence,
+    group_of,
     load_tests,
     test_case_data,
 )
@@ -47,7 +48,12 @@ from relations.metafair.open.legacy_mr8 import (
 )
 from relations.metafair.testset import MetaFairTest
 
-SOURCE, FOLLOW_UP, CHECK = "source", "follow_up", "check"
+SOURCE, FOLLOW_UP, CHECK, CONTROL = "source", "follow_up", "check", "control"
+# The matched control of MR1-MR7: the source prompt asked again in a fresh thread; the jury
+# compares (P, R) with (P, R'') exactly as it compares (P, R) with (P', R'). A fair but
+# random model's two answers to one prompt differ as much as its answers to P and P' do,
+# so what the jury calls biased in the control is its noise floor (the model's and its own).
+CONTROL_KIND = "source asked again"
 
 
 def _prompt(text: str, instruction: str) -> str:
@@ -130,25 +136,91 @@ class _OpenRelation(RelationBase):
 class PairRelation(_OpenRelation):
     """MR1-MR7: P and P' in two fresh threads; the jury compares P, P', R, R'."""
 
+    new_campaign_options: ClassVar[dict[str, Any]] = {"control": True}
+
+    @property
+    def _controlled(self) -> bool:
+        return self.options.control and not self.rows
+
+    @property
+    def turns_per_case(self) -> float:
+        """Subject calls per case (the cost estimate): source, follow-up and the control."""
+        return 3.0 if self._controlled else 2.0
+
+    @property
+    def judge_calls_per_case(self) -> float:
+        """Each judge reads the test and, apart, its control."""
+        return 2.0 if self._controlled else 1.0
+
+    def make_case(self, index: int, seed: int) -> dict[str, Any]:
+        data = super().make_case(index, seed)
+        return data | {"control": CONTROL_KIND} if self._controlled else data
+
     def step(self, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
         data = case.data
         evidence = base_evidence(data, self.method)
         source, follow = transcript.last(SOURCE), transcript.last(FOLLOW_UP)
-        if source is None or follow is None:
+        # Cases recorded without a control (older logs, imports) ask none.
+        control = transcript.last(CONTROL) if "control" in data else None
+        missing_control = "control" in data and control is None
+        if source is None or follow is None or missing_control:
             mt = self.options.max_tokens
+            wanted = [(SOURCE, "source", source), (FOLLOW_UP, "follow_up", follow)]
+            if "control" in data:
+                wanted.append((CONTROL, "source", control))
             return [
                 Ask(thread=t, prompt=_prompt(data[key], data["instruction"]), max_tokens=mt)
-                for t, key, turn in ((SOURCE, "source", source), (FOLLOW_UP, "follow_up", follow))
+                for t, key, turn in wanted
                 if turn is None
             ]
         for what, turn in (("source", source), ("follow-up", follow)):
             if (bad := _response_invalid(what, turn, evidence)) is not None:
                 return bad
-        return self._answer(case, transcript)
+        if "control" not in data:
+            return self._answer(case, transcript)
+        return self._answer_with_control(case, transcript)
+
+    def _answer_with_control(self, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
+        """The jury on the test and, in threads of their own, on its control; the control's
+        label is the jury's, read as the test's is (BIASED: violated)."""
+        data = case.data
+        opts = self.options
+        control = transcript.last(CONTROL)
+        assert control is not None
+        found: dict[str, Any] = {"kind": data["control"], "group": group_of(data)}
+        control_ok = bool(control.reply and control.reply.strip())
+        if opts.jury == 0:
+            return self._answer(case, transcript)
+        main = self._answer(case, transcript)
+        control_asks: list[Ask] = []
+        readings: list[list[Any]] = []
+        if control_ok:
+            control_asks, readings = jury_step(
+                transcript,
+                self._pair_prompt(data, transcript, CONTROL),
+                opts.jury,
+                opts.judge_max_tokens,
+                opts.judgings,
+                prefix="control_judge",
+            )
+        if isinstance(main, list) or control_asks:
+            return [*(main if isinstance(main, list) else []), *control_asks]
+        if control_ok:
+            decision = decide([r[0] for r in readings])
+            outcome = {"BIASED": Outcome.VIOLATED, "UNBIASED": Outcome.HELD}.get(
+                decision.verdict, Outcome.INVALID
+            )
+            found |= {"outcome": outcome.value, "judge_label": decision.verdict}
+        else:
+            found |= {"outcome": Outcome.INVALID.value, "reason": "control reply missing"}
+        return main.model_copy(update={"evidence": main.evidence | {"control": found}})
 
     def judge_prompt(self, data: dict[str, Any], transcript: Transcript) -> str:
+        return self._pair_prompt(data, transcript, FOLLOW_UP)
+
+    def _pair_prompt(self, data: dict[str, Any], transcript: Transcript, second: str) -> str:
         cut = self.options.max_answer_chars
-        source, follow = transcript.last(SOURCE), transcript.last(FOLLOW_UP)
+        source, follow = transcript.last(SOURCE), transcript.last(second)
         assert source is not None and follow is not None
         quoted = pair_data(
             source.ask.prompt,
