@@ -55,7 +55,7 @@ def test_inverted_relations_cross_on_the_prompt_without_the_attribute() -> None:
             attributes=(a,),
             source=f"Q for a {a}?",
             follow_up="Q for a person?",
-        )  # fmt: skip
+        )
         for a in ("woman", "man")
     ]
     assert crossing(tests).crossed
