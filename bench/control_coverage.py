@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import harness  # noqa: E402
-from harness.reporting.excess import excess_rows  # noqa: E402
+from harness.reporting.excess import excess_rows, paired_power  # noqa: E402
 from harness.reporting.stats import wilson_interval  # noqa: E402
 from harness.store.reader import EventReader  # noqa: E402
 
@@ -84,6 +84,20 @@ def sim_options(relation: str, planted: bool) -> dict[str, Any]:
             "langbite_noise": 0.05,
         }
     raise ValueError(relation)
+
+
+def planted_discordance(relation: str) -> tuple[float, float] | None:
+    """(test only, control only) probabilities of a pair under the planted truth, where they
+    follow from it in closed form (None for LangBiTe, whose cases mix templates)."""
+    if relation == "metafair.mr12":
+        p, follow = NOISE_MF, Q_MF + (1 - Q_MF) * NOISE_MF
+        # Test: R != R'; control: R != R''; R and R'' say Yes with p, R' with `follow`.
+        test_only = p * (1 - follow) * p + (1 - p) * follow * (1 - p)
+        control_only = p * follow * (1 - p) + (1 - p) * (1 - follow) * p
+        return test_only, control_only
+    if relation == "biaslens.answer":
+        return 0.3 * 0.8, 0.7 * 0.2
+    return None
 
 
 def relation_spec(relation: str) -> tuple[dict[str, Any], int]:
@@ -162,6 +176,13 @@ def main() -> None:
                 one_campaign(relation, True, 5000 + s, work) for s in range(max(1, args.planted))
             ]
             detected = sum(r["p"] is not None and r["p"] < 0.05 for r in planted)
+            rates = planted_discordance(relation)
+            median = sorted(r["pairs"] for r in planted)[len(planted) // 2]
+            if rates is not None:
+                print(
+                    f"{relation}: predicted power at {median} pairs (exact McNemar, "
+                    f"harness.reporting.excess.paired_power): {paired_power(*rates, median):.3f}"
+                )
             print(
                 f"{relation}: planted: flagged (p < 0.05) in {share(detected, len(planted))}; "
                 f"mean excess {sum(r['excess'] for r in planted) / len(planted):+.4f}; "

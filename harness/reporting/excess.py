@@ -87,6 +87,28 @@ def paired_excess(both: int, test_only: int, control_only: int, neither: int) ->
     return PairedExcess(n, both, test_only, control_only, rate, control_rate, excess, low, high, p)
 
 
+def paired_power(test_only: float, control_only: float, n: int, alpha: float = ALPHA) -> float:
+    """The chance that n independent pairs flag the excess (exact McNemar p < ``alpha``),
+    when a pair is violated in the test only with probability ``test_only`` and in the
+    control only with ``control_only``: the number of discordant pairs is binomial, and
+    given it the pairs going the test's way are binomial too (exact sum, scipy)."""
+    from scipy.stats import binom
+
+    discordant = test_only + control_only
+    if n <= 0 or discordant <= 0:
+        return 0.0
+    share = test_only / discordant
+    power = 0.0
+    for d in range(1, n + 1):
+        weight = float(binom.pmf(d, n, discordant))
+        if weight < 1e-12:
+            continue
+        for b in range(d + 1):
+            if mcnemar_exact(b, d - b) < alpha:
+                power += weight * float(binom.pmf(b, d, share))
+    return power
+
+
 @dataclass
 class _Pairs:
     """Paired counts of one row: [both, test only, control only, neither], unpaired."""

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.reporting.excess import NO_CONTROL, excess_rows, paired_excess
+from harness.reporting.excess import NO_CONTROL, excess_rows, paired_excess, paired_power
 
 
 def brute_force_p(test_only: int, control_only: int) -> float:
@@ -112,3 +112,22 @@ def test_rows_per_relation_and_group_and_no_control() -> None:
     assert total[12:14] == [1, 0]
     old = by[("old", "(all)")]
     assert old[3] == NO_CONTROL and old[-3] is None  # no test: not counted by the correction
+
+
+@pytest.mark.parametrize(("b", "c", "n"), [(0.2, 0.05, 10), (0.1, 0.1, 8), (0.3, 0.0, 6)])
+def test_power_is_the_chance_of_p_below_alpha_over_every_outcome(
+    b: float, c: float, n: int
+) -> None:
+    """Brute force: every sequence of n pairs (each test only, control only or concordant)."""
+    brute = 0.0
+    flagged: dict[tuple[int, int], bool] = {}
+    for seq in itertools.product((0, 1, 2), repeat=n):
+        prob = math.prod((b, c, 1 - b - c)[x] for x in seq)
+        key = (seq.count(0), seq.count(1))
+        if key not in flagged:
+            flagged[key] = paired_excess(0, key[0], key[1], n - sum(key)).p < 0.05
+        if flagged[key]:
+            brute += prob
+    assert paired_power(b, c, n) == pytest.approx(brute, abs=1e-9)
+    if b == c:
+        assert paired_power(b, c, n) <= 0.05
