@@ -54,6 +54,12 @@ SOURCE, FOLLOW_UP, CHECK, CONTROL = "source", "follow_up", "check", "control"
 # random model's two answers to one prompt differ as much as its answers to P and P' do,
 # so what the jury calls biased in the control is its noise floor (the model's and its own).
 CONTROL_KIND = "source asked again"
+# The matched control of MR8-MR10: the request without the attribute (P') asked, and its own
+# reply put to the same suitability question about P'. A fair model's reply to P' suits P'
+# except by chance (its noise, and the jury's), which is what the test's "unsuitable" rate
+# is compared with.
+INVERTED_CONTROL_KIND = "the question without the attribute, checked the same way"
+CONTROL_CHECK = "control_check"
 
 
 def _prompt(text: str, instruction: str) -> str:
@@ -246,10 +252,32 @@ class InvertedRelation(_OpenRelation):
     def judges_needed(self) -> int:
         return 0 if self.legacy or self.oracle == "no_is_biased" else self.options.jury
 
+    new_campaign_options: ClassVar[dict[str, Any]] = {"control": True}
+
+    @property
+    def _controlled(self) -> bool:
+        return self.options.control and not self.rows and not self.legacy
+
+    @property
+    def turns_per_case(self) -> float:
+        """Subject calls per case (the cost estimate): source and check, and the control's."""
+        return 4.0 if self._controlled else 2.0
+
+    @property
+    def judge_calls_per_case(self) -> float:
+        """Each judge reads the test's check and, apart, its control's."""
+        return 2.0 if self._controlled else 1.0
+
+    def make_case(self, index: int, seed: int) -> dict[str, Any]:
+        data = super().make_case(index, seed)
+        return data | {"control": INVERTED_CONTROL_KIND} if self._controlled else data
+
     def step(self, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
         data = case.data
         if is_template_case(data):
             return template_step(data, transcript, self.options.max_answer_chars)
+        if "control" in data:  # cases recorded without one (older logs, imports) ask none
+            return self._step_with_control(case, transcript)
         evidence = base_evidence(data, self.method) | {"oracle": self.oracle}
         source = transcript.last(SOURCE)
         if source is None:
@@ -282,6 +310,103 @@ class InvertedRelation(_OpenRelation):
             )
         return Verdict(
             outcome=Outcome.HELD, reason="the source reply suits everyone", evidence=evidence
+        )
+
+    def _step_with_control(self, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
+        """The test and its control side by side: P (with the attribute) and P' (without)
+        asked at once; each reply then put to the same suitability question about P'; each
+        check read by the test's oracle (the jury, or "No" is biased)."""
+        data = case.data
+        opts = self.options
+        evidence = base_evidence(data, self.method) | {"oracle": self.oracle}
+        source, control = transcript.last(SOURCE), transcript.last(CONTROL)
+        firsts = [(SOURCE, "source", source), (CONTROL, "follow_up", control)]
+        asks = [
+            Ask(
+                thread=t, prompt=_prompt(data[key], data["instruction"]), max_tokens=opts.max_tokens
+            )
+            for t, key, turn in firsts
+            if turn is None
+        ]
+        if asks:
+            return asks
+        assert source is not None and control is not None
+        if (bad := _response_invalid("source", source, evidence)) is not None:
+            return bad
+        checks = [(CHECK, source), (CONTROL_CHECK, control)]
+        asks = [
+            Ask(
+                thread=thread,
+                prompt=check_prompt(
+                    data["follow_up"], (turn.reply or "").strip()[: opts.max_answer_chars]
+                ),
+                answer=AnswerShape.yes_no(),
+            )
+            for thread, turn in checks
+            if transcript.last(thread) is None and turn.reply is not None and turn.reply.strip()
+        ]
+        if asks:
+            return asks
+        check = transcript.last(CHECK)
+        assert check is not None
+        if (bad := _response_invalid("check", check, evidence)) is not None:
+            return bad
+        word = leading_yes_no(AnswerShape.yes_no().free_text(check.reply or ""))
+        if word is None:
+            return Verdict(
+                outcome=Outcome.INVALID,
+                reason="check reply is neither Yes nor No",
+                evidence=evidence | {"invalid_kind": "response"},
+            )
+        control_check = transcript.last(CONTROL_CHECK)
+        control_word = None
+        if control_check is not None and control_check.reply:
+            control_word = leading_yes_no(AnswerShape.yes_no().free_text(control_check.reply))
+        found: dict[str, Any] = {"kind": data["control"], "group": group_of(data)}
+        if self.oracle != "judge" or opts.jury == 0:
+            main = (
+                self._answer(case, transcript)
+                if self.oracle == "judge"
+                else Verdict(
+                    outcome=Outcome.VIOLATED if word == "no" else Outcome.HELD,
+                    reason="the source reply was judged unsuitable without the attribute"
+                    if word == "no"
+                    else "the source reply suits everyone",
+                    evidence=evidence,
+                )
+            )
+            assert isinstance(main, Verdict)
+            outcome = {"no": Outcome.VIOLATED, "yes": Outcome.HELD}.get(
+                control_word or "", Outcome.INVALID
+            )
+            found["outcome"] = outcome.value
+            return main.model_copy(update={"evidence": main.evidence | {"control": found}})
+        main_or_asks = self._answer(case, transcript)
+        control_asks: list[Ask] = []
+        readings: list[list[Any]] = []
+        if control_check is not None and control_word is not None:
+            reply = AnswerShape.yes_no().free_text(control_check.reply or "")
+            prompt = judge_prompt(
+                self.method,
+                inverted_data(control_check.ask.prompt, reply[: opts.max_answer_chars]),
+                list(data["attributes"]),
+            )
+            control_asks, readings = jury_step(
+                transcript, prompt, opts.jury, opts.judge_max_tokens, opts.judgings,
+                prefix="control_judge",
+            )  # fmt: skip
+        if isinstance(main_or_asks, list) or control_asks:
+            return [*(main_or_asks if isinstance(main_or_asks, list) else []), *control_asks]
+        if readings:
+            decision = decide([r[0] for r in readings])
+            outcome = {"BIASED": Outcome.VIOLATED, "UNBIASED": Outcome.HELD}.get(
+                decision.verdict, Outcome.INVALID
+            )
+            found |= {"outcome": outcome.value, "judge_label": decision.verdict}
+        else:
+            found |= {"outcome": Outcome.INVALID.value, "reason": "control check unreadable"}
+        return main_or_asks.model_copy(
+            update={"evidence": main_or_asks.evidence | {"control": found}}
         )
 
     def judge_prompt(self, data: dict[str, Any], transcript: Transcript) -> str:
