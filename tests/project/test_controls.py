@@ -123,3 +123,30 @@ def test_other_families_default_to_a_control(relation: str) -> None:
     }
     config = parse_campaign(data, source="test")
     assert config.relations[0].options["control"] is True
+
+
+def test_the_answer_cache_never_serves_the_control_its_sources_reply(tmp_path: Path) -> None:
+    """The control asks the source prompt again (the same request): reused from an earlier
+    log, each thread gets its own recorded reply, so the control still disagrees with its
+    source exactly where it did."""
+    import asyncio
+
+    from harness.running.cache import LogAnswerCache
+    from harness.running.runner import run_campaign
+
+    old, new = tmp_path / "old.db", tmp_path / "new.db"
+    harness.run(campaign(9, repeats=3), old)
+    cache = LogAnswerCache.from_logs([old])
+    summary = asyncio.run(run_campaign(parse_campaign(campaign(9, repeats=3)), new, cache=cache))
+    assert summary.calls == 0 and summary.cached == 30 * 3
+
+    def replies(db: Path) -> dict[tuple[str, str], str]:
+        with EventReader(db) as log:
+            rows = log.connection.execute("SELECT case_id, thread, reply FROM turns").fetchall()
+        return {(c, t): r for c, t, r in rows}
+
+    # (Cases whose source prompts are the same request share one entry, as they always
+    # have; only the thread keeps source and control apart.)
+    got = replies(new)
+    differ = sum(r != got[(c, "source")] for (c, t), r in got.items() if t == "control")
+    assert differ > 0  # served one entry, every control would equal its source
