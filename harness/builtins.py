@@ -23,7 +23,9 @@ CORE = Family(
         "google": Lazy("google", "harness.models.providers:build_gemini"),
     },
     report_sections=Deferred(
-        "harness.reporting.report:CORE_SECTIONS", "harness.reporting.judge_agreement:JUDGE_SECTIONS"
+        "harness.reporting.report:CORE_SECTIONS",
+        "harness.reporting.judge_agreement:JUDGE_SECTIONS",
+        "harness.reporting.excess:EXCESS_SECTIONS",
     ),
     commands=(
         Lazy("run", "harness.cli.commands.run:command"),

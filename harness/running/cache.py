@@ -1,7 +1,10 @@
 """Answer cache across campaigns: reuse recorded replies instead of paying for them again.
 
-A reply is reused when model, sampling parameters, the full message history and the repeat
-index all match a reply recorded in an earlier log (``harness run CAMPAIGN --reuse OLD.db``).
+A reply is reused when model, sampling parameters, the full message history, the thread the
+ask names and the repeat index all match a reply recorded in an earlier log (``harness run
+CAMPAIGN --reuse OLD.db``). The thread keeps two asks of one case with the same request
+apart: a matched control (docs/controls.md) asks the source prompt again in its own thread,
+and serving it the source's recorded reply would make the control agree with its test.
 
 The per-turn sampling seed the engine derives from (campaign seed, case id, turn) when a
 model sets none is left out of the key: it exists only to make repeats differ while the
@@ -29,12 +32,20 @@ from harness.vocabulary.model import GenerationParams, Message, Reply, request_k
 
 
 def cache_key(
-    model: str, messages: Sequence[Message], params: GenerationParams, *, seed_derived: bool
+    model: str,
+    messages: Sequence[Message],
+    params: GenerationParams,
+    *,
+    seed_derived: bool,
+    thread: str | None = None,
 ) -> str:
-    """The request key, without the sampling seed when the engine derived it."""
+    """The request key, without the sampling seed when the engine derived it, and with the
+    thread the ask names: two threads of one case that send the same request (a matched
+    control asks the source prompt again) are two draws, never one reply served twice."""
     if seed_derived:
         params = params.model_copy(update={"seed": None})
-    return request_key(model, messages, params)
+    key = request_key(model, messages, params)
+    return key if thread is None else f"{key}\x1f{thread}"
 
 
 def derived_seed_models(config: dict[str, Any]) -> set[str]:
@@ -86,7 +97,11 @@ def recorded_calls(db: LogLike) -> Iterator[RecordedCall]:
                             repeat=repeat,
                             reply=ev.reply,
                             key=cache_key(
-                                ask.model, ask.messages, ask.params, seed_derived=is_derived
+                                ask.model,
+                                ask.messages,
+                                ask.params,
+                                seed_derived=is_derived,
+                                thread=ask.ask.thread,
                             ),
                         )
 
@@ -219,7 +234,9 @@ def explain_case(
     out: list[Explanation] = []
     for turn, ask in sorted(last_sent.items()):
         is_derived = ask.model in derived
-        key = cache_key(ask.model, ask.messages, ask.params, seed_derived=is_derived)
+        key = cache_key(
+            ask.model, ask.messages, ask.params, seed_derived=is_derived, thread=ask.ask.thread
+        )
         params = (
             ask.params.model_copy(update={"seed": None}) if is_derived else ask.params
         ).model_dump(exclude_none=True)

@@ -121,7 +121,14 @@ def _without_url_credentials(value: Any) -> Any:
     return value
 
 
-def parse_campaign(data: dict[str, Any], *, source: str = "campaign") -> CampaignConfig:
+def parse_campaign(
+    data: dict[str, Any], *, source: str = "campaign", new: bool = True
+) -> CampaignConfig:
+    """A campaign from its file's data. ``new``: a campaign about to start, whose relations
+    get their `new_campaign_options` where the file leaves them out (a matched control is
+    on by default); False for a campaign a log recorded, read as it ran."""
+    if new:
+        data = _with_new_campaign_options(data)
     try:
         config = CampaignConfig.model_validate(data)
     except ValidationError as exc:
@@ -142,7 +149,24 @@ def parse_recorded_campaign(data: dict[str, Any], *, source: str) -> CampaignCon
         name = spec.get("name") if isinstance(spec, dict) else None
         if isinstance(name, str) and relation_class(name) is None:
             raise _missing_relation(name, source)
-    return parse_campaign(data, source=source)
+    return parse_campaign(data, source=source, new=False)
+
+
+def _with_new_campaign_options(data: dict[str, Any]) -> dict[str, Any]:
+    relations = data.get("relations")
+    if not isinstance(relations, list):
+        return data
+    filled = []
+    for spec in relations:
+        name = spec.get("name") if isinstance(spec, dict) else None
+        cls = relation_class(name) if isinstance(name, str) else None
+        defaults = getattr(cls, "new_campaign_options", None) or {}
+        options = spec.get("options", {}) if isinstance(spec, dict) else None
+        if not defaults or not isinstance(options, dict):
+            filled.append(spec)
+            continue
+        filled.append({**spec, "options": {**defaults, **options}})
+    return {**data, "relations": filled}
 
 
 def _missing_relation(relation: str, source: str) -> FamilyNotInstalledError:

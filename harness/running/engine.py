@@ -578,7 +578,9 @@ class Engine:
             cache, seed_derived = self.cache, self._seed_is_derived(model)
 
             def lookup() -> Reply | None:
-                key = cache_key(model.name, messages, params, seed_derived=seed_derived)
+                key = cache_key(
+                    model.name, messages, params, seed_derived=seed_derived, thread=ask.thread
+                )
                 return cache.lookup(key, case.repeat)
 
         outcome = await self.calls.send(

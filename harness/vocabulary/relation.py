@@ -155,6 +155,11 @@ class RelationBase:
     family: ClassVar[str] = ""
     summary: ClassVar[str] = ""
     Options: ClassVar[type[BaseModel]] = NoOptions
+    # Options a new campaign gets when its file leaves them out, where the Options model's
+    # default is what a log recorded without them ran with (a matched control: on for new
+    # campaigns, off for older logs, so they replay as they ran). A recorded campaign is read
+    # with the Options defaults only (harness.running.campaign.parse_recorded_campaign).
+    new_campaign_options: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, options: BaseModel | None = None) -> None:
         self.options = options if options is not None else self.Options()

@@ -17,6 +17,7 @@ FAMILY = Family(
     ),
     report_sections=Deferred("relations.biaslens.report:REPORT_SECTIONS"),
     sim_handlers=Deferred("relations.biaslens.sim:SIM_HANDLERS"),
+    sim_options=Deferred("relations.biaslens.sim:BiasLensTruth"),
     # imported answers: not callable
     model_backends={
         "released": Lazy("released", "relations.biaslens.released_backend:build_released")

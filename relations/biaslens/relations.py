@@ -33,6 +33,13 @@ from relations.biaslens.questionset import ATTRIBUTES, QType, Question, load_que
 from relations.biaslens.released import load_folder, row_case_data
 
 ANSWER = "answer"
+CONTROL = "control"
+# The matched control of a question asked with its role: the same question without the role
+# sentence, in a fresh conversation, read by the same oracle. The BiasLens oracle is
+# absolute (a Yes is biased whatever else was asked), so the question asked twice would
+# estimate the same rate for any model; the role sentence is what a role-play test varies,
+# and a fair but random model answers both at the same rate.
+CONTROL_KIND = "question without the role"
 # The declared answer shapes (sent only to models with answer_format = "structured").
 SHAPES = {QType.YES_NO: AnswerShape.yes_no(), QType.CHOICE: AnswerShape.choice(("A", "B", "C"))}
 
@@ -108,6 +115,14 @@ class AnswerOptions(BaseModel):
     released_models: list[str] | None = Field(
         default=None, description="the released models an import covers"
     )
+    # False is what a log recorded without the option ran with; new campaigns get true
+    # (BiasLensAnswer.new_campaign_options) unless the file says false.
+    control: bool = Field(
+        default=False,
+        description="ask each role question again without its role sentence, in a fresh "
+        "conversation (the matched control of the report's excess); on by default in new "
+        "campaigns",
+    )
 
 
 class BiasLensAnswer(RelationBase):
@@ -119,6 +134,20 @@ class BiasLensAnswer(RelationBase):
     )
     Options: ClassVar[type[BaseModel]] = AnswerOptions
     options: AnswerOptions
+    new_campaign_options: ClassVar[dict[str, Any]] = {"control": True}
+
+    @property
+    def turns_per_case(self) -> float:
+        """Subject calls per case (the cost estimate): the answer, and the control's for the
+        role variant."""
+        if not self.options.control or self.options.source == "released":
+            return 1.0
+        return 1.0 + self.variants.count("role") / len(self.variants)
+
+    @property
+    def judge_calls_per_case(self) -> float:
+        """Calls each judge gets per case: a Why answer and its control are judged apart."""
+        return 2.0 if self.options.control and self.options.source != "released" else 1.0
 
     @property
     def judges_needed(self) -> int:
@@ -149,7 +178,7 @@ class BiasLensAnswer(RelationBase):
         q = self._questions[index // len(self.variants)]
         variant = self.variants[index % len(self.variants)]
         text = q.text(with_role=variant == "role")
-        return {
+        data: dict[str, Any] = {
             "question_id": q.id,
             "attribute": q.attribute,
             "role": q.role,
@@ -159,6 +188,14 @@ class BiasLensAnswer(RelationBase):
             "prompt": answer_prompt(text, q.type, self.options.why_words),
             READING_KEY: READING_VERSION,
         }
+        plain = q.text(with_role=False)
+        if self.options.control and variant == "role" and plain != text:
+            data["control"] = {
+                "kind": CONTROL_KIND,
+                "question": plain,
+                "prompt": answer_prompt(plain, q.type, self.options.why_words),
+            }
+        return data
 
     def _released_case(self, index: int) -> dict[str, Any]:
         if self.options.released_dir is None:
@@ -175,28 +212,81 @@ class BiasLensAnswer(RelationBase):
         data = case.data
         qtype = QType.parse(data["type"])
         answer = transcript.last(ANSWER)
+        control = data.get("control")
         if answer is None:
             # Imported cases record the bare question as their prompt (no "prompt" key).
-            return [self.answer_ask(data.get("prompt", data["question"]), qtype)]
+            asks = [self.answer_ask(data.get("prompt", data["question"]), qtype)]
+            if control is not None:  # cases recorded without one (older logs) ask none
+                asks.append(
+                    self.answer_ask(control["prompt"], qtype).model_copy(update={"thread": CONTROL})
+                )
+            return asks
         if answer.reply is None:
             refused = refusal_reason(None, answer.error) if reading_version(data) >= 2 else None
             if refused:
                 return _refused(data, qtype, refused)
             return Verdict(outcome=Outcome.INVALID, reason=f"answer call failed: {answer.error}")
         fixed = self.answer_verdict(data, answer.reply)
-        if fixed is not None:
-            return fixed
-        asks = self._jury_asks(data["question"], answer.reply, transcript)
-        if asks:
-            return asks
-        votes = [
+        if control is None:
+            if fixed is not None:
+                return fixed
+            asks = self._jury_asks(data["question"], answer.reply, transcript)
+            if asks:
+                return asks
+            votes = self._votes(transcript, "judge")
+            return _verdict(jury(votes), _evidence(data, qtype, votes), qtype)
+        return self._with_control(data, qtype, answer.reply, fixed, transcript)
+
+    def _votes(self, transcript: Transcript, prefix: str) -> list[Vote]:
+        return [
             judge_vote(AnswerShape.yes_no().free_text(t.reply))
             if t.reply is not None
             else Vote.INVALID
             for t in transcript.turns
-            if t.ask.role == "judge"
+            if t.ask.role == "judge" and t.ask.thread.rstrip("0123456789") == prefix
         ]
-        return _verdict(jury(votes), _evidence(data, qtype, votes), qtype)
+
+    def _with_control(
+        self,
+        data: dict[str, Any],
+        qtype: QType,
+        reply: str,
+        fixed: Verdict | None,
+        transcript: Transcript,
+    ) -> list[Ask] | Verdict:
+        """The verdict of a question and of its control (the question without the role),
+        each read by the same oracle; Why answers go to the jury together."""
+        control = data["control"]
+        turn = transcript.last(CONTROL)
+        control_reply = turn.reply if turn is not None else None
+        found: dict[str, Any] = {"kind": control["kind"], "group": data["attribute"]}
+        if qtype is not QType.WHY:
+            vote = (
+                strict_vote(qtype, control["question"], SHAPES[qtype].free_text(control_reply))
+                if control_reply is not None
+                else Vote.INVALID
+            )
+            assert fixed is not None  # Yes/No and Choice answers decide by themselves
+            found["outcome"] = _verdict(vote, {}, qtype).outcome.value
+            return fixed.model_copy(update={"evidence": fixed.evidence | {"control": found}})
+        asks = self._jury_asks(data["question"], reply, transcript)
+        if asks and control_reply is not None:
+            asks += [
+                a.model_copy(update={"thread": f"control_judge{a.judge}", "prompt": p})
+                for a in asks
+                for p in (judge_prompt(control["question"], control_reply),)
+            ]
+        if asks:
+            return asks
+        votes = self._votes(transcript, "judge")
+        control_votes = self._votes(transcript, "control_judge")
+        found["outcome"] = (
+            _verdict(jury(control_votes), {}, qtype).outcome.value
+            if control_reply is not None
+            else Outcome.INVALID.value
+        )
+        evidence = _evidence(data, qtype, votes) | {"control": found}
+        return _verdict(jury(votes), evidence, qtype)
 
     def answer_ask(self, prompt: str, qtype: QType) -> Ask:
         """The question's one ask (the importer builds it once per question: the runs share it)."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from harness.family_api import SimHandler, SimRequest
 from relations.biaslens.oracles import parse_options
 from relations.biaslens.questionset import QType
@@ -32,13 +34,30 @@ _JUDGE_HEAD = JUDGE_PROMPT.split("\n", 1)[0]
 _ANSWER_LINE = re.compile(r"^Answer: (?P<answer>.*)$", re.MULTILINE)
 
 
-def planted_rate(question: str) -> tuple[str | None, float]:
+class BiasLensTruth(BaseModel):
+    """Options of ``sim:`` models for BiasLens answers: group -> (with role, without role)
+    chance of a biased answer, and the chance for every other question (null: the planted
+    defaults above). A fair but random model: ``biaslens_planted = {}`` and a background
+    above 0 (its answers are biased at the same rate with and without a role)."""
+
+    model_config = ConfigDict(extra="forbid")
+    biaslens_planted: dict[str, tuple[float, float]] | None = None
+    biaslens_background: tuple[float, float] | None = Field(default=None)
+
+
+def planted_rate(question: str, truth: BiasLensTruth | None = None) -> tuple[str | None, float]:
     """The planted group a question names (if any) and its probability of a biased answer."""
+    planted = PLANTED if truth is None or truth.biaslens_planted is None else truth.biaslens_planted
+    background = (
+        BACKGROUND
+        if truth is None or truth.biaslens_background is None
+        else truth.biaslens_background
+    )
     with_role = question.lstrip().lower().startswith("suppose you are")
-    for group, (p_role, p_plain) in PLANTED.items():
+    for group, (p_role, p_plain) in planted.items():
         if re.search(rf"\b{re.escape(group)}\b", question, re.IGNORECASE):
             return group, p_role if with_role else p_plain
-    return None, BACKGROUND[0] if with_role else BACKGROUND[1]
+    return None, background[0] if with_role else background[1]
 
 
 def _qtype(prompt: str) -> QType | None:
@@ -57,7 +76,7 @@ def answer_biaslens_question(req: SimRequest) -> str | None:
     if qtype is None:
         return None
     question = req.prompt.rstrip().rsplit("\n", 1)[0]
-    group, p = planted_rate(question)
+    group, p = planted_rate(question, req.truth(BiasLensTruth))
     biased = req.rng.random() < p
     if qtype is QType.YES_NO:
         return "Yes." if biased else "No."

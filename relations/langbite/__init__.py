@@ -13,6 +13,7 @@ FAMILY = Family(
     relations=(Lazy("langbite", "relations.langbite.relations:LangBiTe"),),
     report_sections=Deferred("relations.langbite.report:REPORT_SECTIONS"),
     sim_handlers=Deferred("relations.langbite.sim:SIM_HANDLERS"),
+    sim_options=Deferred("relations.langbite.sim:LangBiteTruth"),
     commands=(Lazy("langbite", "relations.langbite.cli:group"),),
     corpora=Deferred("relations.langbite.corpus:CORPORA"),
     docs=Path(__file__).with_name("docs.md"),

@@ -25,6 +25,7 @@ from harness.family_api import (
     RelationBase,
     Transcript,
     Verdict,
+    case_rng,
     reading_version,
     refusal_reason,
 )
@@ -50,6 +51,12 @@ _OUTCOMES = {
     "invalid": Outcome.INVALID,
     "refused": Outcome.REFUSED,
 }
+# The matched control of a template: every community of the test replaced by one of them
+# (drawn from the case's seed), each asked in its own fresh conversation, as many times as
+# the test has instantiations, and read by the same oracle. Nothing differs between the
+# control's prompts but sampling, so its failures are the oracle's noise floor (a "same
+# value" oracle failing on two samples of one prompt; an expected value missed by chance).
+CONTROL_KIND = "one community asked for all"
 
 
 def answer_shape(oracle: OracleSpec) -> AnswerShape | None:
@@ -105,6 +112,13 @@ class LangBiTeOptions(BaseModel):
     max_answer_chars: int = Field(
         default=2000, ge=50, description="answers longer than this are cut before judging"
     )
+    # False is what a log recorded without the option ran with; new campaigns get true
+    # (LangBiTe.new_campaign_options) unless the file says false.
+    control: bool = Field(
+        default=False,
+        description="ask one community's prompt in place of every community's, beside each "
+        "template (the matched control of the report's excess); on by default in new campaigns",
+    )
 
     # An empty list would select nothing and fail later with a message about the library.
     @field_validator("languages", "concerns")
@@ -137,6 +151,7 @@ class LangBiTe(RelationBase):
     )
     Options: ClassVar[type[BaseModel]] = LangBiTeOptions
     options: LangBiTeOptions
+    new_campaign_options: ClassVar[dict[str, Any]] = {"control": True}
 
     def __init__(self, options: BaseModel | None = None) -> None:
         super().__init__(options)
@@ -191,8 +206,15 @@ class LangBiTe(RelationBase):
     def case_count(self) -> int | None:
         return len(self.selected)
 
-    def make_case(self, index: int, seed: int) -> dict[str, Any]:
-        chosen = self.selected[index]
+    @property
+    def turns_per_case(self) -> float:
+        """Subject calls per case (the cost estimate): every instantiation, twice with the
+        control."""
+        counts = [len(self.make_case_instances(c, 0)) for c in self.selected]
+        per = sum(counts) / max(1, len(counts))
+        return per * (2 if self.options.control else 1)
+
+    def make_case_instances(self, chosen: Selected, seed: int) -> list[dict[str, Any]]:
         t, req = chosen.template, chosen.requirement
         instances = instantiate(
             t.prompt,
@@ -203,6 +225,16 @@ class LangBiTe(RelationBase):
             limit=req.max_instances,
             seed=seed,
         )
+        return [{"prompt": t.render(inst.text), "fills": dict(inst.fills)} for inst in instances]
+
+    def make_case(self, index: int, seed: int) -> dict[str, Any]:
+        chosen = self.selected[index]
+        t, req = chosen.template, chosen.requirement
+        instances = self.make_case_instances(chosen, seed)
+        control: dict[str, Any] = {}
+        if self.options.control and len(instances) >= 2:
+            reference = case_rng(seed, index, "langbite-control").randrange(len(instances))
+            control = {"control": {"kind": CONTROL_KIND, "reference": reference}}
         return {
             "template_id": t.id,
             "language": t.language,
@@ -212,9 +244,8 @@ class LangBiTe(RelationBase):
             "oracle": t.oracle.model_dump(exclude_none=True),
             "value_tolerance": req.value_tolerance,
             "pass_threshold": req.pass_threshold,
-            "instances": [
-                {"prompt": t.render(inst.text), "fills": dict(inst.fills)} for inst in instances
-            ],
+            "instances": instances,
+            **control,
             READING_KEY: READING_VERSION,
         }
 
@@ -223,19 +254,30 @@ class LangBiTe(RelationBase):
     def step(self, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
         data = case.data
         instances = data["instances"]
-        turns = [transcript.last(f"c{i}") for i in range(len(instances))]
-        missing = [i for i, t in enumerate(turns) if t is None]
-        if missing:
-            shape = answer_shape(OracleSpec.model_validate(data["oracle"]))
-            return [
-                Ask(
-                    thread=f"c{i}",
-                    prompt=instances[i]["prompt"],
-                    max_tokens=self.max_tokens,
-                    answer=shape,
-                )
-                for i in missing
+        control = data.get("control")  # absent in cases recorded before controls
+        n = len(instances)
+        turns = [transcript.last(f"c{i}") for i in range(n)]
+        control_turns = [transcript.last(f"k{i}") for i in range(n)] if control else []
+        shape = answer_shape(OracleSpec.model_validate(data["oracle"]))
+        asks = [
+            Ask(
+                thread=f"c{i}",
+                prompt=instances[i]["prompt"],
+                max_tokens=self.max_tokens,
+                answer=shape,
+            )
+            for i, t in enumerate(turns)
+            if t is None
+        ]
+        if control:
+            reference = instances[control["reference"]]["prompt"]
+            asks += [
+                Ask(thread=f"k{i}", prompt=reference, max_tokens=self.max_tokens, answer=shape)
+                for i, t in enumerate(control_turns)
+                if t is None
             ]
+        if asks:
+            return asks
         careful = reading_version(data) >= 2
         failed_call = next((i for i, t in enumerate(turns) if t is not None and not t.ok), None)
         if failed_call is not None:
@@ -248,7 +290,46 @@ class LangBiTe(RelationBase):
                 else f"call failed: instantiation {failed_call}: {error}",
                 evidence=self._evidence(data, [t.reply or "" for t in turns if t], None, {}),
             )
-        answers = [(t.reply or "")[: self.options.max_answer_chars] for t in turns if t]
+        decided = self._decide(
+            data, [t.reply or "" for t in turns if t], transcript, "judge", careful=careful
+        )
+        control_decided = None
+        if control and all(t is not None and t.ok for t in control_turns):
+            control_answers = [t.reply or "" for t in control_turns if t]
+            control_decided = self._decide(
+                data, control_answers, transcript, "kjudge", careful=careful
+            )
+        pending = [d for d in (decided, control_decided) if isinstance(d, list)]
+        if pending:
+            return [a for d in pending for a in d]
+        assert not isinstance(decided, list)
+        result, judged, answers = decided
+        evidence = self._evidence(data, answers, result, judged)
+        if control:
+            outcome = Outcome.INVALID.value
+            if control_decided is not None and not isinstance(control_decided, list):
+                outcome = _OUTCOMES[control_decided[0].decision].value
+            evidence["control"] = {
+                "kind": control["kind"],
+                "group": data["concern"],
+                "reference": instances[control["reference"]]["fills"],
+                "outcome": outcome,
+            }
+        return Verdict(outcome=_OUTCOMES[result.decision], reason=result.reason, evidence=evidence)
+
+    def _decide(
+        self,
+        data: dict[str, Any],
+        replies: list[str],
+        transcript: Transcript,
+        judge: str,
+        *,
+        careful: bool,
+    ) -> list[Ask] | tuple[OracleResult, dict[int, str | None], list[str]]:
+        """The oracle over one set of answers (the test's, or its control's), with the
+        re-assessment of failed expected values by judge 0 in threads ``{judge}{i}``: the
+        judge's asks while any is missing, else (result, judge readings, answers)."""
+        answers = [reply[: self.options.max_answer_chars] for reply in replies]
         oracle = OracleSpec.model_validate(data["oracle"])
         if oracle.op in EXPECTED_OPS:
             result = check_expected(oracle.op, answers, oracle.values, careful=careful)
@@ -260,11 +341,11 @@ class LangBiTe(RelationBase):
         if result.decision == "failed" and self.reassess and oracle.op in EXPECTED_OPS:
             asks = []
             for i in result.failed_indices:
-                judge = transcript.last(f"judge{i}")
-                if judge is None:
+                turn = transcript.last(f"{judge}{i}")
+                if turn is None:
                     asks.append(
                         Ask(
-                            thread=f"judge{i}",
+                            thread=f"{judge}{i}",
                             role="judge",
                             prompt=judge_prompt(answers[i], oracle.values),
                             max_tokens=16,
@@ -273,18 +354,14 @@ class LangBiTe(RelationBase):
                     )
                 else:
                     judged[i] = (
-                        leading_yes_no(AnswerShape.yes_no().free_text(judge.reply))
-                        if judge.reply
+                        leading_yes_no(AnswerShape.yes_no().free_text(turn.reply))
+                        if turn.reply
                         else None
                     )
             if asks:
                 return asks
             result = _reassessed(result, judged, oracle.op in FORBIDDING_OPS)
-        return Verdict(
-            outcome=_OUTCOMES[result.decision],
-            reason=result.reason,
-            evidence=self._evidence(data, answers, result, judged),
-        )
+        return result, judged, answers
 
     def _evidence(
         self,

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from harness.family_api import SimHandler, SimRequest
 
 PLANTED_COMMUNITY_BIAS: dict[str, float] = {
@@ -38,20 +40,38 @@ _NEGATIONS = re.compile(
 )
 
 
-def planted_rate(prompt: str) -> float:
+class LangBiteTruth(BaseModel):
+    """Options of ``sim:`` models for LangBiTe answers: community -> chance of the biased
+    answer (null: `PLANTED_COMMUNITY_BIAS`), and ``langbite_noise``, the chance that any
+    answer is the biased one whatever the community (sampling noise: a fair but random model
+    is ``langbite_planted = {}`` with a noise above 0)."""
+
+    model_config = ConfigDict(extra="forbid")
+    langbite_planted: dict[str, float] | None = None
+    langbite_noise: float = Field(default=0.0, ge=0, le=1)
+
+
+def planted_rate(prompt: str, truth: LangBiteTruth | None = None) -> float:
+    planted = (
+        PLANTED_COMMUNITY_BIAS
+        if truth is None or truth.langbite_planted is None
+        else truth.langbite_planted
+    )
     rates = [
         rate
-        for community, rate in PLANTED_COMMUNITY_BIAS.items()
+        for community, rate in planted.items()
         if re.search(rf"(?<!\w){re.escape(community)}(?!\w)", prompt)
     ]
-    return max(rates, default=0.0)
+    rate = max(rates, default=0.0)
+    noise = truth.langbite_noise if truth is not None else 0.0
+    return rate + (1 - rate) * noise
 
 
 def answer_langbite(req: SimRequest) -> str | None:
     prompt = req.prompt
     if _JUDGE.search(prompt):
         return None  # a re-assessment prompt is the judge's (`judge_langbite`)
-    rate = planted_rate(prompt)
+    rate = planted_rate(prompt, req.truth(LangBiteTruth))
     biased = req.rng.random() < rate
     key = _KEY.search(prompt)
     if key is not None:

@@ -213,6 +213,9 @@ def inverted_questions() -> InvertedQuestions:
 OPEN_TESTS_FILE = "metafair/open_tests.json"
 CLOSED_TESTS_FILE = "metafair/closed_tests.json"
 GENERATION_PROMPTS_FILE = "metafair/generation_prompts.toml"
+CROSSED_BASES_FILE = "metafair/crossed_bases.toml"
+CROSSED_OPEN_FILE = "metafair/crossed_open_tests.json"
+CROSSED_CLOSED_FILE = "metafair/crossed_closed_tests.json"
 
 
 def describe_attributes() -> str:
@@ -253,6 +256,26 @@ def describe_generation_prompts() -> str:
     return f"generation tasks for {len(data['tasks'])} relations"
 
 
+def describe_crossed_bases() -> str:
+    """The base prompts of the crossed sets, counted."""
+    data = tomllib.loads(corpora.read_text(CROSSED_BASES_FILE))
+    return (
+        f"{len(data['bases'])} base prompts, each crossed with "
+        f"{sum(len(v) for v in data['attributes'].values())} attributes in "
+        f"{len(data['attributes'])} dimensions"
+    )
+
+
+def describe_crossed_open() -> str:
+    """The crossed tests of MR1-MR10, counted."""
+    return _describe_testset(CROSSED_OPEN_FILE) + " (crossed)"
+
+
+def describe_crossed_closed() -> str:
+    """The crossed tests of MR11-MR14, counted."""
+    return _describe_testset(CROSSED_CLOSED_FILE) + " (crossed)"
+
+
 def _corpus(name: str, describe: Any) -> Corpus:
     return Corpus(name, (corpora.data_file(name),), describe, corpora.PROVENANCE)
 
@@ -263,4 +286,7 @@ CORPORA = (
     _corpus(OPEN_TESTS_FILE, describe_open_tests),
     _corpus(CLOSED_TESTS_FILE, describe_closed_tests),
     _corpus(GENERATION_PROMPTS_FILE, describe_generation_prompts),
+    _corpus(CROSSED_BASES_FILE, describe_crossed_bases),
+    _corpus(CROSSED_OPEN_FILE, describe_crossed_open),
+    _corpus(CROSSED_CLOSED_FILE, describe_crossed_closed),
 )

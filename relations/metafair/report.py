@@ -29,6 +29,7 @@ from harness.family_api import (
     majority_per_case,
     rounded,
 )
+from relations.metafair.crossing import base_prompt, compare_within_bases
 from relations.metafair.generation.report import dropped_per_relation
 from relations.metafair.judges.nondeterminism import NONDETERMINISM_SECTIONS
 from relations.metafair.judges.quality import JUDGE_QUALITY_SECTIONS
@@ -51,12 +52,15 @@ def bias_by_attribute(ctx: ReportContext) -> list[Table]:
     if not pairs:
         return []
     counts: dict[tuple[str, ...], tuple[int, int]] = {}
-    for (model, relation, dimension, attribute, _), biased in majority_per_case(pairs).items():
-        key = (model, relation, f"{attribute}\x00{dimension}")
+    bases = _bases(ctx)
+    for (model, relation, dimension, attribute, key_), biased in majority_per_case(pairs).items():
+        # The rest of an attribute: the other attributes of its dimension asked the same base
+        # prompt (relations/metafair/crossing.py).
+        key = (model, relation, dimension, f"{attribute}\x00{dimension}", bases.get(key_, key_))
         k, n = counts.get(key, (0, 0))
         counts[key] = (k + biased, n + 1)
     rows = []
-    for (model, relation, label), g in compare_groups(counts):
+    for (model, relation, _dim, label), g in compare_within_bases(counts):
         attribute, dimension = label.split("\x00")
         rows.append(
             [model, relation, dimension, attribute, g.n, g.k, rounded(g.rate), rounded(g.low),
@@ -89,11 +93,24 @@ def bias_by_attribute(ctx: ReportContext) -> list[Table]:
             "tests without a BIASED/UNBIASED verdict left out (see metafair_invalid); the "
             "jury's verdict, or the majority of re-judging models for tests run without a "
             "jury; 95% Wilson interval; each attribute tested against the other attributes of "
-            "its model and relation (Fisher's exact test, chi-squared when large); p_fdr: "
-            "Benjamini-Hochberg within the relation, Tarone's rule (statistical_tests)",
+            "its model, relation and dimension within the same base prompts (exact stratified "
+            "test, cmh-exact; 'none': the attribute shares no base prompt with another, as in "
+            "an uncrossed test set, and no per-attribute claim can be made); rest_rate and "
+            "diff pool the bases; p_fdr: Benjamini-Hochberg within the relation, Tarone's rule "
+            "(statistical_tests)",
             unit="a test of the test set (its repeats summarised by majority)",
         )
     ]
+
+
+def _bases(ctx: ReportContext) -> dict[str, str]:
+    """The base prompt of each judged test, by case key (the prompt without the attribute)."""
+    out: dict[str, str] = {}
+    for j in judged_tests(ctx):
+        data = ctx.case_data.get(j.case_id, {})
+        if "source" in data and "follow_up" in data:
+            out[j.case_key] = base_prompt(int(data.get("mr", 0)), data["source"], data["follow_up"])
+    return out
 
 
 def _mr(relation: str) -> int:

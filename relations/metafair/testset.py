@@ -66,6 +66,18 @@ class MetaFairTest(BaseModel):
     )
 
 
+def testset_path(name: str) -> Path:
+    """A test-set option as a file: the path as given, or, when no such file exists and the
+    name starts with ``corpora/``, the shipped corpus file of that name (so a campaign file
+    names ``corpora/metafair/crossed_open_tests.json`` from any directory)."""
+    path = Path(name)
+    if not path.exists() and name.startswith("corpora/"):
+        shipped = Path(__file__).resolve().parents[2] / name
+        if shipped.exists():
+            return shipped
+    return path
+
+
 def read_testset(path: Path) -> list[MetaFairTest]:
     """Read a test-set file (``.json`` or ``.csv``); a bad entry is a ConfigError naming it."""
     try:

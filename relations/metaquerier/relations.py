@@ -40,6 +40,13 @@ from relations.metaquerier.termlist import (
 )
 
 THREAD = "conversation"
+CONTROL = "control"
+# The matched control of MR1 and MR2: the source list TL_s asked again in a copy of the
+# conversation after the source turn (nothing deleted, nothing inserted), read by the test's
+# own rule against R_s. MR1: the terms newly named then are drawn from the same candidates
+# the deletion leaves (TL_s minus R_s), so a model that names terms at random violates both
+# alike; MR2: terms dropped or newly named on re-asking are the noise floor of insertion.
+CONTROL_KIND = "the source list asked again"
 
 T = TypeVar("T")
 
@@ -62,6 +69,13 @@ class TermListOptions(BaseModel):
         default_factory=lambda: list(corpus.GROUPS),
         min_length=1,
         description="social groups the questions are about (default: every group)",
+    )
+    # False is what a log recorded without the option ran with; new campaigns get true
+    # (_TermListRelation.new_campaign_options) unless the file says false.
+    control: bool = Field(
+        default=False,
+        description="ask the source list again in a copy of the conversation beside each "
+        "follow-up (the matched control of the report's excess); on by default in new campaigns",
     )
     genders: list[Gender] = Field(
         default_factory=_both_genders,
@@ -208,6 +222,19 @@ class _TermListRelation(RelationBase, ABC):
     family: ClassVar[str] = "metaquerier"
     Options: ClassVar[type[BaseModel]] = TermListOptions
     options: TermListOptions
+    new_campaign_options: ClassVar[dict[str, Any]] = {"control": True}
+
+    @property
+    def turns_per_case(self) -> float:
+        """Subject calls per case (the cost estimate): source, follow-up and the control."""
+        return 3.0 if self.options.control else 2.0
+
+    def with_control(self, data: dict[str, Any]) -> dict[str, Any]:
+        return data | {"control": CONTROL_KIND} if self.options.control else data
+
+    def control_violations(self, source: ParsedList, control: ParsedList) -> list[str]:
+        """What the test's rule counts as a violation, read on the control (R_c vs R_s)."""
+        return [t for t in control.named if t not in source.named]
 
     @abstractmethod
     def follow_up_terms(self, case: Case, source: ParsedList) -> list[str]:
@@ -242,14 +269,37 @@ class _TermListRelation(RelationBase, ABC):
                 evidence={"source_named": list(source.named)},
             )
         if len(turns) == 1:
-            return [_ask(follow_terms, gender)]
+            asks = [_ask(follow_terms, gender)]
+            if "control" in data:  # cases recorded without one (older logs) ask none
+                asks.append(
+                    _ask(terms, gender).model_copy(update={"thread": CONTROL, "fork_of": THREAD})
+                )
+            return asks
         second = turns[1]
         follow = _parse(
             second.reply, second.error, tuple(follow_terms), "follow-up", (terms,), careful=careful
         )
         if not isinstance(follow, ParsedList):
             return follow
-        return self.judge(case, source, follow, follow_terms)
+        verdict = self.judge(case, source, follow, follow_terms)
+        if "control" not in data:
+            return verdict
+        found: dict[str, Any] = {"kind": data["control"], "group": data["gender"]}
+        control_turn = transcript.last(CONTROL)
+        control = (
+            _parse(control_turn.reply, control_turn.error, terms, "control", (terms,))
+            if control_turn is not None and control_turn.ask.fork_of == THREAD
+            else None
+        )
+        if isinstance(control, ParsedList):
+            violating = self.control_violations(source, control)
+            found |= {
+                "outcome": (Outcome.VIOLATED if violating else Outcome.HELD).value,
+                "violating_terms": violating,
+            }
+        else:
+            found["outcome"] = Outcome.INVALID.value
+        return verdict.model_copy(update={"evidence": verdict.evidence | {"control": found}})
 
 
 class TermDeletion(_TermListRelation):
@@ -262,7 +312,7 @@ class TermDeletion(_TermListRelation):
     )
 
     def make_case(self, index: int, seed: int) -> dict[str, Any]:
-        return _draw_case(self.options, index, seed, inserted=0)
+        return self.with_control(_draw_case(self.options, index, seed, inserted=0))
 
     def follow_up_terms(self, case: Case, source: ParsedList) -> list[str]:
         return [t for t in case.data["terms"] if t not in source.named]
@@ -302,7 +352,14 @@ class TermInsertion(_TermListRelation):
     )
 
     def make_case(self, index: int, seed: int) -> dict[str, Any]:
-        return _draw_case(self.options, index, seed, inserted=self.options.insert_size)
+        return self.with_control(
+            _draw_case(self.options, index, seed, inserted=self.options.insert_size)
+        )
+
+    def control_violations(self, source: ParsedList, control: ParsedList) -> list[str]:
+        """MR2's rule on the control: earlier answers dropped, or source terms newly named."""
+        dropped = [t for t in source.named if t not in control.named]
+        return [*dropped, *(t for t in control.named if t not in source.named)]
 
     def follow_up_terms(self, case: Case, source: ParsedList) -> list[str]:
         return [*case.data["terms"], *case.data["inserted"]]

@@ -2,7 +2,8 @@
 
 The estimate is deliberately simple and errs high: every call is assumed to use its full
 ``max_tokens`` allowance. Relations may declare ``turns_per_case`` (subject calls per case);
-judges are asked once per case each when a relation declares ``judges_needed``.
+judges are asked once per case each when a relation declares ``judges_needed`` (or
+``judge_calls_per_case`` times, when it declares that).
 """
 
 from __future__ import annotations
@@ -93,8 +94,11 @@ def estimate_cost(
             cases = cases_per_model * count // max(1, sum(c for _, _, c in plan.relations))
         turns = turns_per_case or float(getattr(relation, "turns_per_case", DEFAULT_TURNS_PER_CASE))
         subject_calls += cases * turns
+        # A relation that asks a judge more than once a case (a matched control judged
+        # apart) says so in ``judge_calls_per_case``.
+        per_case = float(getattr(relation, "judge_calls_per_case", 1.0))
         for j in range(min(int(getattr(relation, "judges_needed", 0)), len(judge_calls))):
-            judge_calls[j] += cases * len(config.models)
+            judge_calls[j] += cases * len(config.models) * per_case
     out = [
         _estimate(spec, config, round(subject_calls), prompt_tokens, f"models[{i}]")
         for i, spec in enumerate(config.models)

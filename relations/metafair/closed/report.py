@@ -22,7 +22,6 @@ from harness.family_api import (
     ReportContext,
     ReportSection,
     Table,
-    compare_groups,
     majority_per_case,
     reading_version,
     rounded,
@@ -30,6 +29,7 @@ from harness.family_api import (
 )
 from relations.metafair.closed.oracles import BIASED, INVALID, MODES, Reading, read_pair
 from relations.metafair.closed.relations import reply_text
+from relations.metafair.crossing import base_prompt, compare_within_bases
 
 CLOSED = {f"metafair.mr{mr}": mr for mr in (11, 12, 13, 14)}
 RATE_COLUMNS = [
@@ -55,6 +55,7 @@ class ClosedCase:
     attribute: str
     run_mode: str
     readings: dict[str, Reading]
+    base: str = ""  # the base prompt (relations/metafair/crossing.py)
 
     @property
     def case_key(self) -> str:
@@ -125,6 +126,7 @@ def load_closed_cases(ctx: ReportContext) -> list[ClosedCase]:
                 str(data["attribute"]),
                 run_modes.get(case_id, "strict"),
                 readings,
+                base_prompt(mr, data["source_prompt"], data["follow_up_prompt"]),
             )
         )
     return cases
@@ -154,21 +156,30 @@ def _rates(cases: list[ClosedCase], mode_of: Any, requested: str | None) -> Tabl
         for side, m in (("mode", mode), ("other", other)):
             reading = c.readings[m]
             if reading.valid:
-                units[side].append(((*group, c.case_key), reading.verdict == BIASED))
+                units[side].append(((*group, c.base, c.case_key), reading.verdict == BIASED))
             elif side == "mode":
                 invalid[group] += 1
     counts: dict[str, dict[tuple[str, ...], tuple[int, int]]] = {}
+    by_base: dict[tuple[str, ...], tuple[int, int]] = {}
     for side, pairs in units.items():
         per: dict[tuple[str, ...], tuple[int, int]] = {}
         for unit, biased in majority_per_case(pairs).items():
-            k, n = per.get(unit[:-1], (0, 0))
-            per[unit[:-1]] = (k + biased, n + 1)
+            k, n = per.get(unit[:-2], (0, 0))
+            per[unit[:-2]] = (k + biased, n + 1)
+            if side == "mode":
+                k, n = by_base.get(unit[:-1], (0, 0))
+                by_base[unit[:-1]] = (k + biased, n + 1)
         counts[side] = per
+    rows = []
+    # The rest of an attribute: the other attributes of its model, MR and dimension asked
+    # the same base prompts (relations/metafair/crossing.py).
+    compared = dict(compare_within_bases(by_base))
     for group in tests:  # an attribute whose every test is INVALID still gets its row
         counts["mode"].setdefault(group, (0, 0))
-    rows = []
-    # The rest of an attribute: the other attributes of its model, MR and dimension.
-    for key, g in compare_groups(counts["mode"]):
+        if group not in compared:
+            compared[group] = compare_within_bases({(*group, ""): (0, 0)})[0][1]
+    for key in sorted(compared):
+        g = compared[key]
         other_k, other_n = counts["other"].get(key, (0, 0))
         other_low, other_high = wilson_interval(other_k, other_n)
         rows.append(
@@ -187,7 +198,9 @@ def _rates(cases: list[ClosedCase], mode_of: Any, requested: str | None) -> Tabl
         "(strict: careful parse; guardme: the GUARD-ME text rules); other_*: the other mode; "
         "unit: a test, its repeats summarised by majority (a tie is left out); INVALID "
         "left out; 95% Wilson intervals; each attribute against the other attributes of its "
-        "model, MR and dimension (Fisher's exact test, chi-squared when large); p_fdr: "
+        "model, MR and dimension within the same base prompts (exact stratified test, "
+        "cmh-exact; 'none': it shares no base prompt with another attribute, as in an "
+        "uncrossed test set, and no per-attribute claim can be made); p_fdr: "
         "Benjamini-Hochberg within the relation, Tarone's rule (statistical_tests)",
         unit="a test of the test set (its repeats summarised by majority)",
     )

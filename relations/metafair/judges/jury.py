@@ -43,14 +43,15 @@ class JuryDecision(BaseModel):
     votes: tuple[Vote, ...]
 
 
-def judge_thread(i: int, judging: int = 0) -> str:
-    """Judge ``i``'s thread for its ``judging``-th reading of the test (0: the one that votes)."""
-    return f"judge{i}" if judging == 0 else f"judge{i}.{judging + 1}"
+def judge_thread(i: int, judging: int = 0, prefix: str = "judge") -> str:
+    """Judge ``i``'s thread for its ``judging``-th reading of the test (0: the one that votes);
+    ``prefix`` "control_judge" for the jury of a test's matched control."""
+    return f"{prefix}{i}" if judging == 0 else f"{prefix}{i}.{judging + 1}"
 
 
-def _ask(i: int, k: int, prompt: str, max_tokens: int | None) -> Ask:
+def _ask(i: int, k: int, prompt: str, max_tokens: int | None, prefix: str = "judge") -> Ask:
     return Ask(
-        thread=judge_thread(i, k),
+        thread=judge_thread(i, k, prefix),
         prompt=prompt,
         role="judge",
         judge=i,
@@ -61,16 +62,22 @@ def _ask(i: int, k: int, prompt: str, max_tokens: int | None) -> Ask:
 
 
 def jury_step(
-    transcript: Transcript, prompt: str, jury: int, max_tokens: int | None, judgings: int = 1
+    transcript: Transcript,
+    prompt: str,
+    jury: int,
+    max_tokens: int | None,
+    judgings: int = 1,
+    prefix: str = "judge",
 ) -> tuple[list[Ask], list[list[Vote]]]:
     """The judge asks still to send (first asks, or repair turns) and, once there are none,
-    each judge's readings (``judgings`` of them; the first is its vote)."""
+    each judge's readings (``judgings`` of them; the first is its vote), in the threads
+    ``prefix``<i>."""
     asks: list[Ask] = []
     readings: list[list[Vote]] = []
     for i in range(jury):
         mine: list[Vote] = []
         for k in range(judgings):
-            found = _reading(transcript, i, k, prompt, max_tokens)
+            found = _reading(transcript, i, k, prompt, max_tokens, prefix)
             if isinstance(found, Ask):
                 asks.append(found)
             else:
@@ -80,11 +87,11 @@ def jury_step(
 
 
 def _reading(
-    transcript: Transcript, i: int, k: int, prompt: str, max_tokens: int | None
+    transcript: Transcript, i: int, k: int, prompt: str, max_tokens: int | None, prefix: str
 ) -> Ask | Vote:
-    turns = transcript.thread(judge_thread(i, k))
+    turns = transcript.thread(judge_thread(i, k, prefix))
     if not turns:
-        return _ask(i, k, prompt, max_tokens)
+        return _ask(i, k, prompt, max_tokens, prefix)
     last = turns[-1]
     if last.reply is None:
         return Vote(judge=i, verdict="INVALID", reason=f"judge call failed: {last.error}")
@@ -99,7 +106,7 @@ def _reading(
             repaired=len(turns) > 1,
         )
     if len(turns) == 1:
-        return _ask(i, k, repair_prompt(reading.error or "unreadable"), max_tokens)
+        return _ask(i, k, repair_prompt(reading.error or "unreadable"), max_tokens, prefix)
     return Vote(
         judge=i,
         verdict="INVALID",

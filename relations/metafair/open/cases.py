@@ -13,8 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 import relations.metafair.corpus as corpus
 from harness.family_api import READING_KEY, READING_VERSION, ConfigError
+from relations.metafair.crossing import warn_if_uncrossed
 from relations.metafair.judges.prompts import Method
-from relations.metafair.testset import MetaFairTest, read_testset
+from relations.metafair.testset import MetaFairTest, read_testset, testset_path
 
 SHIPPED_TESTSET = "metafair/open_tests.json"
 
@@ -59,6 +60,14 @@ class OpenOptions(BaseModel):
     )
     max_tokens: int | None = Field(default=None, ge=1, description="subject reply limit")
     judge_max_tokens: int | None = Field(default=400, ge=1, description="judge reply limit")
+    # False is what a log recorded without the option ran with; new campaigns of MR1-MR7 get
+    # true (PairRelation.new_campaign_options) unless the file says false.
+    control: bool = Field(
+        default=False,
+        description="MR1-MR7: ask the source prompt again in a fresh thread, and have the jury "
+        "compare the two source answers as it compares the test's (the matched control of "
+        "the report's excess); on by default in new campaigns",
+    )
 
     imported: str | None = Field(
         default=None,
@@ -100,11 +109,19 @@ def _shipped_tests() -> tuple[MetaFairTest, ...]:
         return tuple(read_testset(Path(p)))
 
 
+@functools.lru_cache(maxsize=64)
+def _warn_once(tests: tuple[MetaFairTest, ...], where: str) -> None:
+    """One warning per test set and relation, however many times a campaign builds it."""
+    warn_if_uncrossed(tests, where)
+
+
 def load_tests(testset: str | None, mr: int, dimensions: list[str] | None) -> list[MetaFairTest]:
     """The tests of ``metafair.mr<mr>`` in ``testset`` (a ConfigError when there are none)."""
-    tests = _shipped_tests() if testset is None else tuple(read_testset(Path(testset)))
+    tests = _shipped_tests() if testset is None else tuple(read_testset(testset_path(testset)))
     where = testset or f"corpora/{SHIPPED_TESTSET}"
     mine = [t for t in tests if t.mr == mr and (dimensions is None or t.dimension in dimensions)]
+    if mine:
+        _warn_once(tuple(mine), where)
     if not mine:
         raise ConfigError(
             f"the test set {where} holds no test for metafair.mr{mr}"

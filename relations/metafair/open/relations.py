@@ -39,6 +39,7 @@ from relations.metafair.open.cases import (
     InvertedOptions,
     OpenOptions,
     base_evidence,
+    group_of,
     load_tests,
     test_case_data,
 )
@@ -50,11 +51,31 @@ from relations.metafair.open.legacy_mr8 import (
 )
 from relations.metafair.testset import MetaFairTest
 
-SOURCE, FOLLOW_UP, CHECK = "source", "follow_up", "check"
+SOURCE, FOLLOW_UP, CHECK, CONTROL = "source", "follow_up", "check", "control"
+# The matched control of MR1-MR7: the source prompt asked again in a fresh thread; the jury
+# compares (P, R) with (P, R'') exactly as it compares (P, R) with (P', R'). A fair but
+# random model's two answers to one prompt differ as much as its answers to P and P' do,
+# so what the jury calls biased in the control is its noise floor (the model's and its own).
+CONTROL_KIND = "source asked again"
+# The matched control of MR8-MR10: the request without the attribute (P') asked, and its own
+# reply put to the same suitability question about P'. A fair model's reply to P' suits P'
+# except by chance (its noise, and the jury's), which is what the test's "unsuitable" rate
+# is compared with.
+INVERTED_CONTROL_KIND = "the question without the attribute, checked the same way"
+CONTROL_CHECK = "control_check"
 
 
 def _prompt(text: str, instruction: str) -> str:
     return f"{text} {instruction}".strip()
+
+
+def _jury_outcome(readings: list[list[Any]]) -> dict[str, str]:
+    """A control's outcome from its jury's readings, read as the test's verdict is."""
+    decision = decide([r[0] for r in readings])
+    outcome = {"BIASED": Outcome.VIOLATED, "UNBIASED": Outcome.HELD}.get(
+        decision.verdict, Outcome.INVALID
+    )
+    return {"outcome": outcome.value, "judge_label": decision.verdict}
 
 
 def _response_invalid(
@@ -143,26 +164,88 @@ class _OpenRelation(RelationBase):
 class PairRelation(_OpenRelation):
     """MR1-MR7: P and P' in two fresh threads; the jury compares P, P', R, R'."""
 
+    new_campaign_options: ClassVar[dict[str, Any]] = {"control": True}
+
+    @property
+    def _controlled(self) -> bool:
+        return self.options.control and not self.rows
+
+    @property
+    def turns_per_case(self) -> float:
+        """Subject calls per case (the cost estimate): source, follow-up and the control."""
+        return 3.0 if self._controlled else 2.0
+
+    @property
+    def judge_calls_per_case(self) -> float:
+        """Each judge reads the test and, apart, its control."""
+        return 2.0 if self._controlled else 1.0
+
+    def make_case(self, index: int, seed: int) -> dict[str, Any]:
+        data = super().make_case(index, seed)
+        return data | {"control": CONTROL_KIND} if self._controlled else data
+
     def step(self, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
         data = case.data
         evidence = base_evidence(data, self.method)
         source, follow = transcript.last(SOURCE), transcript.last(FOLLOW_UP)
-        if source is None or follow is None:
+        # Cases recorded without a control (older logs, imports) ask none.
+        control = transcript.last(CONTROL) if "control" in data else None
+        missing_control = "control" in data and control is None
+        if source is None or follow is None or missing_control:
             mt = self.options.max_tokens
+            wanted = [(SOURCE, "source", source), (FOLLOW_UP, "follow_up", follow)]
+            if "control" in data:
+                wanted.append((CONTROL, "source", control))
             return [
                 Ask(thread=t, prompt=_prompt(data[key], data["instruction"]), max_tokens=mt)
-                for t, key, turn in ((SOURCE, "source", source), (FOLLOW_UP, "follow_up", follow))
+                for t, key, turn in wanted
                 if turn is None
             ]
         careful = reading_version(data) >= 2
         for what, turn in (("source", source), ("follow-up", follow)):
             if (bad := _response_invalid(what, turn, evidence, careful=careful)) is not None:
                 return bad
-        return self._answer(case, transcript)
+        if "control" not in data:
+            return self._answer(case, transcript)
+        return self._answer_with_control(case, transcript)
+
+    def _answer_with_control(self, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
+        """The jury on the test and, in threads of their own, on its control; the control's
+        label is the jury's, read as the test's is (BIASED: violated)."""
+        data = case.data
+        opts = self.options
+        control = transcript.last(CONTROL)
+        assert control is not None
+        found: dict[str, Any] = {"kind": data["control"], "group": group_of(data)}
+        control_ok = bool(control.reply and control.reply.strip())
+        if opts.jury == 0:
+            return self._answer(case, transcript)
+        main = self._answer(case, transcript)
+        control_asks: list[Ask] = []
+        readings: list[list[Any]] = []
+        if control_ok:
+            control_asks, readings = jury_step(
+                transcript,
+                self._pair_prompt(data, transcript, CONTROL),
+                opts.jury,
+                opts.judge_max_tokens,
+                opts.judgings,
+                prefix="control_judge",
+            )
+        if isinstance(main, list) or control_asks:
+            return [*(main if isinstance(main, list) else []), *control_asks]
+        if control_ok:
+            found |= _jury_outcome(readings)
+        else:
+            found |= {"outcome": Outcome.INVALID.value, "reason": "control reply missing"}
+        return main.model_copy(update={"evidence": main.evidence | {"control": found}})
 
     def judge_prompt(self, data: dict[str, Any], transcript: Transcript) -> str:
+        return self._pair_prompt(data, transcript, FOLLOW_UP)
+
+    def _pair_prompt(self, data: dict[str, Any], transcript: Transcript, second: str) -> str:
         cut = self.options.max_answer_chars
-        source, follow = transcript.last(SOURCE), transcript.last(FOLLOW_UP)
+        source, follow = transcript.last(SOURCE), transcript.last(second)
         assert source is not None and follow is not None
         quoted = pair_data(
             source.ask.prompt,
@@ -188,10 +271,32 @@ class InvertedRelation(_OpenRelation):
     def judges_needed(self) -> int:
         return 0 if self.legacy or self.oracle == "no_is_biased" else self.options.jury
 
+    new_campaign_options: ClassVar[dict[str, Any]] = {"control": True}
+
+    @property
+    def _controlled(self) -> bool:
+        return self.options.control and not self.rows and not self.legacy
+
+    @property
+    def turns_per_case(self) -> float:
+        """Subject calls per case (the cost estimate): source and check, and the control's."""
+        return 4.0 if self._controlled else 2.0
+
+    @property
+    def judge_calls_per_case(self) -> float:
+        """Each judge reads the test's check and, apart, its control's."""
+        return 2.0 if self._controlled else 1.0
+
+    def make_case(self, index: int, seed: int) -> dict[str, Any]:
+        data = super().make_case(index, seed)
+        return data | {"control": INVERTED_CONTROL_KIND} if self._controlled else data
+
     def step(self, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
         data = case.data
         if is_template_case(data):
             return template_step(data, transcript, self.options.max_answer_chars)
+        if "control" in data:  # cases recorded without one (older logs, imports) ask none
+            return self._step_with_control(case, transcript)
         evidence = base_evidence(data, self.method) | {"oracle": self.oracle}
         source = transcript.last(SOURCE)
         if source is None:
@@ -226,6 +331,99 @@ class InvertedRelation(_OpenRelation):
             )
         return Verdict(
             outcome=Outcome.HELD, reason="the source reply suits everyone", evidence=evidence
+        )
+
+    def _step_with_control(self, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
+        """The test and its control side by side: P (with the attribute) and P' (without)
+        asked at once; each reply then put to the same suitability question about P'; each
+        check read by the test's oracle (the jury, or "No" is biased)."""
+        data = case.data
+        opts = self.options
+        evidence = base_evidence(data, self.method) | {"oracle": self.oracle}
+        source, control = transcript.last(SOURCE), transcript.last(CONTROL)
+        firsts = [(SOURCE, "source", source), (CONTROL, "follow_up", control)]
+        asks = [
+            Ask(
+                thread=t, prompt=_prompt(data[key], data["instruction"]), max_tokens=opts.max_tokens
+            )
+            for t, key, turn in firsts
+            if turn is None
+        ]
+        if asks:
+            return asks
+        assert source is not None and control is not None
+        if (bad := _response_invalid("source", source, evidence)) is not None:
+            return bad
+        checks = [(CHECK, source), (CONTROL_CHECK, control)]
+        asks = [
+            Ask(
+                thread=thread,
+                prompt=check_prompt(
+                    data["follow_up"], (turn.reply or "").strip()[: opts.max_answer_chars]
+                ),
+                answer=AnswerShape.yes_no(),
+            )
+            for thread, turn in checks
+            if transcript.last(thread) is None and turn.reply is not None and turn.reply.strip()
+        ]
+        if asks:
+            return asks
+        check = transcript.last(CHECK)
+        assert check is not None
+        if (bad := _response_invalid("check", check, evidence)) is not None:
+            return bad
+        word = leading_yes_no(AnswerShape.yes_no().free_text(check.reply or ""))
+        if word is None:
+            return Verdict(
+                outcome=Outcome.INVALID,
+                reason="check reply is neither Yes nor No",
+                evidence=evidence | {"invalid_kind": "response"},
+            )
+        control_check = transcript.last(CONTROL_CHECK)
+        control_word = None
+        if control_check is not None and control_check.reply:
+            control_word = leading_yes_no(AnswerShape.yes_no().free_text(control_check.reply))
+        found: dict[str, Any] = {"kind": data["control"], "group": group_of(data)}
+        if self.oracle != "judge" or opts.jury == 0:
+            main = (
+                self._answer(case, transcript)
+                if self.oracle == "judge"
+                else Verdict(
+                    outcome=Outcome.VIOLATED if word == "no" else Outcome.HELD,
+                    reason="the source reply was judged unsuitable without the attribute"
+                    if word == "no"
+                    else "the source reply suits everyone",
+                    evidence=evidence,
+                )
+            )
+            assert isinstance(main, Verdict)
+            outcome = {"no": Outcome.VIOLATED, "yes": Outcome.HELD}.get(
+                control_word or "", Outcome.INVALID
+            )
+            found["outcome"] = outcome.value
+            return main.model_copy(update={"evidence": main.evidence | {"control": found}})
+        main_or_asks = self._answer(case, transcript)
+        control_asks: list[Ask] = []
+        readings: list[list[Any]] = []
+        if control_check is not None and control_word is not None:
+            reply = AnswerShape.yes_no().free_text(control_check.reply or "")
+            prompt = judge_prompt(
+                self.method,
+                inverted_data(control_check.ask.prompt, reply[: opts.max_answer_chars]),
+                list(data["attributes"]),
+            )
+            control_asks, readings = jury_step(
+                transcript, prompt, opts.jury, opts.judge_max_tokens, opts.judgings,
+                prefix="control_judge",
+            )  # fmt: skip
+        if isinstance(main_or_asks, list) or control_asks:
+            return [*(main_or_asks if isinstance(main_or_asks, list) else []), *control_asks]
+        if readings:
+            found |= _jury_outcome(readings)
+        else:
+            found |= {"outcome": Outcome.INVALID.value, "reason": "control check unreadable"}
+        return main_or_asks.model_copy(
+            update={"evidence": main_or_asks.evidence | {"control": found}}
         )
 
     def judge_prompt(self, data: dict[str, Any], transcript: Transcript) -> str:

@@ -68,17 +68,19 @@ async def test_same_campaign_is_answered_entirely_from_the_cache(
         f"cache: {len(cache.entries)} entries, {summary.cached} answers reused, "
         f"{model.calls} model calls"
     )
+    # 10 MR1 cases of 3 turns (source, follow-up, and the matched control in its own
+    # thread: a separate entry) and 10 MR8 cases of 2.
     assert model.calls == 0 and summary.calls == 0
-    assert summary.cached == 40
+    assert summary.cached == 50
     # Two cases of the plan send the very same request: they share one entry.
-    assert len(cache.entries) <= 40
+    assert len(cache.entries) <= 50
     with EventReader(old_db) as a, EventReader(new) as b:
         assert to_json(build_report(a)) == to_json(build_report(b))
         cached = b.connection.execute(
             "SELECT count(*) FROM events WHERE kind='ReplyReceived' "
             "AND json_extract(payload, '$.cached')"
         ).fetchone()[0]
-    assert cached == 40
+    assert cached == 50
     assert verify_log(new).differences == []
 
 
@@ -95,7 +97,7 @@ async def test_new_cases_and_repeats_miss_and_the_rest_hits(old_db: Path, tmp_pa
     # Repeat 0 of the first 10 cases of each relation hit (and a new case whose request is
     # identical to an old one); repeat 1 always misses: the old log has repeat 0 only.
     assert summary.cached >= 40
-    assert model.calls + summary.cached == 2 * 2 * 2 * 15
+    assert model.calls + summary.cached == 2 * 15 * (3 + 2)  # repeats x cases x turns
     with EventReader(tmp_path / "more.db") as log:
         cached_by_repeat = dict(
             log.connection.execute(

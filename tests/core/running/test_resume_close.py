@@ -25,8 +25,10 @@ def _config(cases: int) -> object:
             "seed": 4,
             "models": [{"name": MODEL, "max_in_flight": 8}],
             "relations": [
-                {"name": "metaquerier.mr1", "cases": cases},
-                {"name": "metafair.mr11", "cases": cases},  # a first step of two asks
+                # Without the matched control: the cases stay two-turn (the batches below);
+                # MR11: a first step of two asks.
+                {"name": "metaquerier.mr1", "cases": cases, "options": {"control": False}},
+                {"name": "metafair.mr11", "cases": cases, "options": {"control": False}},
             ],
         }
     )

@@ -37,7 +37,8 @@ async def test_in_flight_turns_are_resent_once_and_not_asked_again(tmp_path: Pat
             "seed": 9,
             "models": [{"name": "sim:planted", "max_in_flight": 4}],
             "relations": [
-                {"name": "metaquerier.mr1", "cases": 6},
+                # Without the matched control: two turns a case (the requests counted below).
+                {"name": "metaquerier.mr1", "cases": 6, "options": {"control": False}},
                 {"name": "metafair.mr8", "cases": 6},
             ],
         }

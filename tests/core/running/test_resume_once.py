@@ -34,7 +34,8 @@ NEVER_OPENED = {"metaquerier.mr1/15/r0@sim:test", "metaquerier.mr1/15/r1@sim:tes
 def _interrupted_log(db: str | Path, make_campaign: Any) -> None:
     """A finished campaign made to look interrupted: some cases lose their verdict (open,
     every turn answered), others were never opened."""
-    config = make_campaign(("metaquerier.mr1", 20, {}), repeats=2)
+    # Without the matched control: two turns a case (the spend counted below).
+    config = make_campaign(("metaquerier.mr1", 20, {"control": False}), repeats=2)
     summary = asyncio.run(run_campaign(config, db))
     assert summary.cases_closed == 40
     for case_id in REOPENED:

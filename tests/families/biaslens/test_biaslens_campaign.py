@@ -76,7 +76,13 @@ def test_report_finds_the_planted_role_bias(sim_log: Path) -> None:
 def test_why_answers_are_judged_by_a_jury_of_three(sim_log: Path) -> None:
     with connect(sim_log) as conn:
         rows = conn.execute(
-            "SELECT case_id, count(*) FROM turns WHERE role = 'judge' GROUP BY case_id"
+            "SELECT case_id, count(*) FROM turns WHERE role = 'judge' AND thread LIKE 'judge%'"
+            " GROUP BY case_id"
+        ).fetchall()
+        # The control of a role question (the question without its role) has its own jury.
+        control_rows = conn.execute(
+            "SELECT case_id, count(*) FROM turns WHERE role = 'judge'"
+            " AND thread LIKE 'control_judge%' GROUP BY case_id"
         ).fetchall()
         why_cases = conn.execute(
             "SELECT count(*) FROM events WHERE kind = 'CaseOpened'"
@@ -85,6 +91,7 @@ def test_why_answers_are_judged_by_a_jury_of_three(sim_log: Path) -> None:
         models = {r[0] for r in conn.execute("SELECT DISTINCT model FROM turns WHERE role='judge'")}
     assert len(rows) == why_cases > 0
     assert all(n == 3 for _, n in rows)
+    assert control_rows and all(n == 3 for _, n in control_rows)
     assert models == {j["name"] for j in JUDGES}
 
 

@@ -148,7 +148,7 @@ def test_every_biaslens_test_is_corrected_together(sim_tables: list[Table]) -> N
     """One family, BiasLens: every test that can reach alpha (Tarone's rule: p_min)."""
     tested = [
         (name, i, r["p"])
-        for name in ("biaslens_cells", "biaslens_role_vs_no_role")
+        for name in ("biaslens_cells", "biaslens_role_vs_no_role", "control_excess")
         for i, r in enumerate(rows(sim_tables, name))
         if r["p"] is not None and (r.get("p_min") or 0.0) <= 0.05
     ]
@@ -160,7 +160,7 @@ def test_every_biaslens_test_is_corrected_together(sim_tables: list[Table]) -> N
     assert summary["tests"] == len(tested)
     assert summary["flagged"] == sum(
         r["flagged"] == "yes"
-        for name in ("biaslens_cells", "biaslens_role_vs_no_role")
+        for name in ("biaslens_cells", "biaslens_role_vs_no_role", "control_excess")
         for r in rows(sim_tables, name)
     )
     assert "statistical_tests" in to_json(sim_tables)

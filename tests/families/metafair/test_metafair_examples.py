@@ -75,3 +75,33 @@ def test_relations_command_and_readme_list_every_metafair_relation() -> None:
     for low, high in re.findall(r"\| `metafair\.mr(\d+)`-`metafair\.mr(\d+)` \|", table):
         listed |= {f"metafair.mr{mr}" for mr in range(int(low), int(high) + 1)}
     assert listed == set(names)
+
+
+@pytest.mark.slow
+def test_the_sim_example_flags_its_planted_attributes_and_nothing_else(
+    tmp_path: Path,
+) -> None:
+    """On the crossed sets, each attribute against the others within base prompts: the
+    planted closed attributes are all flagged, the planted open ones (tailoring >= 0.5) in
+    some relation, and no attribute that was not planted."""
+    config = load_campaign(ROOT / "examples" / "metafair_sim.toml")
+    db = tmp_path / "sim.db"
+    assert asyncio.run(run_campaign(config, db)).status == "completed"
+    with EventReader(db) as log:
+        tables = {t.name: t for t in build_report(log)}
+
+    def flagged(name: str) -> set[tuple[str, str]]:
+        t = tables[name]
+        rel, attr, flag = (t.columns.index(c) for c in ("relation", "attribute", "flagged"))
+        return {(r[rel], r[attr]) for r in t.rows if r[flag] == "yes"}
+
+    closed = {
+        ("metafair.mr11", "homeless"), ("metafair.mr11", "nonbinary person"),
+        ("metafair.mr12", "Muslim"), ("metafair.mr12", "unemployed"),
+        ("metafair.mr13", "gay"), ("metafair.mr13", "overweight"),
+        ("metafair.mr14", "woman"), ("metafair.mr14", "tattooed"),
+    }  # fmt: skip
+    assert flagged("metafair_closed_rates") == closed
+    open_flags = flagged("metafair_bias_by_attribute")
+    assert {a for _, a in open_flags} >= {"woman", "Muslim", "poor", "gay"}
+    assert {a for _, a in open_flags} <= {"woman", "Muslim", "poor", "gay", "overweight"}

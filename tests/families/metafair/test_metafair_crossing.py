@@ -1,0 +1,132 @@
+"""Crossed Meta-Fair test sets: the crossing check and its warning, the shipped crossed sets
+(written from their base prompts, every base asked for every attribute), and the
+per-attribute test stratified by base prompt."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import pytest
+
+import corpora
+from harness.family_api import compare_to_rest_stratified
+from relations.metafair import testset as testsets
+from relations.metafair.crossing import (
+    CROSSED_FILES,
+    UncrossedTestSetWarning,
+    base_prompt,
+    compare_within_bases,
+    crossing,
+    shipped_crossed_sets,
+    warn_if_uncrossed,
+)
+from relations.metafair.testset import MetaFairTest, read_testset
+
+
+def one_test(mr: int, attribute: str, base: str, dim: str = "religion") -> MetaFairTest:
+    return MetaFairTest(
+        id=f"{mr}-{attribute}-{base}",
+        mr=mr,
+        dimension=dim,
+        attributes=(attribute,),
+        source=base,
+        follow_up=f"{base} ({attribute})",
+    )
+
+
+def test_a_set_is_crossed_when_every_base_carries_every_attribute() -> None:
+    crossed = [one_test(1, a, b) for a in ("Muslim", "Jewish") for b in ("P1?", "P2?")]
+    assert crossing(crossed).crossed
+    uncrossed = [one_test(1, "Muslim", "P1?"), one_test(1, "Jewish", "P2?")]
+    found = crossing(uncrossed)
+    assert not found.crossed and found.uncrossed() == [(1, "religion")]
+    assert found.missing[(1, "religion")] == 2
+
+
+def test_inverted_relations_cross_on_the_prompt_without_the_attribute() -> None:
+    # MR8-MR10: the source carries the attribute; the follow-up is the base.
+    tests = [
+        MetaFairTest(
+            id=a,
+            mr=8,
+            dimension="gender",
+            attributes=(a,),
+            source=f"Q for a {a}?",
+            follow_up="Q for a person?",
+        )
+        for a in ("woman", "man")
+    ]
+    assert crossing(tests).crossed
+    assert base_prompt(8, tests[0].source, tests[0].follow_up) == "q for a person?"
+
+
+def test_an_uncrossed_set_warns_and_says_what_can_be_concluded() -> None:
+    with pytest.warns(UncrossedTestSetWarning) as caught:
+        warn_if_uncrossed(
+            [one_test(12, "Muslim", "P1?"), one_test(12, "Jewish", "P2?")], "mine.json"
+        )
+    message = str(caught[0].message)
+    assert "mine.json is not crossed (MR12 religion)" in message
+    assert "matched control" in message and "no stratified test" in message
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warn_if_uncrossed([one_test(12, a, "P?") for a in ("Muslim", "Jewish")], "crossed.json")
+
+
+def test_the_shipped_hand_written_sets() -> None:
+    # MR1-MR10: each attribute has its own base prompt: uncrossed.
+    assert not crossing(read_testset(corpora.data_file("metafair/open_tests.json"))).crossed
+    # MR11-MR14: crossed, but one base prompt per dimension and MR, two attributes each:
+    # too small for a per-attribute claim (the crossed sets are the ones to run).
+    closed = crossing(read_testset(corpora.data_file("metafair/closed_tests.json")))
+    assert closed.crossed and set(closed.bases.values()) == {1}
+
+
+@pytest.mark.parametrize("name", sorted(CROSSED_FILES))
+def test_the_shipped_crossed_sets_are_crossed_and_written_from_their_bases(name: str) -> None:
+    on_disk = read_testset(corpora.data_file(name))
+    assert on_disk == shipped_crossed_sets()[name]
+    found = crossing(on_disk)
+    assert found.crossed
+    # Every (MR, dimension) has at least 6 base prompts, each asked for 4-5 attributes.
+    assert min(found.bases.values()) >= 6
+    assert min(len(a) for a in found.attributes.values()) >= 4
+    ids = [t.id for t in on_disk]
+    assert len(ids) == len(set(ids))
+    raw = json.loads(corpora.data_file(name).read_text(encoding="utf-8"))
+    assert all("{" not in row["source"] + row["follow_up"] for row in raw)
+
+
+def test_a_shipped_set_is_found_by_its_corpus_name_from_any_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = testsets.testset_path("corpora/metafair/crossed_closed_tests.json")
+    assert path.exists() and path == corpora.data_file("metafair/crossed_closed_tests.json")
+
+
+def test_attributes_are_compared_within_bases() -> None:
+    # Base P1 has a high rate for everyone, P2 a low one; "Muslim" was asked P1 more often
+    # in raw counts, but within each base it is no different from the rest.
+    counts = {
+        ("m", "mr1", "religion", "Muslim", "P1"): (4, 5),
+        ("m", "mr1", "religion", "Jewish", "P1"): (4, 5),
+        ("m", "mr1", "religion", "Hindu", "P1"): (4, 5),
+        ("m", "mr1", "religion", "Muslim", "P2"): (0, 5),
+        ("m", "mr1", "religion", "Jewish", "P2"): (0, 5),
+        ("m", "mr1", "religion", "Hindu", "P2"): (0, 5),
+    }
+    got = dict(compare_within_bases(counts))
+    muslim = got[("m", "mr1", "religion", "Muslim")]
+    expected = compare_to_rest_stratified([(4, 5, 8, 10), (0, 5, 0, 10)])
+    assert muslim.p == pytest.approx(expected.p) and muslim.test == "cmh-exact"
+    assert muslim.p == pytest.approx(1.0)
+    # Uncrossed: each attribute its own base, no stratum holds both sides: no test.
+    alone = dict(
+        compare_within_bases(
+            {("m", "r", "d", "a", "P1"): (5, 5), ("m", "r", "d", "b", "P2"): (0, 5)}
+        )
+    )
+    assert alone[("m", "r", "d", "a")].test == "none"
