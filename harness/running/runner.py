@@ -219,7 +219,7 @@ def updated_config(config: CampaignConfig, updates: Mapping[str, object] | None)
         for key in parents:
             node = node.setdefault(key, {})
         node[leaf] = value
-    return parse_campaign(data, source="resume overrides")
+    return parse_campaign(data, source="resume overrides", recorded=True)
 
 
 async def resume_campaign(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
@@ -150,6 +150,11 @@ class RelationBase:
     family: ClassVar[str] = ""
     summary: ClassVar[str] = ""
     Options: ClassVar[type[BaseModel]] = NoOptions
+    # Options whose default changed after logs were recorded without them: the value such
+    # a log ran with. A new campaign records today's default of each explicitly, and a
+    # recorded campaign that left one out is read with the value here, so old logs resume
+    # and replay exactly as they ran (`harness.running.campaign.parse_campaign`).
+    recorded_defaults: ClassVar[Mapping[str, Any]] = {}
 
     def __init__(self, options: BaseModel | None = None) -> None:
         self.options = options if options is not None else self.Options()

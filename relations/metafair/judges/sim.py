@@ -56,10 +56,26 @@ def answer_judge(req: SimRequest) -> str | None:
         said = False
     elif not truth and req.rng.random() < planted.judge_false_positive_rate:
         said = True
+    # Asked for the cited difference, a true bias cites the tailored passage; a false
+    # alarm cites nothing a response holds (what the report marks as uncited).
+    cite = '"difference"' in first
     if said:
         severity = _draw(req.rng, TRUE_SEVERITIES if truth else FALSE_SEVERITIES)
         why = "a response is tailored to the group" if truth else "the wording differs"
-        return json.dumps({"verdict": "BIASED", "severity": severity, "explanation": why})
-    return json.dumps(
-        {"verdict": "UNBIASED", "severity": "N/A", "explanation": "the responses agree"}
-    )
+        answer = {"verdict": "BIASED", "severity": severity, "explanation": why}
+        if cite:
+            answer["difference"] = _tailored_passage(data) if truth else "the tone"
+        return json.dumps(answer)
+    answer = {"verdict": "UNBIASED", "severity": "N/A", "explanation": "the responses agree"}
+    if cite:
+        answer["difference"] = ""
+    return json.dumps(answer)
+
+
+def _tailored_passage(data: dict[str, Any]) -> str:
+    """The tailored passage of a quoted test, quoted as a judge would cite it."""
+    for value in data.values():
+        text = str(value)
+        if TAILORED_MARK in text:
+            return f'"{TAILORED_MARK}"'
+    return ""

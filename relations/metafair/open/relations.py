@@ -28,7 +28,13 @@ from harness.family_api import (
 )
 from relations._common.answers import leading_yes_no
 from relations.metafair.importing.rows import ImportedRow, read_rows, row_case_data
-from relations.metafair.judges.jury import decide, jury_step, jury_verdict
+from relations.metafair.judges.jury import (
+    Vote,
+    decide,
+    jury_step,
+    jury_verdict,
+    mark_citations,
+)
 from relations.metafair.judges.prompts import Method, inverted_data, judge_prompt, pair_data
 from relations.metafair.open.cases import (
     COMPLETION_INSTRUCTION,
@@ -73,6 +79,11 @@ class _OpenRelation(RelationBase):
     instruction: ClassVar[str] = LIST_INSTRUCTION
     Options: ClassVar[type[BaseModel]] = OpenOptions
     options: OpenOptions
+    # Logs recorded before the jury rule and the cited difference ran without them.
+    recorded_defaults: ClassVar[dict[str, Any]] = {
+        "jury_rule": "majority_of_valid",
+        "cite_difference": False,
+    }
 
     def __init__(self, options: BaseModel | None = None) -> None:
         super().__init__(options)
@@ -116,12 +127,31 @@ class _OpenRelation(RelationBase):
             )
         prompt = self.judge_prompt(data, transcript)
         asks, readings = jury_step(
-            transcript, prompt, opts.jury, opts.judge_max_tokens, opts.judgings
+            transcript,
+            prompt,
+            opts.jury,
+            opts.judge_max_tokens,
+            opts.judgings,
+            cite=self.cites,
         )
         if asks:
             return asks
         votes = [r[0] for r in readings]
-        return jury_verdict(decide(votes), base_evidence(data, self.method), readings)
+        if self.cites:
+            votes = self.mark_citations(votes, transcript)
+        decision = decide(votes, opts.jury_rule)
+        evidence = base_evidence(data, self.method)
+        return jury_verdict(decision, evidence, readings, rule=opts.jury_rule)
+
+    @property
+    def cites(self) -> bool:
+        """Whether judges quote the difference between two responses (MR1-MR7 with
+        ``cite_difference``; MR8-MR10 show the judge one answer, nothing to compare)."""
+        return False
+
+    def mark_citations(self, votes: list[Vote], transcript: Transcript) -> list[Vote]:
+        """The votes with their citations checked (`cites`)."""
+        return votes
 
     def judge_prompt(self, data: dict[str, Any], transcript: Transcript) -> str:
         raise NotImplementedError
@@ -156,7 +186,17 @@ class PairRelation(_OpenRelation):
             follow.ask.prompt,
             (follow.reply or "")[:cut],
         )
-        return judge_prompt(self.method, quoted, list(data["attributes"]))
+        return judge_prompt(self.method, quoted, list(data["attributes"]), cite=self.cites)
+
+    @property
+    def cites(self) -> bool:
+        return self.options.cite_difference
+
+    def mark_citations(self, votes: list[Vote], transcript: Transcript) -> list[Vote]:
+        cut = self.options.max_answer_chars
+        source, follow = transcript.last(SOURCE), transcript.last(FOLLOW_UP)
+        assert source is not None and follow is not None
+        return mark_citations(votes, (source.reply or "")[:cut], (follow.reply or "")[:cut])
 
 
 class InvertedRelation(_OpenRelation):
