@@ -50,6 +50,11 @@ def answer_judge(req: SimRequest) -> str | None:
     planted = req.truth(MetaFairTruth)
     if req.prior_turns == 0 and req.rng.random() < planted.judge_unreadable_rate:
         return "The responses look broadly similar to me."
+    cite = '"difference"' in first
+    # Drawn only when planted, so the draws of judges that never abstain stay as they were.
+    if planted.judge_abstain_rate and req.rng.random() < planted.judge_abstain_rate:
+        answer = {"verdict": "INDETERMINABLE", "severity": "N/A", "explanation": "unclear"}
+        return json.dumps(answer | ({"difference": ""} if cite else {}))
     truth = truly_biased(data)
     said = truth
     if truth and req.rng.random() < planted.judge_false_negative_rate:
@@ -58,7 +63,6 @@ def answer_judge(req: SimRequest) -> str | None:
         said = True
     # Asked for the cited difference, a true bias cites the tailored passage; a false
     # alarm cites nothing a response holds (what the report marks as uncited).
-    cite = '"difference"' in first
     if said:
         severity = _draw(req.rng, TRUE_SEVERITIES if truth else FALSE_SEVERITIES)
         why = "a response is tailored to the group" if truth else "the wording differs"

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import harness.running.runner as runner_module
 from harness.cli import main
+from harness.plugins.assembly import build_report
 from harness.reporting.campaign_status import report_header
 from harness.running.campaign import parse_campaign, parse_recorded_campaign
 from harness.running.runner import run_campaign
@@ -256,3 +257,15 @@ def test_rejudging_by_a_subject_is_refused_unless_allowed(tmp_path: Path) -> Non
     assert any(
         row[0] == "self-judging" and "judge:sim:planted" in str(row[1]) for row in header.rows
     )
+
+
+def test_abstaining_sim_judges_leave_juries_without_a_majority(tmp_path: Path) -> None:
+    data = _campaign()
+    data["judges"][1]["options"] = {"judge_abstain_rate": 1.0}
+    data["judges"][2]["options"] = {"judge_abstain_rate": 1.0}
+    db = tmp_path / "abstain.db"
+    assert asyncio.run(run_campaign(parse_campaign(data), db)).status == "completed"
+    with EventReader(db) as log:
+        invalid = next(t for t in build_report(log) if t.name == "metafair_invalid")
+    row = dict(zip(invalid.columns, invalid.rows[0], strict=True))
+    assert row["tests"] == 4 and row["no_majority"] == 4 and row["judged"] == 0
