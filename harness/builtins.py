@@ -23,13 +23,16 @@ CORE = Family(
         "google": Lazy("google", "harness.models.providers:build_gemini"),
     },
     report_sections=Deferred(
-        "harness.reporting.report:CORE_SECTIONS", "harness.reporting.judge_agreement:JUDGE_SECTIONS"
+        "harness.reporting.report:CORE_SECTIONS",
+        "harness.reporting.judge_agreement:JUDGE_SECTIONS",
+        "harness.reporting.judge_calibration:CALIBRATION_SECTIONS",
     ),
     commands=(
         Lazy("run", "harness.cli.commands.run:command"),
         Lazy("resume", "harness.cli.commands.resume:command"),
         Lazy("replay", "harness.cli.commands.replay:command"),
         Lazy("rejudge", "harness.cli.commands.rejudge:command"),
+        Lazy("judges", "harness.cli.commands.judges:group"),
         Lazy("report", "harness.cli.commands.report:command"),
         Lazy("show", "harness.cli.commands.show:command"),
         Lazy("export", "harness.cli.commands.export:command"),
