@@ -25,7 +25,10 @@ from harness.family_api import (
     ReportContext,
     ReportSection,
     Table,
+    bootstrap_interval,
     compare_groups,
+    fleiss_kappa_of,
+    krippendorff_alpha,
     majority_per_case,
     rounded,
 )
@@ -190,13 +193,22 @@ def jury_agreement(ctx: ReportContext) -> list[Table]:
     ):
         raters = sorted({r for c in cases for r in c})
         full = [c for c in cases if len(c) == len(raters)]
-        kappa = _fleiss(full, raters)
+        units: list[list[str | None]] = [[_category(c[r]) for r in raters] for c in full]
+        kappa = fleiss_kappa_of(units)
+        k_low, k_high = bootstrap_interval(units, fleiss_kappa_of, seed=_seed(model, relation))
+        # Krippendorff's alpha takes every test, a judge without a vote as missing.
+        every: list[list[str | None]] = [
+            [_category(c[r]) if r in c else None for r in raters] for c in cases
+        ]
+        alpha = krippendorff_alpha(every)
+        a_low, a_high = bootstrap_interval(every, krippendorff_alpha, seed=_seed(model, relation))
         pairs = [(c[a], c[b]) for c in full for a, b in combinations(raters, 2)]
         valid = [(x, y) for x, y in pairs if x in VALID and y in VALID]
         agree = sum(x == y for x, y in valid) / len(valid) if valid else float("nan")
         rows.append(
-            [model, relation, len(raters), len(full), rounded(kappa), len(pairs), len(valid),
-             rounded(agree)]
+            [model, relation, len(raters), len(full), rounded(kappa), rounded(k_low),
+             rounded(k_high), rounded(alpha), rounded(a_low), rounded(a_high), len(pairs),
+             len(valid), rounded(agree)]
         )  # fmt: skip
     if not rows:
         return []
@@ -210,34 +222,35 @@ def jury_agreement(ctx: ReportContext) -> list[Table]:
                 "judges",
                 "tests",
                 "fleiss_kappa",
+                "fleiss_low",
+                "fleiss_high",
+                "krippendorff_alpha",
+                "alpha_low",
+                "alpha_high",
                 "pairs",
                 "valid_pairs",
                 "pair_agreement",
             ],
             rows,
             note="tests every judge rated; Fleiss' kappa over the labels BIASED, UNBIASED and "
-            "other (INVALID, INDETERMINABLE); valid_pairs: pairs of judges that both said "
+            "other (INVALID, INDETERMINABLE); Krippendorff's alpha (nominal, the same labels) "
+            "over every test, a missing vote as missing; 95% percentile intervals of 500 "
+            "bootstrap resamples of the tests; valid_pairs: pairs of judges that both said "
             "BIASED or UNBIASED on a test, pair_agreement the share of those that agree",
         )
     ]
 
 
-def _fleiss(cases: list[dict[str, str]], raters: list[str]) -> float:
-    if not cases:
-        return float("nan")
-    table = [
-        [sum(c[r] == "BIASED" for r in raters), sum(c[r] == "UNBIASED" for r in raters),
-         sum(c[r] not in VALID for r in raters)]
-        for c in cases
-    ]  # fmt: skip
-    # One category for every rating: kappa is undefined (statsmodels divides by zero).
-    if len({i for row in table for i, x in enumerate(row) if x}) < 2:
-        return float("nan")
-    # Imported here: statsmodels (with pandas) takes seconds to import, and every command
-    # imports this family.
-    from statsmodels.stats.inter_rater import fleiss_kappa
+def _category(label: str) -> str:
+    """A vote as Fleiss' kappa and alpha count it: BIASED, UNBIASED or other."""
+    return label if label in VALID else "other"
 
-    return float(fleiss_kappa(table, method="fleiss"))
+
+def _seed(*parts: str) -> int:
+    """A bootstrap seed fixed by the table row (the same report twice is the same)."""
+    import hashlib
+
+    return int.from_bytes(hashlib.sha256("\x1f".join(parts).encode()).digest()[:4], "big")
 
 
 def violations_by_attribute(ctx: ReportContext) -> list[Table]:

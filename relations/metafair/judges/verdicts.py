@@ -111,7 +111,8 @@ def _judged_tests(ctx: ReportContext) -> list[Judged]:
                 judged.label, judged.severity = decision.verdict, decision.severity
                 judged.no_majority = decision.no_majority
     data = ctx.case_data
+    calibrated = ctx.calibration_labels  # `harness judges calibrate`; over an imported label
     for judged in out.values():
-        human = data.get(judged.case_id, {}).get("label")
+        human = calibrated.get(judged.case_id) or data.get(judged.case_id, {}).get("label")
         judged.human = str(human).upper() if human else None
     return sorted(out.values(), key=lambda j: j.case_id)

@@ -136,6 +136,15 @@ def test_calibrating_records_the_labels_and_corrects_the_rates(
     for r in corrected:
         assert r["corrected_low"] <= r["corrected"] <= r["corrected_high"]  # type: ignore[operator]
     assert "judge_error_by_attribute" in tables and "judge_agreement_labelled" in tables
+    # Meta-Fair's own judge quality reads the same labels.
+    quality = {(r["rater"], r["relation"]): r for r in _rows(tables["metafair_judge_quality"])}
+    assert quality[("jury", "(all)")]["labelled"] == 80
+    agreement = _rows(tables["metafair_jury_agreement"])
+    assert all(
+        r["fleiss_low"] <= r["fleiss_kappa"] <= r["fleiss_high"]  # type: ignore[operator]
+        and r["krippendorff_alpha"] is not None
+        for r in agreement
+    )
 
     # Re-reportable: the same tables from the log again; replay still verifies.
     assert _tables(db) == tables
