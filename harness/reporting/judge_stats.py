@@ -13,7 +13,8 @@ error.
 - `corrected_rate(k, n, confusion)`: that correction with a 95 % interval carrying both
   samples, the campaign's ``k`` of ``n`` judge-labelled positives and the labelled
   sample's confusion table (the delta method; or a bootstrap over both).
-- `labels_needed(...)`: the planner: how many labelled cases give a target half-width.
+- `labels_needed(...)`: the planner: how many labelled cases give a target half-width
+  (Wilson intervals of Se and Sp; the report's interval of the corrected rate).
 
 Everything is seeded (the same report twice is the same report); numpy, scipy and
 statsmodels are imported by the functions that use them.
@@ -263,26 +264,69 @@ class LabelPlan:
     for_corrected: int | None  # for the corrected rate's half-width (None: not reachable)
 
 
+def _ac_variance(x: float, m: float) -> float:
+    """The variance of a proportion x / m from its Agresti-Coull estimate (2 and 2 added)."""
+    adjusted = (x + 2) / (m + 4)
+    return adjusted * (1 - adjusted) / (m + 4)
+
+
+def _wilson_halfwidth(p: float, n: int) -> float:
+    low, high = wilson_interval(round(p * n), n)
+    return (high - low) / 2
+
+
+def corrected_halfwidth(
+    se: float, sp: float, prevalence: float, labels: float, campaign_n: int
+) -> float:
+    """The expected half-width of the report's corrected-rate interval (`corrected_rate`,
+    delta method) with ``labels`` labelled cases drawn at random and ``campaign_n`` judged
+    cases, the counts at their expected values."""
+    youden = se + sp - 1
+    if not youden > 0:
+        return math.inf
+    p = se * prevalence + (1 - sp) * (1 - prevalence)
+    pos, neg = labels * prevalence, labels * (1 - prevalence)
+    variance = (
+        _ac_variance(p * campaign_n, campaign_n)
+        + prevalence**2 * _ac_variance(se * pos, pos)
+        + (1 - prevalence) ** 2 * _ac_variance(sp * neg, neg)
+    ) / youden**2
+    return Z95 * math.sqrt(variance)
+
+
+_MOST_LABELS = 1_000_000
+
+
+def _smallest(fits: Callable[[int], bool]) -> int | None:
+    """The smallest n in 1.._MOST_LABELS with ``fits(n)`` (``fits`` monotone), or None."""
+    if not fits(_MOST_LABELS):
+        return None
+    low, high = 1, _MOST_LABELS
+    while low < high:
+        mid = (low + high) // 2
+        if fits(mid):
+            high = mid
+        else:
+            low = mid + 1
+    return low
+
+
 def labels_needed(
     se: float, sp: float, prevalence: float, halfwidth: float, campaign_n: int | None = None
 ) -> LabelPlan:
-    """Labels for a 95 % half-width of ``halfwidth`` (normal approximation): on sensitivity
-    and specificity (``prevalence``: the share of the labelled cases a human calls BIASED),
-    and, given the campaign's ``campaign_n`` judged cases, on the corrected rate, whose
-    variance is [p(1-p)/N + prevalence^2 Se(1-Se)/n_pos + (1-prevalence)^2 Sp(1-Sp)/n_neg]
-    / (Se + Sp - 1)^2 with p = Se prevalence + (1 - Sp)(1 - prevalence)."""
+    """Labels for a 95 % half-width of ``halfwidth``: on sensitivity and specificity (their
+    Wilson intervals; ``prevalence``: the share of the labelled cases a human calls BIASED),
+    and, given the campaign's ``campaign_n`` judged cases, on the corrected rate
+    (`corrected_halfwidth`; None when no number of labels reaches it: the campaign's own
+    sample is less precise, or the judge is no better than chance)."""
     if not 0 < prevalence < 1 or not halfwidth > 0:
         raise ValueError("prevalence must lie strictly between 0 and 1, halfwidth above 0")
-    positives = math.ceil(Z95**2 * se * (1 - se) / halfwidth**2)
-    negatives = math.ceil(Z95**2 * sp * (1 - sp) / halfwidth**2)
+    positives = _smallest(lambda n: _wilson_halfwidth(se, n) <= halfwidth) or _MOST_LABELS
+    negatives = _smallest(lambda n: _wilson_halfwidth(sp, n) <= halfwidth) or _MOST_LABELS
     total = max(math.ceil(positives / prevalence), math.ceil(negatives / (1 - prevalence)))
-    for_corrected: int | None = None
+    for_corrected = None
     if campaign_n:
-        youden = se + sp - 1
-        p = se * prevalence + (1 - sp) * (1 - prevalence)
-        budget = (halfwidth / Z95) ** 2 * youden**2 - p * (1 - p) / campaign_n
-        # Per labelled case: a share `prevalence` of them measure Se, the rest Sp.
-        per_label = prevalence * se * (1 - se) + (1 - prevalence) * sp * (1 - sp)
-        if youden > 0 and budget > 0:
-            for_corrected = max(1, math.ceil(per_label / budget))
+        for_corrected = _smallest(
+            lambda n: corrected_halfwidth(se, sp, prevalence, n, campaign_n) <= halfwidth
+        )
     return LabelPlan(positives, negatives, total, for_corrected)

@@ -24,6 +24,7 @@ from harness.reporting.judge_stats import (
     labels_needed,
     rogan_gladen,
 )
+from harness.reporting.stats import wilson_interval
 
 LABEL = st.sampled_from(["B", "U", "X"])
 
@@ -138,22 +139,33 @@ def test_the_corrected_interval_covers_the_true_rate() -> None:
 def test_the_planner_reaches_its_target_and_no_fewer_labels_would() -> None:
     se, sp, prevalence, h, campaign = 0.8, 0.9, 0.3, 0.05, 2000
     plan = labels_needed(se, sp, prevalence, h, campaign)
-    assert Z95 * math.sqrt(se * (1 - se) / plan.positives) <= h
-    assert Z95 * math.sqrt(se * (1 - se) / (plan.positives - 1)) > h
+
+    def wilson_half(p: float, n: int) -> float:
+        low, high = wilson_interval(round(p * n), n)
+        return (high - low) / 2
+
+    assert wilson_half(se, plan.positives) <= h < wilson_half(se, plan.positives - 1)
+    assert wilson_half(sp, plan.negatives) <= h < wilson_half(sp, plan.negatives - 1)
     assert plan.for_rates * prevalence >= plan.positives
     assert plan.for_rates * (1 - prevalence) >= plan.negatives
 
     def halfwidth(labels: int) -> float:
+        """The report's interval (corrected_rate) at the expected counts, by brute force."""
+        pos, neg = labels * prevalence, labels * (1 - prevalence)
         p = se * prevalence + (1 - sp) * (1 - prevalence)
-        var = (
-            p * (1 - p) / campaign
-            + prevalence**2 * se * (1 - se) / (labels * prevalence)
-            + (1 - prevalence) ** 2 * sp * (1 - sp) / (labels * (1 - prevalence))
-        ) / (se + sp - 1) ** 2
-        return Z95 * math.sqrt(var)
+
+        def var(x: float, m: float) -> float:
+            a = (x + 2) / (m + 4)
+            return a * (1 - a) / (m + 4)
+
+        v = var(p * campaign, campaign) + prevalence**2 * var(se * pos, pos)
+        v += (1 - prevalence) ** 2 * var(sp * neg, neg)
+        return Z95 * math.sqrt(v) / (se + sp - 1)
 
     assert plan.for_corrected is not None
     assert halfwidth(plan.for_corrected) <= h < halfwidth(plan.for_corrected - 1)
+    # A perfect judge still needs labels to show it is one.
+    assert labels_needed(1.0, 1.0, 0.3, 0.05).positives > 30
     # A campaign too small for the target: no number of labels reaches it.
     assert labels_needed(se, sp, prevalence, 0.01, 100).for_corrected is None
 
