@@ -45,6 +45,7 @@ from harness.reporting.judge_stats import (
 )
 from harness.reporting.stats import two_by_two_test, wilson_interval
 from harness.reporting.tables import ReportContext, ReportSection, Table, VerdictRow, rounded
+from harness.store.verdict_counts import case_key
 
 BIASED, UNBIASED, UNDECIDED = "BIASED", "UNBIASED", "UNDECIDED"
 ALL = "(all)"
@@ -253,7 +254,7 @@ def calibration_tables(ctx: ReportContext) -> list[Table]:
         )
     ]
     tables += _agreement_table(rated, labels)
-    tables += _error_by_attribute(tallies)
+    tables += _error_by_attribute(tallies, per_test_confusions(rated, labels))
     return tables
 
 
@@ -330,14 +331,43 @@ def attribute_error_test(
     return fp, fn
 
 
-def _error_by_attribute(tallies: Mapping[tuple[str, str, str], _Tally]) -> list[Table]:
+def per_test_confusions(
+    rated: Iterable[Rated], labels: Mapping[str, str]
+) -> dict[str, dict[str, Confusion]]:
+    """relation (and ``(all)``) -> attribute -> the jury's confusion counted per test: the
+    labelled repeats of one case (`case_key`) summarised by majority (a tie left out), so
+    repeats that share their replies, and so their judge's error, count once."""
+    votes: dict[tuple[str, str, str], list[tuple[bool, bool]]] = {}
+    for r in rated:
+        human, said = labels.get(r.case_id), r.ratings.get(JURY, UNDECIDED)
+        if human is None or said == UNDECIDED:
+            continue
+        votes.setdefault((r.relation, r.attribute, case_key(r.case_id)), []).append(
+            (human == BIASED, said == BIASED)
+        )
+    pairs: dict[tuple[str, str], list[tuple[bool, bool]]] = {}
+    for (relation, attribute, _), found in votes.items():
+        human_lead = sum(h for h, _ in found) * 2 - len(found)  # > 0: a BIASED majority
+        said_lead = sum(s for _, s in found) * 2 - len(found)
+        if human_lead and said_lead:
+            for rel in (relation, ALL):
+                pairs.setdefault((rel, attribute), []).append((human_lead > 0, said_lead > 0))
+    out: dict[str, dict[str, Confusion]] = {}
+    for (relation, attribute), found in pairs.items():
+        out.setdefault(relation, {})[attribute] = Confusion.of(found)
+    return out
+
+
+def _error_by_attribute(
+    tallies: Mapping[tuple[str, str, str], _Tally], per_test: Mapping[str, Mapping[str, Confusion]]
+) -> list[Table]:
     per_relation: dict[str, dict[str, Confusion]] = {}
     for (rater, relation, attribute), tally in tallies.items():
         if rater == JURY and attribute != ALL:
             per_relation.setdefault(relation, {})[attribute] = confusion_of(tally)
     rows = []
     for relation, by_attribute in sorted(per_relation.items()):
-        p_fp, p_fn = attribute_error_test(by_attribute)
+        p_fp, p_fn = attribute_error_test(per_test.get(relation, {}))
         threat = threat_text(p_fp, p_fn)
         for attribute, c in sorted(by_attribute.items()):
             fp_low, fp_high = wilson_interval(c.fp, c.negatives)
@@ -374,9 +404,11 @@ def _error_by_attribute(tallies: Mapping[tuple[str, str, str], _Tally]) -> list[
             rows,
             note="labelled cases decided by the jury, per attribute class; 95% Wilson "
             "intervals; p: the rate is the same for every attribute of the relation "
-            "(Fisher's exact test for two attributes, chi-squared for more), not corrected "
-            f"for multiplicity; threat: p < {THREAT_ALPHA}, a judge error that differs by "
-            "attribute can look exactly like model bias (judge_corrected_rates repeats it)",
+            "(Fisher's exact test for two attributes, chi-squared for more; unit: a test, its "
+            "labelled repeats summarised by majority, since repeats that share replies share "
+            "the judge's error), not corrected for multiplicity; "
+            f"threat: p < {THREAT_ALPHA}, a judge error that differs by attribute can look "
+            "exactly like model bias (judge_corrected_rates repeats it)",
         )
     ]
 
@@ -403,14 +435,11 @@ def corrected_rates(ctx: ReportContext) -> list[Table]:
         return []
     labels = ctx.calibration_labels
     tallies = calibration_tallies(rated, labels) if labels else {}
-    threats: dict[str, str] = {}
-    for relation in {r.relation for r in rated} | {ALL}:
-        by_attribute = {
-            a: confusion_of(t)
-            for (rater, rel, a), t in tallies.items()
-            if rater == JURY and rel == relation and a != ALL
-        }
-        threats[relation] = threat_text(*attribute_error_test(by_attribute))
+    per_test = per_test_confusions(rated, labels) if labels else {}
+    threats = {
+        relation: threat_text(*attribute_error_test(by_attribute))
+        for relation, by_attribute in per_test.items()
+    }
     counts: dict[tuple[str, str, str], list[int]] = {}
     for r in rated:
         said = r.ratings[JURY]
@@ -432,6 +461,8 @@ def corrected_rates(ctx: ReportContext) -> list[Table]:
             continue
         fixed = corrected_rate(k, n, confusion)
         basis = f"corrected for the jury's error ({where}, {confusion.n} labels)"
+        if math.isnan(fixed.corrected):
+            basis = f"{UNCORRECTED}: on its labels the jury is no better than chance ({where})"
         threat = threats.get(relation, "") if attribute != ALL else ""
         rows.append(
             [model, relation, attribute, n, k, rounded(k / n), rounded(low), rounded(high),

@@ -85,8 +85,8 @@ class Confusion:
 
 
 def cohen_kappa_interval(pairs: Sequence[tuple[Hashable, Hashable]]) -> tuple[float, float, float]:
-    """Cohen's kappa of two raters' labels and its asymptotic 95 % interval (statsmodels);
-    NaNs when undefined (no pairs, or one label only: chance agreement is 1)."""
+    """Cohen's kappa of two raters' labels and its asymptotic 95 % interval (statsmodels),
+    clipped to [-1, 1]; NaNs when undefined (no pairs, or one label only: chance agreement is 1)."""
     labels = sorted({x for pair in pairs for x in pair}, key=str)
     if len(labels) < 2:
         return math.nan, math.nan, math.nan
@@ -101,7 +101,8 @@ def cohen_kappa_interval(pairs: Sequence[tuple[Hashable, Hashable]]) -> tuple[fl
         warnings.simplefilter("ignore", RuntimeWarning)
         result = cohens_kappa(table)
     kappa = float(result.kappa)
-    return kappa, float(result.kappa_low), float(result.kappa_upp)
+    # The asymptotic interval can pass kappa's bounds; kappa never does.
+    return kappa, max(-1.0, float(result.kappa_low)), min(1.0, float(result.kappa_upp))
 
 
 def fleiss_kappa_of(units: Sequence[Unit]) -> float:
