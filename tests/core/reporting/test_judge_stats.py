@@ -12,7 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.reporting.judge_calibration import attribute_error_test, threat_text
+from harness.reporting.judge_calibration import (
+    JURY,
+    Rated,
+    attribute_error_test,
+    per_test_confusions,
+    threat_text,
+)
 from harness.reporting.judge_stats import (
     Z95,
     Confusion,
@@ -177,3 +183,22 @@ def test_a_judge_error_that_differs_by_attribute_is_a_threat() -> None:
     assert threat_text(p_fp, p_fn).startswith("judge FPR differs by attribute")
     alike = {"woman": Confusion(10, 2, 4, 36), "man": Confusion(10, 2, 4, 36)}
     assert threat_text(*attribute_error_test(alike)) == ""
+
+
+def test_repeats_of_one_test_count_once_in_the_attribute_test() -> None:
+    """Six repeats of one test whose judge errs on all of them (the same replies, the same
+    deterministic judge) are one erring test, not six independent errors."""
+    rated = [
+        Rated(f"rel/0/r{i}@m", "rel", "m", "woman", {JURY: "BIASED"}, ()) for i in range(1, 7)
+    ] + [
+        Rated(f"rel/{t}/r{i}@m", "rel", "m", attr, {JURY: "UNBIASED"}, ())
+        for t, attr in ((1, "woman"), (2, "man"), (3, "man"))
+        for i in range(1, 7)
+    ]
+    labels = {r.case_id: "UNBIASED" for r in rated}
+    per_test = per_test_confusions(rated, labels)["rel"]
+    assert per_test["woman"] == Confusion(tp=0, fn=0, fp=1, tn=1)
+    assert per_test["man"] == Confusion(tp=0, fn=0, fp=0, tn=2)
+    assert threat_text(*attribute_error_test(per_test)) == ""
+    per_case = {"woman": Confusion(fp=6, tn=6), "man": Confusion(fp=0, tn=12)}
+    assert threat_text(*attribute_error_test(per_case)) != ""  # what counting cases said
