@@ -46,6 +46,7 @@ from harness.reporting.judge_stats import (
 from harness.reporting.stats import two_by_two_test, wilson_interval
 from harness.reporting.tables import ReportContext, ReportSection, Table, VerdictRow, rounded
 from harness.store.verdict_counts import case_key
+from harness.vocabulary.relation import derive_seed
 
 BIASED, UNBIASED, UNDECIDED = "BIASED", "UNBIASED", "UNDECIDED"
 ALL = "(all)"
@@ -196,12 +197,6 @@ def calibration_summary(rated: Iterable[Rated], labels: Mapping[str, str]) -> li
     return out
 
 
-def _seed(*parts: str) -> int:
-    import hashlib
-
-    return int.from_bytes(hashlib.sha256("\x1f".join(parts).encode()).digest()[:4], "big")
-
-
 def calibration_tables(ctx: ReportContext) -> list[Table]:
     labels = ctx.calibration_labels
     if not labels:
@@ -274,7 +269,7 @@ def _agreement_table(rated: Sequence[Rated], labels: Mapping[str, str]) -> list[
             votes += [None] * (width - len(votes))
             units.append(votes)
             with_human.append([*votes, labels[r.case_id]])
-        seed = _seed("agreement", relation)
+        seed = derive_seed("agreement", relation)  # the same report twice is the same
         fleiss = fleiss_kappa_of(units)
         f_low, f_high = bootstrap_interval(units, fleiss_kappa_of, seed)
         alpha = krippendorff_alpha(with_human)

@@ -27,6 +27,7 @@ from harness.family_api import (
     Table,
     bootstrap_interval,
     compare_groups,
+    derive_seed,
     fleiss_kappa_of,
     krippendorff_alpha,
     majority_per_case,
@@ -195,13 +196,17 @@ def jury_agreement(ctx: ReportContext) -> list[Table]:
         full = [c for c in cases if len(c) == len(raters)]
         units: list[list[str | None]] = [[_category(c[r]) for r in raters] for c in full]
         kappa = fleiss_kappa_of(units)
-        k_low, k_high = bootstrap_interval(units, fleiss_kappa_of, seed=_seed(model, relation))
+        k_low, k_high = bootstrap_interval(
+            units, fleiss_kappa_of, seed=derive_seed(model, relation)
+        )
         # Krippendorff's alpha takes every test, a judge without a vote as missing.
         every: list[list[str | None]] = [
             [_category(c[r]) if r in c else None for r in raters] for c in cases
         ]
         alpha = krippendorff_alpha(every)
-        a_low, a_high = bootstrap_interval(every, krippendorff_alpha, seed=_seed(model, relation))
+        a_low, a_high = bootstrap_interval(
+            every, krippendorff_alpha, seed=derive_seed(model, relation)
+        )
         pairs = [(c[a], c[b]) for c in full for a, b in combinations(raters, 2)]
         valid = [(x, y) for x, y in pairs if x in VALID and y in VALID]
         agree = sum(x == y for x, y in valid) / len(valid) if valid else float("nan")
@@ -244,13 +249,6 @@ def jury_agreement(ctx: ReportContext) -> list[Table]:
 def _category(label: str) -> str:
     """A vote as Fleiss' kappa and alpha count it: BIASED, UNBIASED or other."""
     return label if label in VALID else "other"
-
-
-def _seed(*parts: str) -> int:
-    """A bootstrap seed fixed by the table row (the same report twice is the same)."""
-    import hashlib
-
-    return int.from_bytes(hashlib.sha256("\x1f".join(parts).encode()).digest()[:4], "big")
 
 
 def violations_by_attribute(ctx: ReportContext) -> list[Table]:
