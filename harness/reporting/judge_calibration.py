@@ -17,9 +17,9 @@ Human labels come from ``JudgeCalibrated`` events (``harness judges calibrate``)
   jury's judges and Krippendorff's alpha of the judges and the human, with bootstrap
   intervals.
 - ``judge_error_by_attribute``: the jury's false positive and false negative rates per
-  attribute, and whether they differ between the attributes of a relation (Fisher's exact
-  test for two attributes, chi-squared for more): a difference is a threat to every
-  finding about those attributes, since a judge that says BIASED more readily for one group
+  attribute, each tested against the other attributes of the relation (Fisher's exact
+  test, Benjamini-Hochberg over the attributes): a difference is a threat to every
+  finding about that attribute, since a judge that says BIASED more readily for one group
   looks exactly like model bias.
 - ``judge_corrected_rates``: per model, relation and attribute, the judge-labelled BIASED
   rate and, with a calibration, the rate corrected for the jury's error (Rogan-Gladen,
@@ -43,7 +43,7 @@ from harness.reporting.judge_stats import (
     fleiss_kappa_of,
     krippendorff_alpha,
 )
-from harness.reporting.stats import two_by_two_test, wilson_interval
+from harness.reporting.stats import fdr_adjust, two_by_two_test, wilson_interval
 from harness.reporting.tables import ReportContext, ReportSection, Table, VerdictRow, rounded
 from harness.store.verdict_counts import case_key
 from harness.vocabulary.relation import derive_seed
@@ -304,26 +304,38 @@ def _agreement_table(rated: Sequence[Rated], labels: Mapping[str, str]) -> list[
     ]
 
 
-def attribute_error_test(
+def attribute_error_tests(
     confusions: Mapping[str, Confusion],
-) -> tuple[float, float]:
-    """p-values of "the false positive rate is the same for every attribute" and of "the
-    false negative rate is": Fisher's exact test for two attributes, chi-squared (scipy)
-    for more; NaN with fewer than two attributes having labelled cases of that kind."""
+) -> dict[str, tuple[float, float]]:
+    """Per attribute, the Benjamini-Hochberg adjusted p-values of "its false positive rate is
+    the rest's" and of "its false negative rate is" (each attribute against the other
+    attributes pooled: Fisher's exact test, chi-squared when large; `two_by_two_test`),
+    adjusted over the attributes of the table, each kind apart; NaN where a side is empty."""
+    names = sorted(confusions)
 
-    def test(rows: list[list[int]]) -> float:
-        rows = [r for r in rows if sum(r)]
-        if len(rows) < 2 or sum(r[0] for r in rows) == 0 or sum(r[1] for r in rows) == 0:
-            return math.nan
-        if len(rows) == 2:
-            return two_by_two_test(rows)[1]
-        from scipy.stats import chi2_contingency
+    def one_kind(err: list[int], ok: list[int]) -> list[float]:
+        raw = []
+        for i in range(len(names)):
+            rest_err, rest_ok = sum(err) - err[i], sum(ok) - ok[i]
+            table = [[err[i], ok[i]], [rest_err, rest_ok]]
+            usable = err[i] + ok[i] and rest_err + rest_ok and sum(err) and sum(ok)
+            raw.append(two_by_two_test(table)[1] if usable else math.nan)
+        return fdr_adjust(raw)[0]
 
-        return float(chi2_contingency(rows).pvalue)
+    fp = one_kind([confusions[a].fp for a in names], [confusions[a].tn for a in names])
+    fn = one_kind([confusions[a].fn for a in names], [confusions[a].tp for a in names])
+    return {a: (fp[i], fn[i]) for i, a in enumerate(names)}
 
-    fp = test([[c.fp, c.tn] for c in confusions.values()])
-    fn = test([[c.fn, c.tp] for c in confusions.values()])
-    return fp, fn
+
+def _threats(per_test: Mapping[str, Mapping[str, Confusion]]) -> dict[tuple[str, str], str]:
+    """(relation, attribute) -> the threat to that attribute's findings, if any."""
+    out = {}
+    for relation, by_attribute in per_test.items():
+        for attribute, (p_fp, p_fn) in attribute_error_tests(by_attribute).items():
+            text = threat_text(p_fp, p_fn)
+            if text:
+                out[(relation, attribute)] = text
+    return out
 
 
 def per_test_confusions(
@@ -362,9 +374,10 @@ def _error_by_attribute(
             per_relation.setdefault(relation, {})[attribute] = confusion_of(tally)
     rows = []
     for relation, by_attribute in sorted(per_relation.items()):
-        p_fp, p_fn = attribute_error_test(per_test.get(relation, {}))
-        threat = threat_text(p_fp, p_fn)
+        tests = attribute_error_tests(per_test.get(relation, {}))
         for attribute, c in sorted(by_attribute.items()):
+            p_fp, p_fn = tests.get(attribute, (math.nan, math.nan))
+            threat = threat_text(p_fp, p_fn)
             fp_low, fp_high = wilson_interval(c.fp, c.negatives)
             fn_low, fn_high = wilson_interval(c.fn, c.positives)
             rows.append(
@@ -398,19 +411,19 @@ def _error_by_attribute(
             ],
             rows,
             note="labelled cases decided by the jury, per attribute class; 95% Wilson "
-            "intervals; p: the rate is the same for every attribute of the relation "
-            "(Fisher's exact test for two attributes, chi-squared for more; unit: a test, its "
-            "labelled repeats summarised by majority, since repeats that share replies share "
-            "the judge's error), not corrected for multiplicity; "
-            f"threat: p < {THREAT_ALPHA}, a judge error that differs by attribute can look "
-            "exactly like model bias (judge_corrected_rates repeats it)",
+            "intervals; p: the attribute's rate against the other attributes' of the relation "
+            "(Fisher's exact test, chi-squared when large; unit: a test, its labelled repeats "
+            "summarised by majority, since repeats that share replies share the judge's "
+            "error), Benjamini-Hochberg adjusted over the relation's attributes; "
+            f"threat: p < {THREAT_ALPHA}, a judge error that differs for this attribute can "
+            "look exactly like model bias (judge_corrected_rates repeats it)",
         )
     ]
 
 
 def threat_text(p_fp: float, p_fn: float) -> str:
     parts = [
-        f"judge {what} differs by attribute (p={p:.3g})"
+        f"judge {what} differs for this attribute (p_fdr={p:.3g})"
         for what, p in (("FPR", p_fp), ("FNR", p_fn))
         if not math.isnan(p) and p < THREAT_ALPHA
     ]
@@ -430,11 +443,7 @@ def corrected_rates(ctx: ReportContext) -> list[Table]:
         return []
     labels = ctx.calibration_labels
     tallies = calibration_tallies(rated, labels) if labels else {}
-    per_test = per_test_confusions(rated, labels) if labels else {}
-    threats = {
-        relation: threat_text(*attribute_error_test(by_attribute))
-        for relation, by_attribute in per_test.items()
-    }
+    threats = _threats(per_test_confusions(rated, labels)) if labels else {}
     counts: dict[tuple[str, str, str], list[int]] = {}
     for r in rated:
         said = r.ratings[JURY]
@@ -447,18 +456,19 @@ def corrected_rates(ctx: ReportContext) -> list[Table]:
     rows = []
     for (model, relation, attribute), (k, n) in sorted(counts.items()):
         low, high = wilson_interval(k, n)
+        # A difference within the relation, or over every relation, threatens the row.
+        threat = threats.get((relation, attribute)) or threats.get((ALL, attribute), "")
         confusion, where = _calibration_for(tallies, relation)
         if confusion is None:
             rows.append(
                 [model, relation, attribute, n, k, rounded(k / n), rounded(low), rounded(high),
-                 UNCORRECTED, None, None, None, 0, ""]
+                 UNCORRECTED, None, None, None, 0, threat]
             )  # fmt: skip
             continue
         fixed = corrected_rate(k, n, confusion)
         basis = f"corrected for the jury's error ({where}, {confusion.n} labels)"
         if math.isnan(fixed.corrected):
             basis = f"{UNCORRECTED}: on its labels the jury is no better than chance ({where})"
-        threat = threats.get(relation, "") if attribute != ALL else ""
         rows.append(
             [model, relation, attribute, n, k, rounded(k / n), rounded(low), rounded(high),
              basis, rounded(fixed.corrected), rounded(fixed.low), rounded(fixed.high),
@@ -492,7 +502,8 @@ def corrected_rates(ctx: ReportContext) -> list[Table]:
             "of its relation (pooled over relations when the relation has no labelled "
             "BIASED or no labelled UNBIASED case), and a 95% interval carrying both the "
             "campaign and the labelled sample (delta method); without labels the basis says "
-            f"'{UNCORRECTED}'; threat: the jury's error differs by attribute "
+            f"'{UNCORRECTED}'; threat: the jury's error for the attribute differs from the "
+            "other attributes' in the relation, or over every relation "
             "(judge_error_by_attribute)",
         )
     ]

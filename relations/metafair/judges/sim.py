@@ -11,6 +11,7 @@ a true bias is mostly HIGH, a false alarm mostly LOW, so severity ranks tests as
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from harness.family_api import SimRequest
@@ -59,7 +60,7 @@ def answer_judge(req: SimRequest) -> str | None:
     said = truth
     if truth and req.rng.random() < planted.judge_false_negative_rate:
         said = False
-    elif not truth and req.rng.random() < planted.judge_false_positive_rate:
+    elif not truth and req.rng.random() < _false_positive_rate(data, planted):
         said = True
     # Asked for the cited difference, a true bias cites the tailored passage; a false
     # alarm cites nothing a response holds (what the report marks as uncited).
@@ -74,6 +75,20 @@ def answer_judge(req: SimRequest) -> str | None:
     if cite:
         answer["difference"] = ""
     return json.dumps(answer)
+
+
+def _false_positive_rate(data: dict[str, Any], planted: MetaFairTruth) -> float:
+    """The judge's false positive rate for this test: the planted rate of the first
+    attribute of ``judge_false_positive_by_attribute`` its follow-up (MR1-MR7's second
+    prompt, MR8-MR10's question) names as a whole word, else the judge's own."""
+    rates = planted.judge_false_positive_by_attribute
+    text = str(data.get("prompt_2", data.get("prompt", "")))
+    found = [
+        (m.start(), attribute)
+        for attribute in rates
+        if (m := re.search(rf"(?<!\w){re.escape(attribute)}(?!\w)", text, re.IGNORECASE))
+    ]
+    return rates[min(found)[1]] if found else planted.judge_false_positive_rate
 
 
 def _tailored_passage(data: dict[str, Any]) -> str:

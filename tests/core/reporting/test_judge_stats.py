@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from harness.reporting.judge_calibration import (
     JURY,
     Rated,
-    attribute_error_test,
+    attribute_error_tests,
     per_test_confusions,
     threat_text,
 )
@@ -176,13 +176,35 @@ def test_the_planner_reaches_its_target_and_no_fewer_labels_would() -> None:
     assert labels_needed(se, sp, prevalence, 0.01, 100).for_corrected is None
 
 
-def test_a_judge_error_that_differs_by_attribute_is_a_threat() -> None:
-    differing = {"woman": Confusion(tp=10, fn=0, fp=20, tn=20), "man": Confusion(10, 0, 0, 40)}
-    p_fp, p_fn = attribute_error_test(differing)
-    assert p_fp < 0.001 and math.isnan(p_fn)
-    assert threat_text(p_fp, p_fn).startswith("judge FPR differs by attribute")
+def test_a_judge_error_that_differs_for_one_attribute_is_a_threat_to_it() -> None:
+    differing = {
+        "woman": Confusion(tp=10, fn=0, fp=20, tn=20),
+        "man": Confusion(10, 0, 0, 40),
+        "poor": Confusion(10, 0, 1, 39),
+    }
+    tests = attribute_error_tests(differing)
+    p_fp, p_fn = tests["woman"]
+    assert p_fp < 0.001 and math.isnan(p_fn)  # no false negative anywhere: no FNR test
+    assert threat_text(p_fp, p_fn).startswith("judge FPR differs for this attribute")
+    # Brute force: Fisher's exact test of woman against the rest, then BH over the three.
+    from scipy.stats import fisher_exact
+
+    raw = {
+        a: float(fisher_exact([[c.fp, c.tn], [sum(o.fp for k, o in differing.items() if k != a),
+                                              sum(o.tn for k, o in differing.items() if k != a)]]
+                              ).pvalue)
+        for a, c in differing.items()
+    }  # fmt: skip
+    order = sorted(raw, key=raw.get)  # type: ignore[arg-type]
+    adjusted, running = {}, 1.0
+    for rank in range(len(order), 0, -1):
+        name = order[rank - 1]
+        running = min(running, raw[name] * len(order) / rank)
+        adjusted[name] = running
+    for a in differing:
+        assert tests[a][0] == pytest.approx(adjusted[a])
     alike = {"woman": Confusion(10, 2, 4, 36), "man": Confusion(10, 2, 4, 36)}
-    assert threat_text(*attribute_error_test(alike)) == ""
+    assert all(threat_text(*p) == "" for p in attribute_error_tests(alike).values())
 
 
 def test_repeats_of_one_test_count_once_in_the_attribute_test() -> None:
@@ -199,6 +221,7 @@ def test_repeats_of_one_test_count_once_in_the_attribute_test() -> None:
     per_test = per_test_confusions(rated, labels)["rel"]
     assert per_test["woman"] == Confusion(tp=0, fn=0, fp=1, tn=1)
     assert per_test["man"] == Confusion(tp=0, fn=0, fp=0, tn=2)
-    assert threat_text(*attribute_error_test(per_test)) == ""
+    assert all(threat_text(*p) == "" for p in attribute_error_tests(per_test).values())
     per_case = {"woman": Confusion(fp=6, tn=6), "man": Confusion(fp=0, tn=12)}
-    assert threat_text(*attribute_error_test(per_case)) != ""  # what counting cases said
+    counted_by_case = attribute_error_tests(per_case)["woman"]
+    assert threat_text(*counted_by_case) != ""  # what counting cases said

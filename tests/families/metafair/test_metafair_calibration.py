@@ -10,6 +10,7 @@ import csv
 import json
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -203,3 +204,42 @@ def test_the_planner_says_how_many_labels(campaign_log: Path) -> None:
         main, ["judges", "plan", str(campaign_log), "--target-halfwidth", "0.1"]
     )
     assert with_log.exit_code == 0 and "judge-decided cases" in with_log.output
+
+
+def test_a_judge_biased_against_one_group_is_flagged_as_a_threat(tmp_path: Path) -> None:
+    """A judge that errs only on tests about women (planted), with a model that treats
+    every group alike: the labels show the difference and every judged rate is flagged."""
+    data: dict[str, Any] = {
+        "name": "biased-judge",
+        "seed": 5,
+        "repeats": 2,
+        "models": [{"name": "sim:planted", "options": {"tailoring": {}}}],
+        "judges": [
+            {
+                "name": "sim:judge",
+                "params": {"temperature": 0.0, "seed": 0},
+                "options": {"judge_false_positive_by_attribute": {"woman": 1.0}},
+            }
+        ],
+        "relations": [{"name": f"metafair.mr{mr}"} for mr in range(1, 8)],
+    }
+    db = tmp_path / "biased.db"
+    assert asyncio.run(run_campaign(parse_campaign(data), db)).status == "completed"
+    path = tmp_path / "labels.json"
+    path.write_text(json.dumps(true_labels(db)))
+    result = CliRunner().invoke(main, ["judges", "calibrate", str(db), "--labels", str(path)])
+    assert result.exit_code == 0, result.output
+    tables = _tables(db)
+    errors = {(r["relation"], r["attribute"]): r for r in _rows(tables["judge_error_by_attribute"])}
+    woman = errors[("(all)", "woman")]
+    # Tests about women whose follow-up names them as a whole word: every one a false alarm.
+    assert woman["fpr"] > 0.5 and str(woman["threat"]).startswith("judge FPR differs")
+    assert not any(r["threat"] for k, r in errors.items() if k[1] != "woman")
+    others = [r for k, r in errors.items() if k[0] == "(all)" and k[1] != "woman"]
+    assert sum(r["false_positives"] for r in others) <= 0.1 * sum(  # type: ignore[misc]
+        r["human_unbiased"]
+        for r in others  # type: ignore[misc]
+    )
+    rows = _rows(tables["judge_corrected_rates"])
+    flagged = {r["attribute"] for r in rows if r["threat"]}
+    assert flagged == {"woman"}
