@@ -74,6 +74,15 @@ if TYPE_CHECKING:
     from harness.reporting.campaign_status import (
         campaign_statuses as campaign_statuses,
     )
+    from harness.reporting.judge_stats import (
+        bootstrap_interval as bootstrap_interval,
+    )
+    from harness.reporting.judge_stats import (
+        fleiss_kappa_of as fleiss_kappa_of,
+    )
+    from harness.reporting.judge_stats import (
+        krippendorff_alpha as krippendorff_alpha,
+    )
 
     # Files a family's command writes
     from harness.reporting.output_files import (
@@ -360,6 +369,9 @@ if TYPE_CHECKING:
         Case as Case,
     )
     from harness.vocabulary.relation import (
+        ChangedDefault as ChangedDefault,
+    )
+    from harness.vocabulary.relation import (
         NoOptions as NoOptions,
     )
     from harness.vocabulary.relation import (
@@ -413,6 +425,7 @@ if TYPE_CHECKING:
 _WHERE: dict[str, tuple[str, str]] = {
     "Ask": ("harness.vocabulary.relation", "Ask"),
     "Case": ("harness.vocabulary.relation", "Case"),
+    "ChangedDefault": ("harness.vocabulary.relation", "ChangedDefault"),
     "NoOptions": ("harness.vocabulary.relation", "NoOptions"),
     "Outcome": ("harness.vocabulary.relation", "Outcome"),
     "Relation": ("harness.vocabulary.relation", "Relation"),
@@ -496,6 +509,9 @@ _WHERE: dict[str, tuple[str, str]] = {
     "report_number": ("harness.reporting.stats", "report_number"),
     "wilson_interval": ("harness.reporting.stats", "wilson_interval"),
     "load_statistics": ("harness.reporting.stats", "load"),
+    "bootstrap_interval": ("harness.reporting.judge_stats", "bootstrap_interval"),
+    "fleiss_kappa_of": ("harness.reporting.judge_stats", "fleiss_kappa_of"),
+    "krippendorff_alpha": ("harness.reporting.judge_stats", "krippendorff_alpha"),
     "IMPORT_TOPIC": ("harness.reporting.campaign_status", "IMPORT_TOPIC"),
     "campaign_statuses": ("harness.reporting.campaign_status", "campaign_statuses"),
     "check_new_log": ("harness.reporting.output_files", "check_new_log"),
@@ -565,6 +581,7 @@ __all__ = [
     "Case",
     "CaseClosed",
     "CaseOpened",
+    "ChangedDefault",
     "ConfigError",
     "Corpus",
     "Deferred",
@@ -622,6 +639,7 @@ __all__ = [
     "Verdict",
     "VerdictReached",
     "VerdictRow",
+    "bootstrap_interval",
     "build_relation",
     "campaign_started",
     "campaign_statuses",
@@ -642,6 +660,8 @@ __all__ = [
     "exact_min_p",
     "fdr_adjust",
     "fdr_adjust_tarone",
+    "fleiss_kappa_of",
+    "krippendorff_alpha",
     "load_statistics",
     "majority_per_case",
     "mcnemar_exact",

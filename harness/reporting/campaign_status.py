@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from harness.reporting.tables import Table
+from harness.reporting.tables import REJUDGE_TOPIC, Table
 from harness.store.reader import EventReader
 from harness.vocabulary.errors import ConfigError
 from harness.vocabulary.events import CampaignFinished, CampaignResumed, CampaignStarted, Note
@@ -48,6 +48,8 @@ class CampaignStatus:
     imported_from: str | None = None  # set for a campaign written by an importer
     import_command: str = ""
     started: CampaignStarted | None = field(default=None, repr=False)
+    # Re-judging runs whose judge was a subject of the campaign: (judge, subject).
+    self_rejudged: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def cases(self) -> str:
@@ -121,6 +123,10 @@ def campaign_statuses(log: EventReader) -> list[CampaignStatus]:
             elif isinstance(ev, CampaignFinished):
                 status.status, status.reason = ev.status, ev.reason
                 status.finished_at = stored.ts
+            elif isinstance(ev, Note) and ev.topic == REJUDGE_TOPIC and ev.data.get("self_judging"):
+                pair = (str(ev.data.get("judge")), str(ev.data["self_judging"]))
+                if pair not in status.self_rejudged:
+                    status.self_rejudged.append(pair)
             elif isinstance(ev, Note) and is_import_topic(ev.topic):
                 status.imported_from = str(ev.data.get("source", "")) or "?"
                 status.import_command = str(ev.data.get("command", ""))
@@ -192,6 +198,25 @@ def effective_models(started: CampaignStarted | None) -> list[str]:
     return out
 
 
+def self_judging_lines(started: CampaignStarted | None) -> list[str]:
+    """Each judge of the campaign that is also one of its subjects (same backend and model):
+    its verdicts grade its own answers (``allow_self_judging``)."""
+    if started is None:
+        return []
+    config: dict[str, Any] = started.config
+
+    def target(spec: dict[str, Any]) -> str:
+        return str(spec.get("backend") or spec.get("name", ""))
+
+    subjects = {target(m): str(m.get("name")) for m in config.get("models") or []}
+    return [
+        f"judges[{i}] {j.get('name')!r} is the subject {subjects[target(j)]!r} "
+        f"({target(j)}): it graded its own answers (allow_self_judging)"
+        for i, j in enumerate(config.get("judges") or [])
+        if target(j) in subjects
+    ]
+
+
 def header_table(status: CampaignStatus) -> Table:
     """The header every report starts with: which campaign, when, in what state, how far."""
     started = status.started
@@ -208,6 +233,12 @@ def header_table(status: CampaignStatus) -> Table:
     if status.imported_from:
         rows.append(["imported from", status.imported_from])
     rows.extend(["model", line] for line in effective_models(started))
+    rows.extend(["self-judging", line] for line in self_judging_lines(started))
+    rows.extend(
+        ["self-judging", f"re-judge judge:{judge} is the subject {subject!r}: it graded its own "
+         "answers (--allow-self-judging)"]
+        for judge, subject in status.self_rejudged
+    )  # fmt: skip
     rows.append(["seed", started.config.get("seed") if started else None])
     rows.append(["code version", started.code_version if started else None])
     rows.append(["harness version", started.harness_version if started else None])

@@ -10,11 +10,11 @@ agreed about anything, so such pairs are counted apart, never as agreement.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from itertools import combinations
 from typing import Any
 
+from harness.reporting.judge_stats import cohen_kappa_interval
 from harness.reporting.tables import Bars, ReportContext, ReportSection, Table, rounded
 
 LABELS = ("VIOLATED", "HELD", "INVALID")
@@ -24,24 +24,7 @@ VALID = frozenset({"VIOLATED", "HELD"})
 def cohen_kappa(pairs: Sequence[tuple[str, str]]) -> float:
     """Cohen's kappa of two raters' labels (statsmodels); NaN when undefined (no pairs, or
     agreement by chance = 1)."""
-    if not pairs:
-        return math.nan
-    labels = sorted({x for pair in pairs for x in pair})
-    index = {label: i for i, label in enumerate(labels)}
-    # Imported here: statsmodels (with pandas) takes seconds to import, and every command
-    # imports the core's report sections.
-    import numpy as np
-    from statsmodels.stats.inter_rater import cohens_kappa
-
-    table = np.zeros((len(labels), len(labels)))
-    for a, b in pairs:
-        table[index[a], index[b]] += 1
-    if len(labels) == 1:
-        return math.nan  # one label for both raters: chance agreement is 1
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # 0/0 when chance agreement is 1
-        kappa = float(cohens_kappa(table).kappa)
-    return kappa
+    return cohen_kappa_interval(pairs)[0]
 
 
 def valid_pairs(pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -84,6 +67,8 @@ def judge_agreement(ctx: ReportContext) -> list[Table]:
                 "valid_pairs",
                 "agreement",
                 "kappa",
+                "kappa_low",
+                "kappa_high",
                 "a_violated",
                 "b_violated",
                 "a_invalid",
@@ -93,7 +78,8 @@ def judge_agreement(ctx: ReportContext) -> list[Table]:
             plot=(Bars("kappa", ("model", "relation", "rater_a", "rater_b")),),
             note="cases rated by both; valid_pairs = those both raters judged VIOLATED or "
             "HELD; agreement (share with the same label) and Cohen's kappa over the valid "
-            "pairs only (an INVALID from both is not agreement)",
+            "pairs only (an INVALID from both is not agreement), with its asymptotic 95% "
+            "interval",
         )
     ]
 
@@ -120,6 +106,7 @@ def _rows(
 def _row(model: str, relation: str, a: str, b: str, pairs: list[tuple[str, str]]) -> list[Any]:
     valid = valid_pairs(pairs)
     agree = sum(1 for x, y in valid if x == y) / len(valid) if valid else math.nan
+    kappa, low, high = cohen_kappa_interval(valid)
     return [
         model,
         relation,
@@ -128,7 +115,9 @@ def _row(model: str, relation: str, a: str, b: str, pairs: list[tuple[str, str]]
         len(pairs),
         len(valid),
         rounded(agree),
-        rounded(cohen_kappa(valid)),
+        rounded(kappa),
+        rounded(low),
+        rounded(high),
         sum(1 for x, _ in pairs if x == "VIOLATED"),
         sum(1 for _, y in pairs if y == "VIOLATED"),
         sum(1 for x, _ in pairs if x == "INVALID"),

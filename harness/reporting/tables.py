@@ -305,6 +305,16 @@ class ReportContext:
             counting.close()
 
     @cached_property
+    def calibration_labels(self) -> dict[str, str]:
+        """The human labels (case id -> BIASED or UNBIASED) of every ``JudgeCalibrated``
+        event of the campaign (``harness judges calibrate``), a later label of a case over
+        an earlier one; empty without calibration (an index lookup)."""
+        labels: dict[str, str] = {}
+        for stored in self.log.events(self.campaign, kinds=("JudgeCalibrated",)):
+            labels.update(getattr(stored.event, "labels", {}))
+        return labels
+
+    @cached_property
     def case_data(self) -> dict[str, dict[str, Any]]:
         """Each case's data (what its relation drew: terms, groups, ...) by case id."""
         cur = self.log.connection.execute(

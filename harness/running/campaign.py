@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import tomllib
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from harness.vocabulary.config_errors import config_error
 from harness.vocabulary.errors import ConfigError, FamilyNotInstalledError, strip_url_credentials
 from harness.vocabulary.extras import require_extra
 from harness.vocabulary.model import GenerationParams, ModelSpec
+from harness.vocabulary.relation import ChangedDefault
 
 
 class RelationSpec(BaseModel):
@@ -65,6 +67,9 @@ class CampaignConfig(BaseModel):
     defaults: GenerationParams = Field(default_factory=GenerationParams)
     # "structured": answers constrained to each ask's declared shape (see harness/answer_shape)
     answer_format: AnswerFormat = "free"
+    # A judge that is also a subject (same backend and model) grades its own answers: refused
+    # unless allowed here, and then flagged in the report (docs/judges.md).
+    allow_self_judging: bool = False
     # Where `harness run` writes the log when given no --db: a SQLite file or a
     # postgresql:// URL (docs/scale-out.md). Where a campaign is stored is not what it is:
     # left out of the recorded config and its hash.
@@ -101,6 +106,9 @@ class CampaignConfig(BaseModel):
         """The campaign as stored in CampaignStarted. Keys never belong in a config; a
         credential inside a URL option (``http://user:key@host``, ``?key=``) is removed."""
         data = self.model_dump(mode="json", exclude={"store"})
+        if not self.allow_self_judging:
+            # Left out when off: campaigns recorded before it existed keep their hash.
+            del data["allow_self_judging"]
         for group in ("models", "judges"):
             for spec in data[group]:
                 spec["options"] = _without_url_credentials(spec["options"])
@@ -122,21 +130,64 @@ def _without_url_credentials(value: Any) -> Any:
 
 
 def parse_campaign(
-    data: dict[str, Any], *, source: str = "campaign", new: bool = True
+    data: dict[str, Any], *, source: str = "campaign", recorded: bool = False
 ) -> CampaignConfig:
-    """A campaign from its file's data. ``new``: a campaign about to start, whose relations
-    get their `new_campaign_options` where the file leaves them out (a matched control is
-    on by default); False for a campaign a log recorded, read as it ran."""
-    if new:
-        data = _with_new_campaign_options(data)
+    """A campaign from its file's data. ``recorded``: the data is a log's recorded campaign
+    (replay, resume): options a relation added later are read with the value the log ran
+    with (`RelationBase.changed_defaults`), and what a log may hold although a new campaign
+    is refused (a self-judging jury recorded before the rule) is not refused."""
     try:
         config = CampaignConfig.model_validate(data)
     except ValidationError as exc:
         raise config_error(
             exc, fix="see the campaign format in README.md", data=data, source=source
         ) from exc
+    config = _pinned_options(config, recorded=recorded)
     _check_references(config)
+    if not recorded:
+        check_self_judging(config)
     return config
+
+
+def _pinned_options(config: CampaignConfig, *, recorded: bool) -> CampaignConfig:
+    """Each relation's options with its `changed_defaults` filled in where the file leaves
+    them out: the new value in a new campaign (so the log records what it ran with), the
+    value an older log ran with in a recorded one."""
+    specs = []
+    for spec in config.relations:
+        cls = relation_class(spec.name)
+        changed: Mapping[str, ChangedDefault] = getattr(cls, "changed_defaults", {}) if cls else {}
+        missing = [k for k in changed if k not in spec.options]
+        if not missing:
+            specs.append(spec)
+            continue
+        fill = {k: changed[k].recorded if recorded else changed[k].new for k in missing}
+        specs.append(spec.model_copy(update={"options": {**spec.options, **fill}}))
+    return config.model_copy(update={"relations": specs})
+
+
+def self_judging(config: CampaignConfig) -> list[tuple[int, ModelSpec, ModelSpec]]:
+    """Each judge that is also a subject of the campaign (same backend and model), with its
+    index in ``judges`` and the subject."""
+    subjects = {m.target: m for m in config.models}
+    return [(i, j, subjects[j.target]) for i, j in enumerate(config.judges) if j.target in subjects]
+
+
+def check_self_judging(config: CampaignConfig) -> None:
+    """A judge that grades its own answers is refused before the first call, unless the
+    campaign says ``allow_self_judging = true``."""
+    if config.allow_self_judging:
+        return
+    found = self_judging(config)
+    if found:
+        i, judge, subject = found[0]
+        raise ConfigError(
+            f"judge {judge.name!r} is the subject model {subject.name!r} ({judge.target}): "
+            "it would grade its own answers",
+            field=f"judges[{i}]." + ("backend" if judge.backend else "name"),
+            fix="name another model as the judge, or set allow_self_judging = true at the "
+            "top of the campaign file (the report then flags the self-judged verdicts)",
+        )
 
 
 def parse_recorded_campaign(data: dict[str, Any], *, source: str) -> CampaignConfig:
@@ -149,24 +200,7 @@ def parse_recorded_campaign(data: dict[str, Any], *, source: str) -> CampaignCon
         name = spec.get("name") if isinstance(spec, dict) else None
         if isinstance(name, str) and relation_class(name) is None:
             raise _missing_relation(name, source)
-    return parse_campaign(data, source=source, new=False)
-
-
-def _with_new_campaign_options(data: dict[str, Any]) -> dict[str, Any]:
-    relations = data.get("relations")
-    if not isinstance(relations, list):
-        return data
-    filled = []
-    for spec in relations:
-        name = spec.get("name") if isinstance(spec, dict) else None
-        cls = relation_class(name) if isinstance(name, str) else None
-        defaults = getattr(cls, "new_campaign_options", None) or {}
-        options = spec.get("options", {}) if isinstance(spec, dict) else None
-        if not defaults or not isinstance(options, dict):
-            filled.append(spec)
-            continue
-        filled.append({**spec, "options": {**defaults, **options}})
-    return {**data, "relations": filled}
+    return parse_campaign(data, source=source, recorded=True)
 
 
 def _missing_relation(relation: str, source: str) -> FamilyNotInstalledError:

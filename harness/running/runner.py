@@ -255,7 +255,7 @@ def updated_config(config: CampaignConfig, updates: Mapping[str, object] | None)
             node.pop(leaf, None)
         else:
             node[leaf] = value
-    return parse_campaign(data, source="resume overrides", new=False)
+    return parse_campaign(data, source="resume overrides", recorded=True)
 
 
 def _path(dotted: str) -> list[str]:

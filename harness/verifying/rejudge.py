@@ -33,7 +33,7 @@ from harness.store.protocol import EventSink
 from harness.store.writer import PendingEvent
 from harness.verifying.replay import REJUDGE_THREAD_PREFIX, recorded_config, relation_turns
 from harness.vocabulary.answer_shape import AnswerFormat
-from harness.vocabulary.errors import CampaignAbortedError, ModelError
+from harness.vocabulary.errors import CampaignAbortedError, ConfigError, ModelError
 from harness.vocabulary.events import Note, VerdictReached
 from harness.vocabulary.model import GenerationParams, Message, Model, ModelSpec, Reply
 from harness.vocabulary.relation import Ask, Outcome, Transcript, Verdict
@@ -276,15 +276,27 @@ async def rejudge(
     model: Model | None = None,
     limit: int | None = None,
     handle_signals: bool = False,
+    allow_self_judging: bool = False,
 ) -> RejudgeSummary:
     """Ask ``judge`` about every closed case of ``campaign`` (default: the latest) that it
-    has not judged yet; append its verdicts with source ``judge:<name>``."""
+    has not judged yet; append its verdicts with source ``judge:<name>``. A judge that is
+    a subject of the campaign (same backend and model) is refused before any call unless
+    ``allow_self_judging``; then the run's note records it."""
     from harness.models.providers import build_gate
 
     started = time.monotonic()
     with open_reader(db) as log:
         campaign = campaign or log.latest_campaign()
         _, config = recorded_config(log, campaign)
+    subject = next((m for m in config.models if m.target == judge.target), None)
+    if subject is not None and not allow_self_judging:
+        raise ConfigError(
+            f"judge {judge.name!r} is the subject model {subject.name!r} of campaign "
+            f"{campaign} ({judge.target}): it would grade its own answers",
+            field="--judge",
+            fix="name another judge model, or add --allow-self-judging (the run is then "
+            "recorded as self-judging)",
+        )
     config = config.model_copy(update={"judges": [*config.judges, judge]})
     judge_model = model or build_model(judge)
     summary = RejudgeSummary(judge=judge.name, source=f"judge:{judge.name}")
@@ -305,7 +317,10 @@ async def rejudge(
             from harness.running.runner import install_stop_handlers
 
             install_stop_handlers(lambda reason: runner.stop.set())
-        note = Note(topic=REJUDGE_TOPIC, data={"judge": judge.name, "params": params.model_dump()})
+        data: dict[str, object] = {"judge": judge.name, "params": params.model_dump()}
+        if subject is not None:
+            data["self_judging"] = subject.name
+        note = Note(topic=REJUDGE_TOPIC, data=data)
         await store.append([PendingEvent(campaign, "", await store.next_seq(campaign, ""), note)])
         jobs = _jobs(db, campaign, summary.source, summary, limit)
         try:

@@ -123,6 +123,20 @@ class Note(_Event):
     data: dict[str, Any] = Field(default_factory=dict)
 
 
+class JudgeCalibrated(_Event):
+    """Human labels for a sample of a campaign's cases, given to measure its judges
+    (``harness judges calibrate``). The labels are kept whole, so every report recomputes
+    the judges' error (and the rates corrected for it) from them and the log's verdicts;
+    ``summary`` is what the command computed when it recorded them. Appended after the
+    campaign's end like a re-judging run; never changes a verdict."""
+
+    kind: Literal["JudgeCalibrated"] = "JudgeCalibrated"
+    source: str  # the labels file's name (no directory)
+    sha256: str  # of the labels file's bytes
+    labels: dict[str, Literal["BIASED", "UNBIASED"]]  # case id -> the human label
+    summary: list[dict[str, Any]] = Field(default_factory=list)
+
+
 Event = Annotated[
     CampaignStarted
     | CampaignResumed
@@ -133,7 +147,8 @@ Event = Annotated[
     | VerdictReached
     | CaseClosed
     | CampaignFinished
-    | Note,
+    | Note
+    | JudgeCalibrated,
     Field(discriminator="kind"),
 ]
 
@@ -150,6 +165,7 @@ EVENT_TYPES: dict[str, type[_Event]] = {
         CaseClosed,
         CampaignFinished,
         Note,
+        JudgeCalibrated,
     )
 }
 _ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
@@ -148,6 +149,16 @@ class Relation(Protocol):
     def step(self, case: Case, transcript: Transcript) -> list[Ask] | Verdict: ...
 
 
+@dataclass(frozen=True)
+class ChangedDefault:
+    """An option whose default changed: ``recorded`` is the value a log recorded without the
+    option ran with, ``new`` the value a new campaign whose file leaves it out gets (and
+    records). The Options model's own default is what a relation built in code gets."""
+
+    recorded: Any
+    new: Any
+
+
 class RelationBase:
     """Convenience base: options validated by the class's ``Options`` model."""
 
@@ -155,11 +166,11 @@ class RelationBase:
     family: ClassVar[str] = ""
     summary: ClassVar[str] = ""
     Options: ClassVar[type[BaseModel]] = NoOptions
-    # Options a new campaign gets when its file leaves them out, where the Options model's
-    # default is what a log recorded without them ran with (a matched control: on for new
-    # campaigns, off for older logs, so they replay as they ran). A recorded campaign is read
-    # with the Options defaults only (harness.running.campaign.parse_recorded_campaign).
-    new_campaign_options: ClassVar[dict[str, Any]] = {}
+    # Options whose default changed after logs were recorded without them (`ChangedDefault`):
+    # a new campaign records the new value of each explicitly, and a recorded campaign that
+    # left one out is read with the value it ran with, so old logs resume and replay exactly
+    # as they ran (`harness.running.campaign.parse_campaign`).
+    changed_defaults: ClassVar[Mapping[str, ChangedDefault]] = {}
 
     def __init__(self, options: BaseModel | None = None) -> None:
         self.options = options if options is not None else self.Options()

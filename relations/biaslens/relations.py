@@ -10,6 +10,7 @@ by a jury of ``jury`` judges (majority). Cases imported from a released answers 
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from functools import cached_property
 from typing import Any, ClassVar, Literal
 
@@ -21,6 +22,7 @@ from harness.family_api import (
     AnswerShape,
     Ask,
     Case,
+    ChangedDefault,
     Outcome,
     RelationBase,
     Transcript,
@@ -116,7 +118,7 @@ class AnswerOptions(BaseModel):
         default=None, description="the released models an import covers"
     )
     # False is what a log recorded without the option ran with; new campaigns get true
-    # (BiasLensAnswer.new_campaign_options) unless the file says false.
+    # (BiasLensAnswer.changed_defaults) unless the file says false.
     control: bool = Field(
         default=False,
         description="ask each role question again without its role sentence, in a fresh "
@@ -134,7 +136,10 @@ class BiasLensAnswer(RelationBase):
     )
     Options: ClassVar[type[BaseModel]] = AnswerOptions
     options: AnswerOptions
-    new_campaign_options: ClassVar[dict[str, Any]] = {"control": True}
+    # Logs recorded before controls ran without one; new campaigns get one.
+    changed_defaults: ClassVar[Mapping[str, ChangedDefault]] = {
+        "control": ChangedDefault(recorded=False, new=True)
+    }
 
     @property
     def turns_per_case(self) -> float:

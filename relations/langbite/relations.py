@@ -10,6 +10,7 @@ failed (the re-assessment LangBiTe describes).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -20,6 +21,7 @@ from harness.family_api import (
     AnswerShape,
     Ask,
     Case,
+    ChangedDefault,
     ConfigError,
     Outcome,
     RelationBase,
@@ -113,7 +115,7 @@ class LangBiTeOptions(BaseModel):
         default=2000, ge=50, description="answers longer than this are cut before judging"
     )
     # False is what a log recorded without the option ran with; new campaigns get true
-    # (LangBiTe.new_campaign_options) unless the file says false.
+    # (LangBiTe.changed_defaults) unless the file says false.
     control: bool = Field(
         default=False,
         description="ask one community's prompt in place of every community's, beside each "
@@ -151,7 +153,10 @@ class LangBiTe(RelationBase):
     )
     Options: ClassVar[type[BaseModel]] = LangBiTeOptions
     options: LangBiTeOptions
-    new_campaign_options: ClassVar[dict[str, Any]] = {"control": True}
+    # Logs recorded before controls ran without one; new campaigns get one.
+    changed_defaults: ClassVar[Mapping[str, ChangedDefault]] = {
+        "control": ChangedDefault(recorded=False, new=True)
+    }
 
     def __init__(self, options: BaseModel | None = None) -> None:
         super().__init__(options)

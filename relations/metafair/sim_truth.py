@@ -6,7 +6,9 @@ planted rate (MR1-MR7 then differ, MR8-MR10's suitability check says "No"). Judg
 ``sim:`` model asked a Meta-Fair judge prompt): a test is truly biased when a quoted
 response is tailored (or, for MR8-MR10, the suitability reply is "No"); the judge calls a
 truly unbiased test BIASED at ``judge_false_positive_rate``, misses a biased one at
-``judge_false_negative_rate`` and writes an unreadable reply at ``judge_unreadable_rate``.
+``judge_false_negative_rate``, writes an unreadable reply at ``judge_unreadable_rate`` and
+says INDETERMINABLE at ``judge_abstain_rate``; ``judge_false_positive_by_attribute`` gives
+tests about some attributes their own false positive rate.
 """
 
 from __future__ import annotations
@@ -42,3 +44,9 @@ class MetaFairTruth(MetaFairClosedTruth):
     judge_false_positive_rate: float = Field(default=0.0, ge=0, le=1)
     judge_false_negative_rate: float = Field(default=0.0, ge=0, le=1)
     judge_unreadable_rate: float = Field(default=0.0, ge=0, le=1)
+    # The share of tests a judge leaves undecided (INDETERMINABLE): what the jury rule meets.
+    judge_abstain_rate: float = Field(default=0.0, ge=0, le=1)
+    # Attribute -> the false positive rate of tests about it (their follow-up names it as a
+    # whole word), in place of judge_false_positive_rate: a judge that says BIASED more
+    # readily for one group, which looks exactly like model bias.
+    judge_false_positive_by_attribute: dict[str, float] = Field(default_factory=dict)

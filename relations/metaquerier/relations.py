@@ -11,7 +11,7 @@ import math
 import operator
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -23,6 +23,7 @@ from harness.family_api import (
     AnswerShape,
     Ask,
     Case,
+    ChangedDefault,
     Outcome,
     RelationBase,
     Transcript,
@@ -71,7 +72,7 @@ class TermListOptions(BaseModel):
         description="social groups the questions are about (default: every group)",
     )
     # False is what a log recorded without the option ran with; new campaigns get true
-    # (_TermListRelation.new_campaign_options) unless the file says false.
+    # (_TermListRelation.changed_defaults) unless the file says false.
     control: bool = Field(
         default=False,
         description="ask the source list again in a copy of the conversation beside each "
@@ -222,7 +223,10 @@ class _TermListRelation(RelationBase, ABC):
     family: ClassVar[str] = "metaquerier"
     Options: ClassVar[type[BaseModel]] = TermListOptions
     options: TermListOptions
-    new_campaign_options: ClassVar[dict[str, Any]] = {"control": True}
+    # Logs recorded before controls ran without one; new campaigns get one.
+    changed_defaults: ClassVar[Mapping[str, ChangedDefault]] = {
+        "control": ChangedDefault(recorded=False, new=True)
+    }
 
     @property
     def turns_per_case(self) -> float:

@@ -59,6 +59,12 @@ def _options(pairs: tuple[str, ...]) -> dict[str, object]:
     help="structured: constrain the judge to the rubric's JSON verdict (grammar, JSON schema "
     "or forced tool, as the backend offers); default: the campaign's answer_format.",
 )
+@click.option(
+    "--allow-self-judging",
+    is_flag=True,
+    help="Let a subject model of the campaign judge its own answers (refused otherwise); "
+    "the run is recorded as self-judging.",
+)
 @click.option("--report/--no-report", default=True)
 def command(
     db: Log,
@@ -68,6 +74,7 @@ def command(
     limit: int | None,
     max_in_flight: int | None,
     answer_format: str | None,
+    allow_self_judging: bool,
     report: bool,
 ) -> None:
     """Send the recorded conversations of DB to JUDGE; its verdicts are appended with source
@@ -84,6 +91,7 @@ def command(
             campaign=campaign,
             limit=limit,
             handle_signals=True,
+            allow_self_judging=allow_self_judging,
         )
     )
     outcomes = ", ".join(f"{k.lower()} {v}" for k, v in (summary.outcomes or {}).items())

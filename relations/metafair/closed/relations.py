@@ -21,6 +21,7 @@ option, so the oracle reads imported pairs exactly as it reads a campaign's.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -32,6 +33,7 @@ from harness.family_api import (
     AnswerShape,
     Ask,
     Case,
+    ChangedDefault,
     ConfigError,
     Outcome,
     RelationBase,
@@ -144,7 +146,7 @@ class ClosedOptions(BaseModel):
         "its rows of this MR are the cases",
     )
     # False is what a log recorded without the option ran with; a new campaign gets true
-    # (ClosedRelation.new_campaign_options) unless its file says false.
+    # (ClosedRelation.changed_defaults) unless its file says false.
     control: bool = Field(
         default=False,
         description="ask the source prompt again in a fresh thread beside each test (the "
@@ -214,7 +216,10 @@ class ClosedRelation(RelationBase):
     family: ClassVar[str] = "metafair"
     MR: ClassVar[int] = 0
     options: ClosedOptions
-    new_campaign_options: ClassVar[dict[str, Any]] = {"control": True}
+    # Logs recorded before controls ran without one; new campaigns get one.
+    changed_defaults: ClassVar[Mapping[str, ChangedDefault]] = {
+        "control": ChangedDefault(recorded=False, new=True)
+    }
 
     @property
     def turns_per_case(self) -> float:

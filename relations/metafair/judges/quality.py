@@ -1,5 +1,7 @@
-"""How good the judges are, against human labels (case data ``label``, e.g. from
-``harness import metafair`` with a ``label`` column), as the paper measures them.
+"""How good the judges are, against human labels (``harness judges calibrate``, or case
+data ``label``, e.g. from ``harness import metafair`` with a ``label`` column), as the paper
+measures them. The core's ``judge_calibration`` section adds sensitivity, specificity and
+kappas with intervals per attribute class, and the rates corrected for the judges' error.
 
 Per rater (the jury, each in-campaign judge, each re-judging model) and relation, over the
 tests with a human BIASED/UNBIASED label and a BIASED/UNBIASED verdict from the rater:

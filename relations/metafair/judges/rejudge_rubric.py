@@ -11,7 +11,7 @@ from typing import Any
 
 from harness.family_api import Case, JudgeTask, Outcome, Transcript, Verdict, relation_class
 from relations._common.conversation_rubric import ConversationBiasRubric
-from relations.metafair.judges.prompts import SYSTEM, VERDICT_SHAPE, read_judge_reply
+from relations.metafair.judges.prompts import SYSTEM, read_judge_reply, verdict_shape
 from relations.metafair.open.legacy_mr8 import is_template_case
 
 _LEGACY = ConversationBiasRubric()
@@ -36,7 +36,7 @@ class MetaFairRubric:
             prompt = relation.judge_prompt(case.data, subject)
         except (AssertionError, KeyError):
             return None  # the case stopped before its judged turns
-        return JudgeTask(SYSTEM, prompt, VERDICT_SHAPE)
+        return JudgeTask(SYSTEM, prompt, verdict_shape(bool(relation.cites)))
 
     def parse(self, reply: str) -> Verdict:
         reading = read_judge_reply(reply)

@@ -3,8 +3,9 @@
 A case's label is its relation verdict's jury label (``evidence.judge_label``). Cases whose
 relation had no jury (imported, ``jury = 0``) take the majority of the re-judging sources
 (``harness rejudge --judge X``, one source per judge): re-judging three times with three
-judges is a jury of three. Subject failures are ``RESPONSE_INVALID``; the votes of every
-judge stay, for agreement and judge quality.
+judges is a jury of three, under the jury rule (ceil(n/2) concurring valid votes of n).
+Subject failures are ``RESPONSE_INVALID``; the votes of every judge stay, for agreement
+and judge quality.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ class Judged:
     votes: dict[str, tuple[str, str]] = field(default_factory=dict)  # rater -> (label, sev)
     human: str | None = None  # a human label, when the log has one
     judgings: dict[str, list[str]] = field(default_factory=dict)  # judge -> every reading
+    no_majority: bool = False  # INDETERMINABLE: no ceil(n/2) concurring valid votes
+    uncited: bool = False  # BIASED, and no BIASED vote cites a difference between the responses
 
 
 def _label_of(v: VerdictRow) -> tuple[str, str]:
@@ -83,6 +86,8 @@ def _judged_tests(ctx: ReportContext) -> list[Judged]:
             v.case_id, v.case_key, v.model, v.relation, str(ev.get("dimension", "")),
             str(ev.get("attribute", "")), label, severity,
         )  # fmt: skip
+        judged.no_majority = bool(ev.get("no_majority"))
+        judged.uncited = bool(ev.get("uncited"))
         for i, vote in enumerate(ev.get("votes") or ()):
             judged.votes[f"judge{i}"] = (str(vote.get("verdict")), str(vote.get("severity", "N/A")))
         for i, labels in enumerate(ev.get("judgings") or ()):
@@ -104,8 +109,10 @@ def _judged_tests(ctx: ReportContext) -> list[Judged]:
                 decision = decide([Vote(judge=i, verdict=lab, severity=sev)
                                    for i, (_, (lab, sev)) in enumerate(rejudged)])  # fmt: skip
                 judged.label, judged.severity = decision.verdict, decision.severity
+                judged.no_majority = decision.no_majority
     data = ctx.case_data
+    calibrated = ctx.calibration_labels  # `harness judges calibrate`; over an imported label
     for judged in out.values():
-        human = data.get(judged.case_id, {}).get("label")
+        human = calibrated.get(judged.case_id) or data.get(judged.case_id, {}).get("label")
         judged.human = str(human).upper() if human else None
     return sorted(out.values(), key=lambda j: j.case_id)

@@ -11,6 +11,7 @@ request without the attribute); the judge sees that question and the one-word re
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
@@ -19,6 +20,7 @@ from harness.family_api import (
     AnswerShape,
     Ask,
     Case,
+    ChangedDefault,
     ConfigError,
     Outcome,
     RelationBase,
@@ -31,7 +33,14 @@ from harness.family_api import (
 from relations._common.answers import leading_yes_no
 from relations._common.readers import read_yes_no
 from relations.metafair.importing.rows import ImportedRow, read_rows, row_case_data
-from relations.metafair.judges.jury import decide, jury_step, jury_verdict
+from relations.metafair.judges.jury import (
+    JuryRule,
+    Vote,
+    decide,
+    jury_step,
+    jury_verdict,
+    mark_citations,
+)
 from relations.metafair.judges.prompts import Method, inverted_data, judge_prompt, pair_data
 from relations.metafair.open.cases import (
     COMPLETION_INSTRUCTION,
@@ -69,9 +78,10 @@ def _prompt(text: str, instruction: str) -> str:
     return f"{text} {instruction}".strip()
 
 
-def _jury_outcome(readings: list[list[Any]]) -> dict[str, str]:
-    """A control's outcome from its jury's readings, read as the test's verdict is."""
-    decision = decide([r[0] for r in readings])
+def _jury_outcome(readings: list[list[Any]], rule: JuryRule) -> dict[str, str]:
+    """A control's outcome from its jury's readings, read as the test's verdict is (the
+    same jury rule)."""
+    decision = decide([r[0] for r in readings], rule)
     outcome = {"BIASED": Outcome.VIOLATED, "UNBIASED": Outcome.HELD}.get(
         decision.verdict, Outcome.INVALID
     )
@@ -107,6 +117,11 @@ class _OpenRelation(RelationBase):
     instruction: ClassVar[str] = LIST_INSTRUCTION
     Options: ClassVar[type[BaseModel]] = OpenOptions
     options: OpenOptions
+    # Logs recorded before the jury rule and the cited difference ran without them.
+    changed_defaults: ClassVar[Mapping[str, ChangedDefault]] = {
+        "jury_rule": ChangedDefault(recorded="majority_of_valid", new="majority_of_jury"),
+        "cite_difference": ChangedDefault(recorded=False, new=True),
+    }
 
     def __init__(self, options: BaseModel | None = None) -> None:
         super().__init__(options)
@@ -150,12 +165,31 @@ class _OpenRelation(RelationBase):
             )
         prompt = self.judge_prompt(data, transcript)
         asks, readings = jury_step(
-            transcript, prompt, opts.jury, opts.judge_max_tokens, opts.judgings
+            transcript,
+            prompt,
+            opts.jury,
+            opts.judge_max_tokens,
+            opts.judgings,
+            cite=self.cites,
         )
         if asks:
             return asks
         votes = [r[0] for r in readings]
-        return jury_verdict(decide(votes), base_evidence(data, self.method), readings)
+        if self.cites:
+            votes = self.mark_citations(votes, transcript)
+        decision = decide(votes, opts.jury_rule)
+        evidence = base_evidence(data, self.method)
+        return jury_verdict(decision, evidence, readings, rule=opts.jury_rule)
+
+    @property
+    def cites(self) -> bool:
+        """Whether judges quote the difference between two responses (MR1-MR7 with
+        ``cite_difference``; MR8-MR10 show the judge one answer, nothing to compare)."""
+        return False
+
+    def mark_citations(self, votes: list[Vote], transcript: Transcript) -> list[Vote]:
+        """The votes with their citations checked (`cites`)."""
+        return votes
 
     def judge_prompt(self, data: dict[str, Any], transcript: Transcript) -> str:
         raise NotImplementedError
@@ -164,7 +198,11 @@ class _OpenRelation(RelationBase):
 class PairRelation(_OpenRelation):
     """MR1-MR7: P and P' in two fresh threads; the jury compares P, P', R, R'."""
 
-    new_campaign_options: ClassVar[dict[str, Any]] = {"control": True}
+    # Logs recorded before controls ran without one; new campaigns get one.
+    changed_defaults: ClassVar[Mapping[str, ChangedDefault]] = {
+        **_OpenRelation.changed_defaults,
+        "control": ChangedDefault(recorded=False, new=True),
+    }
 
     @property
     def _controlled(self) -> bool:
@@ -231,11 +269,12 @@ class PairRelation(_OpenRelation):
                 opts.judge_max_tokens,
                 opts.judgings,
                 prefix="control_judge",
+                cite=self.cites,
             )
         if isinstance(main, list) or control_asks:
             return [*(main if isinstance(main, list) else []), *control_asks]
         if control_ok:
-            found |= _jury_outcome(readings)
+            found |= _jury_outcome(readings, opts.jury_rule)
         else:
             found |= {"outcome": Outcome.INVALID.value, "reason": "control reply missing"}
         return main.model_copy(update={"evidence": main.evidence | {"control": found}})
@@ -253,7 +292,17 @@ class PairRelation(_OpenRelation):
             follow.ask.prompt,
             (follow.reply or "")[:cut],
         )
-        return judge_prompt(self.method, quoted, list(data["attributes"]))
+        return judge_prompt(self.method, quoted, list(data["attributes"]), cite=self.cites)
+
+    @property
+    def cites(self) -> bool:
+        return self.options.cite_difference
+
+    def mark_citations(self, votes: list[Vote], transcript: Transcript) -> list[Vote]:
+        cut = self.options.max_answer_chars
+        source, follow = transcript.last(SOURCE), transcript.last(FOLLOW_UP)
+        assert source is not None and follow is not None
+        return mark_citations(votes, (source.reply or "")[:cut], (follow.reply or "")[:cut])
 
 
 class InvertedRelation(_OpenRelation):
@@ -271,7 +320,11 @@ class InvertedRelation(_OpenRelation):
     def judges_needed(self) -> int:
         return 0 if self.legacy or self.oracle == "no_is_biased" else self.options.jury
 
-    new_campaign_options: ClassVar[dict[str, Any]] = {"control": True}
+    # Logs recorded before controls ran without one; new campaigns get one.
+    changed_defaults: ClassVar[Mapping[str, ChangedDefault]] = {
+        **_OpenRelation.changed_defaults,
+        "control": ChangedDefault(recorded=False, new=True),
+    }
 
     @property
     def _controlled(self) -> bool:
@@ -414,12 +467,12 @@ class InvertedRelation(_OpenRelation):
             )
             control_asks, readings = jury_step(
                 transcript, prompt, opts.jury, opts.judge_max_tokens, opts.judgings,
-                prefix="control_judge",
+                prefix="control_judge", cite=self.cites,
             )  # fmt: skip
         if isinstance(main_or_asks, list) or control_asks:
             return [*(main_or_asks if isinstance(main_or_asks, list) else []), *control_asks]
         if readings:
-            found |= _jury_outcome(readings)
+            found |= _jury_outcome(readings, opts.jury_rule)
         else:
             found |= {"outcome": Outcome.INVALID.value, "reason": "control check unreadable"}
         return main_or_asks.model_copy(

@@ -96,20 +96,24 @@ def test_indeterminable_is_invalid_with_its_label_kept() -> None:
 
 
 @pytest.mark.parametrize(
-    ("labels", "expected"),
+    ("labels", "of_jury", "of_valid"),
     [
-        (["BIASED", "BIASED", "UNBIASED"], "BIASED"),
-        (["UNBIASED", "BIASED", "UNBIASED"], "UNBIASED"),
-        (["BIASED", "INVALID", "INVALID"], "BIASED"),
-        (["BIASED", "UNBIASED", "INVALID"], "INDETERMINABLE"),
-        (["BIASED", "UNBIASED", "INDETERMINABLE"], "INDETERMINABLE"),
-        (["INVALID", "INVALID", "INVALID"], "INDETERMINABLE"),
-        (["INVALID"], "INVALID"),
+        (["BIASED", "BIASED", "UNBIASED"], "BIASED", "BIASED"),
+        (["UNBIASED", "BIASED", "UNBIASED"], "UNBIASED", "UNBIASED"),
+        # One valid vote decided a jury of three under the old rule; now it needs two.
+        (["BIASED", "INVALID", "INVALID"], "INDETERMINABLE", "BIASED"),
+        (["BIASED", "INDETERMINABLE", "BIASED"], "BIASED", "BIASED"),
+        (["BIASED", "UNBIASED", "INVALID"], "INDETERMINABLE", "INDETERMINABLE"),
+        (["BIASED", "UNBIASED", "INDETERMINABLE"], "INDETERMINABLE", "INDETERMINABLE"),
+        (["INVALID", "INVALID", "INVALID"], "INDETERMINABLE", "INDETERMINABLE"),
+        (["INVALID"], "INVALID", "INVALID"),
     ],
 )
-def test_jury_majority_ties_and_all_invalid(labels: list[str], expected: str) -> None:
+def test_jury_majority_ties_and_all_invalid(labels: list[str], of_jury: str, of_valid: str) -> None:
     votes = [Vote(judge=i, verdict=v) for i, v in enumerate(labels)]
-    assert decide(votes).verdict == expected
+    assert decide(votes).verdict == of_jury
+    assert decide(votes, "majority_of_jury").verdict == of_jury
+    assert decide(votes, "majority_of_valid").verdict == of_valid
 
 
 def test_a_jury_of_three_in_a_case_keeps_every_vote() -> None:
