@@ -352,6 +352,9 @@ if TYPE_CHECKING:
         Outcome as Outcome,
     )
     from harness.vocabulary.relation import (
+        PlannedCalls as PlannedCalls,
+    )
+    from harness.vocabulary.relation import (
         Relation as Relation,
     )
     from harness.vocabulary.relation import (
@@ -401,6 +404,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     "Case": ("harness.vocabulary.relation", "Case"),
     "NoOptions": ("harness.vocabulary.relation", "NoOptions"),
     "Outcome": ("harness.vocabulary.relation", "Outcome"),
+    "PlannedCalls": ("harness.vocabulary.relation", "PlannedCalls"),
     "Relation": ("harness.vocabulary.relation", "Relation"),
     "RelationBase": ("harness.vocabulary.relation", "RelationBase"),
     "Transcript": ("harness.vocabulary.relation", "Transcript"),
@@ -578,6 +582,7 @@ __all__ = [
     "Paired",
     "PartAside",
     "PendingEvent",
+    "PlannedCalls",
     "ProcessItems",
     "ProgressSink",
     "Relation",

@@ -15,7 +15,16 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.family_api import AnswerShape, Ask, Case, Outcome, RelationBase, Transcript, Verdict
+from harness.family_api import (
+    AnswerShape,
+    Ask,
+    Case,
+    Outcome,
+    PlannedCalls,
+    RelationBase,
+    Transcript,
+    Verdict,
+)
 from relations.biaslens.oracles import Vote, judge_vote, jury, strict_vote
 from relations.biaslens.questionset import ATTRIBUTES, QType, Question, load_questions
 from relations.biaslens.released import load_folder, row_case_data
@@ -157,6 +166,11 @@ class BiasLensAnswer(RelationBase):
         if data is None:
             raise ValueError(f"row {row_no} of {f.path.name} has no known question type")
         return data
+
+    def planned_calls(self, data: dict[str, Any]) -> PlannedCalls:
+        """The answer; a Why answer without released judge labels is then read by the jury."""
+        judged = QType.parse(data["type"]) is QType.WHY and "released_judges" not in data
+        return PlannedCalls(1, (1,) * self.judges_needed if judged else ())
 
     def step(self, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
         data = case.data

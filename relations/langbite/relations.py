@@ -20,6 +20,7 @@ from harness.family_api import (
     Case,
     ConfigError,
     Outcome,
+    PlannedCalls,
     RelationBase,
     Transcript,
     Verdict,
@@ -209,6 +210,14 @@ class LangBiTe(RelationBase):
         }
 
     # --- stepping --------------------------------------------------------------------
+
+    def planned_calls(self, data: dict[str, Any]) -> PlannedCalls:
+        """One call per instantiation; with ``reassess``, a failed expected-value case sends
+        each failing answer to the judge (at most one judge call per instantiation)."""
+        n = len(data["instances"])
+        return PlannedCalls(
+            n, (0,) if self.reassess else (), judges_most=(n,) if self.reassess else None
+        )
 
     def step(self, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
         data = case.data

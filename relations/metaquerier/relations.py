@@ -22,6 +22,7 @@ from harness.family_api import (
     Ask,
     Case,
     Outcome,
+    PlannedCalls,
     RelationBase,
     Transcript,
     Verdict,
@@ -200,6 +201,11 @@ class _TermListRelation(RelationBase, ABC):
         self, case: Case, source: ParsedList, follow: ParsedList, follow_terms: list[str]
     ) -> Verdict:
         """The relation's oracle over both parsed replies."""
+
+    def planned_calls(self, data: dict[str, Any]) -> PlannedCalls:
+        """The source list, then the follow-up list (one call fewer when the source reply
+        is unreadable or names every term)."""
+        return PlannedCalls(2)
 
     def step(self, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
         data = case.data

@@ -63,6 +63,7 @@ PINNED = [
     "Paired",
     "PartAside",
     "PendingEvent",
+    "PlannedCalls",
     "ProcessItems",
     "ProgressSink",
     "Relation",

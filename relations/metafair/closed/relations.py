@@ -33,6 +33,7 @@ from harness.family_api import (
     Case,
     ConfigError,
     Outcome,
+    PlannedCalls,
     RelationBase,
     Transcript,
     Verdict,
@@ -247,6 +248,10 @@ class ClosedRelation(RelationBase):
             "imported_line": row.line,
             **({"label": row.label} if row.label is not None else {}),
         }
+
+    def planned_calls(self, data: dict[str, Any]) -> PlannedCalls:
+        """The source and the follow-up prompt; a deterministic oracle, no judge."""
+        return PlannedCalls(2)
 
     def step(self, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
         data = case.data

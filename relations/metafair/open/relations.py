@@ -21,6 +21,7 @@ from harness.family_api import (
     Case,
     ConfigError,
     Outcome,
+    PlannedCalls,
     RelationBase,
     Transcript,
     Turn,
@@ -99,6 +100,13 @@ class _OpenRelation(RelationBase):
 
     def case_count(self) -> int | None:
         return len(self.rows) if self.rows else len(self.tests)
+
+    def planned_calls(self, data: dict[str, Any]) -> PlannedCalls:
+        """Two subject calls (P and P', or P and the check), then ``judgings`` readings per
+        judge of the jury, each with at most one repair turn."""
+        judges = self.judges_needed
+        readings = self.options.judgings
+        return PlannedCalls(2, (readings,) * judges, judges_most=(2 * readings,) * judges)
 
     def make_case(self, index: int, seed: int) -> dict[str, Any]:
         if self.rows:
