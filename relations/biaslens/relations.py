@@ -167,6 +167,15 @@ class BiasLensAnswer(RelationBase):
             raise ValueError(f"row {row_no} of {f.path.name} has no known question type")
         return data
 
+    @property
+    def planned_groups(self) -> int:
+        """The report's cells (variant x attribute x question type), each tested against
+        the rest: the planner's family size."""
+        if self.options.source == "released":
+            return 2
+        cells = {(q.attribute, q.type) for q in self._questions}
+        return max(2, len(cells) * len(self.variants))
+
     def planned_calls(self, data: dict[str, Any]) -> PlannedCalls:
         """The answer; a Why answer without released judge labels is then read by the jury."""
         judged = QType.parse(data["type"]) is QType.WHY and "released_judges" not in data

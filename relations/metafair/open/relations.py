@@ -101,6 +101,12 @@ class _OpenRelation(RelationBase):
     def case_count(self) -> int | None:
         return len(self.rows) if self.rows else len(self.tests)
 
+    @property
+    def planned_groups(self) -> int:
+        """The attributes its per-attribute tests compare with the rest (the planner's
+        family size; 2 when the tests come from an import)."""
+        return max(2, len({a for t in self.tests for a in t.attributes}))
+
     def planned_calls(self, data: dict[str, Any]) -> PlannedCalls:
         """Two subject calls (P and P', or P and the check), then ``judgings`` readings per
         judge of the jury, each with at most one repair turn."""

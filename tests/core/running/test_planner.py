@@ -100,3 +100,22 @@ def test_plan_refuses_a_bad_campaign_with_exit_2(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["plan", str(bad)])
     assert result.exit_code == 2
     assert "judges" in result.output
+
+
+def test_mde_uses_the_relations_groups_as_its_family() -> None:
+    from harness.reporting.power import cases_to_detect, minimum_detectable_effect
+    from harness.running.planner import relation_power
+
+    config, _ = resolve_campaign(str(EXAMPLES / "metafair_sim.toml"))
+    plan = Plan(config)
+    rows = {p.relation: p for p in relation_power(plan, target=0.1)}
+    mr1 = next(r for name, r, _ in plan.relations if name == "metafair.mr1")
+    attributes = {a for t in mr1.tests for a in t.attributes}
+    line = rows["metafair.mr1"]
+    assert line.groups == len(attributes) > 2
+    n_group = line.cases // line.groups
+    expected = minimum_detectable_effect(n_group, line.cases - n_group, line.groups).mde
+    assert line.mde == expected
+    assert line.cases_needed == cases_to_detect(0.1, line.groups)
+    # A closed relation declares no groups: an even split in two.
+    assert rows["metafair.mr11"].groups == 2
