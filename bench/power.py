@@ -3,8 +3,9 @@
     python bench/power.py                       # n = 100, 200, 400; 20 campaigns each
     python bench/power.py --campaigns 10 --sizes 100 400 --relations metafair.mr8
 
-Every campaign is run afresh on ``sim:planted`` with its own seed (campaign i of a cell has
-seed 1000 + i, so cells share no case and no answer): no campaign's cases are resampled. For
+Every campaign is run afresh on ``sim:planted`` with its own seed (campaign i of size n has
+seed 1000 n + i, so no two campaigns of a line share a case or an answer): no campaign's
+cases are resampled. For
 each relation, planted strength s and size n, ``--campaigns`` campaigns of n cases run, each
 is reported whole (every section, Benjamini-Hochberg within each relation after Tarone's
 rule), and for each line:
@@ -19,9 +20,10 @@ rule), and for each line:
   flags the groups a strong planted group pushes below the rest (the rest includes it);
 - predicted: the planner's power model (`harness.reporting.power.power_at`) at each planted
   row's own counts (its rate against the rest's, its n against the rest's, the relation's
-  BH family size), averaged over planted rows and campaigns: the model's prediction of the
-  per-row detection rate, beside ``rows``, the measured share of planted (row, campaign)
-  pairs flagged.
+  BH family size), averaged over planted rows and campaigns, beside ``rows``, the measured
+  share of planted (row, campaign) pairs flagged. The gap fed to the model is the observed
+  one (the sim's per-row true rates are not exposed), so this checks the model's
+  calibration on the report's own tests, not a prediction made before the run.
 
 A planted row is one whose key (the line's ``key`` column) names a group with planted
 truth: MetaQuerier's associated terms, Meta-Fair's tailored attributes, LangBiTe's planted
@@ -336,7 +338,7 @@ def run_cell(relation: str, s: float, size: int, campaigns: int, workdir: Path) 
     for i in range(campaigns):
         config = {
             "name": f"power-{relation}-{s}-{size}-{i}",
-            "seed": 1000 + i,
+            "seed": 1000 * size + i,  # no two cells share a campaign's cases
             **RELATIONS[relation](s, workdir),
         }
         db = workdir / f"{relation}-{s}-{size}-{i}.db"
@@ -388,7 +390,8 @@ def main() -> None:
                     for name, c in cells.items():
                         tests = sum(c.tests) / max(1, len(c.tests))
                         rows = c.planted_flagged / c.planted_rows if c.planted_rows else None
-                        pred = sum(c.predicted) / len(c.predicted) if c.predicted else None
+                        # Nothing planted at s = 0: no prediction to make.
+                        pred = sum(c.predicted) / len(c.predicted) if c.predicted and s else None
                         blank = f"{'-':>22s}"
                         detected = _share(c.all_planted, c.campaigns) if s else blank
                         anyone = _share(c.any_planted, c.campaigns) if s else blank
