@@ -119,3 +119,19 @@ def test_mde_uses_the_relations_groups_as_its_family() -> None:
     assert line.cases_needed == cases_to_detect(0.1, line.groups)
     # A closed relation declares no groups: an even split in two.
     assert rows["metafair.mr11"].groups == 2
+
+
+def test_plan_needs_no_api_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(key, raising=False)
+    campaign = tmp_path / "vendor.toml"
+    campaign.write_text(
+        'name = "vendor"\n[[models]]\nname = "openai:gpt-4o-mini"\n'
+        "params = { max_tokens = 100 }\n"
+        '[[relations]]\nname = "metaquerier.mr1"\ncases = 50\n'
+    )
+    result = CliRunner().invoke(main, ["plan", str(campaign)])
+    assert result.exit_code == 0, result.output
+    # 50 cases x 2 calls, 300 prompt tokens at $0.15/M and 100 reply tokens at $0.60/M.
+    assert "openai:gpt-4o-mini" in result.output and " 100 " in result.output
+    assert f"{100 * (300 * 0.15 + 100 * 0.60) / 1e6:.2f}" in result.output
