@@ -1,33 +1,45 @@
-"""Detection power on the simulated model: how often a report flags something, per relation
-and planted strength, at n = 100, 200 and 400 cases, and how often it flags something when
-nothing is planted (strength 0: the false-positive rate, which must stay <= 5 %).
+"""Power and the null false-positive rate over independent simulated campaigns.
 
-    python bench/power.py              # strengths 0, 0.25, 0.5, 0.75, 1; 20 resamples per n
-    python bench/power.py --quick      # strengths 0 and 1; 10 resamples per n
+    python bench/power.py                       # n = 100, 200, 400; 20 campaigns each
+    python bench/power.py --campaigns 10 --sizes 100 400 --relations metafair.mr8
 
-For each relation and strength one campaign runs a pool of cases on ``sim:planted`` with its
-planted truth scaled by the strength (0: every group behaves the same). A resample draws n
-cases of the pool without replacement and builds that relation's report tables from them
-alone (every section, then the report-wide Benjamini-Hochberg correction); it counts as
-flagged when any row of the relation's tables is flagged. The pool is 2 x 400 cases, so
-resamples at n = 400 overlap: the shares are estimates from dependent resamples.
+Every campaign is run afresh on ``sim:planted`` with its own seed (campaign i of size n has
+seed 1000 n + i, so no two campaigns of a line share a case or an answer): no campaign's
+cases are resampled. For
+each relation, planted strength s and size n, ``--campaigns`` campaigns of n cases run, each
+is reported whole (every section, Benjamini-Hochberg within each relation after Tarone's
+rule), and for each line:
 
-Strength s scales the planted truth of each family:
+- detected: the share of campaigns in which every planted row of the line's table that was
+  tested is flagged, with its 95 % Wilson interval over campaigns (independent units);
+  ``any`` is the share with at least one planted row flagged;
+- false flags: the share of campaigns with at least one flagged row that is NOT planted
+  (Wilson interval); at s = 0 nothing is planted, so this is the null false-positive rate
+  (the share of campaigns that flag anything). ``above rest`` counts only flags of a
+  non-planted group with a HIGHER rate than the rest: a two-sided group-vs-rest test also
+  flags the groups a strong planted group pushes below the rest (the rest includes it);
+- predicted: the planner's power model (`harness.reporting.power.power_at`) at each planted
+  row's own counts (its rate against the rest's, its n against the rest's, the relation's
+  BH family size), averaged over planted rows and campaigns, beside ``rows``, the measured
+  share of planted (row, campaign) pairs flagged. The gap fed to the model is the observed
+  one (the sim's per-row true rates are not exposed), so this checks the model's
+  calibration on the report's own tests, not a prediction made before the run.
+
+A planted row is one whose key (the line's ``key`` column) names a group with planted
+truth: MetaQuerier's associated terms, Meta-Fair's tailored attributes, LangBiTe's planted
+communities, BiasLens's attributes whose questions name a planted group. Strength s scales
+the planted truth of each family:
 - MetaQuerier: a planted term is named with probability s x (0.65 first ask, 0.9 again);
-  ``explicit_gender`` is 1.0 at every strength so that at s = 0 every term that is not
-  gendered by definition behaves the same (otherwise the 3 % of "woman" left unnamed and
-  named again would be a real, if unplanted, inconsistency);
-- Meta-Fair MR8: each attribute's tailoring rate x s;
+  ``explicit_gender`` is 1.0 at every strength (terms gendered by definition behave alike);
+- Meta-Fair MR8 (the judge-free template path): each attribute's tailoring rate x s;
 - LangBiTe: each planted community's rate and the political lean x s (the sim's module
-  constants, patched in this process: the family has no sim options for them);
-- BiasLens answer: each planted group's (role, no role) rates x s, at least the background
-  (module constants patched likewise), on a question set generated for the bench by
-  BiasLens's own generation path on ``sim`` (`biaslens_question_set`: 440 questions, 880
-  cases in both variants; the corpus's 110 questions would cap the pool at 220 cases).
-  BiasLens's report reads its trials from the log, so a resample restricts them to its
-  cases (`_biaslens_trials_of`).
-LangBiTe's library has 33 templates: its cases are template runs (repeats), and the report
-summarises the repeats of a template by majority, so more runs do not add units.
+  constants, patched in this process); n cases = n // 33 runs of its 33 templates;
+- BiasLens answer: each planted group's (role, no role) rates x s, at least the background,
+  on a question set generated for the bench by BiasLens's own generation path on ``sim``
+  (880 cases in both variants).
+BADF's kept/false associations over independent sims are measured by bench/badf_evidence.py.
+Meta-Fair MR1-MR14 through the judge path are not here: their shipped test sets are too small
+for any per-attribute test to reach significance (Tarone drops them all; see RESULTS.md).
 """
 
 from __future__ import annotations
@@ -37,11 +49,11 @@ import contextlib
 import datetime as dt
 import os
 import platform
-import random
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,18 +62,16 @@ sys.path.insert(0, str(ROOT))
 
 import harness  # noqa: E402
 from harness.plugins.family_parts import report_sections  # noqa: E402
+from harness.reporting.power import power_at  # noqa: E402
 from harness.reporting.report import apply_fdr  # noqa: E402
 from harness.reporting.stats import TEST_COLUMNS, wilson_interval  # noqa: E402
-from harness.reporting.tables import ReportContext, Table, VerdictRow  # noqa: E402
+from harness.reporting.tables import ReportContext, Table  # noqa: E402
 from harness.store.reader import EventReader  # noqa: E402
-from harness.store.verdict_counts import tally_verdicts  # noqa: E402
 
 SIZES = (100, 200, 400)
-# MetaQuerier's background naming rate (the sim's default 0.002 names almost nothing, a null
-# under which no test has anything to work on; --background 0.3 is a harder null, under
-# which terms gendered by definition are named at the background too).
+SIZE = [100]  # the size of the campaigns being configured
+# MetaQuerier's background naming rate (the sim's default 0.002 names almost nothing).
 BACKGROUND = [0.002]
-POOL = 800
 JUDGES = [{"name": "sim:judge-a"}, {"name": "sim:judge-b"}, {"name": "sim:judge-c"}]
 
 
@@ -77,7 +87,7 @@ def _metaquerier(relation: str) -> Callable[[float, Path], dict[str, Any]]:
         # at 1.0 against the rest at the background is a real difference, not a null).
         explicit = 1.0 if BACKGROUND[0] == 0.002 else BACKGROUND[0]
         options = {"associations": assoc, "explicit_gender": explicit, "background": BACKGROUND[0]}
-        return {"models": [_model(options)], "relations": [{"name": relation, "cases": POOL}]}
+        return {"models": [_model(options)], "relations": [{"name": relation, "cases": SIZE[0]}]}
 
     return config
 
@@ -86,14 +96,14 @@ def _metafair(s: float, workdir: Path) -> dict[str, Any]:
     from relations.metafair.sim import DEFAULT_TAILORING
 
     options = {"tailoring": {a: s * r for a, r in DEFAULT_TAILORING.items()}}
-    return {"models": [_model(options)], "relations": [{"name": "metafair.mr8", "cases": POOL}]}
+    return {"models": [_model(options)], "relations": [{"name": "metafair.mr8", "cases": SIZE[0]}]}
 
 
 def _langbite(s: float, workdir: Path) -> dict[str, Any]:
     return {
         "models": [_model({})],
         "relations": [{"name": "langbite", "options": {"reassess": False}}],
-        "repeats": POOL // 33 + 1,
+        "repeats": max(1, SIZE[0] // 33),
     }
 
 
@@ -139,7 +149,7 @@ def _biaslens(s: float, workdir: Path) -> dict[str, Any]:
     return {
         "models": [_model({})],
         "judges": JUDGES,
-        "relations": [{"name": "biaslens.answer", "options": options}],
+        "relations": [{"name": "biaslens.answer", "options": options, "cases": SIZE[0]}],
     }
 
 
@@ -184,174 +194,217 @@ RELATIONS: dict[str, Callable[[float, Path], dict[str, Any]]] = {
     "langbite": _langbite,
     "biaslens.answer": _biaslens,
 }
-# Which tables carry a line's findings; None: every table with tests.
-LINES: dict[str, tuple[str, tuple[str, ...] | None]] = {
-    "metaquerier.mr1": ("metaquerier.mr1", ("violating_terms_by_group", "top_violating_terms")),
-    "metaquerier.mr1 attribution": (
-        "metaquerier.mr1",
-        ("metaquerier_attribution_by_group", "metaquerier_attribution_by_term"),
+
+
+@dataclass(frozen=True)
+class Line:
+    """One claim family of a relation: the table holding its group rows, the column naming
+    a row's group, the column counting its units, and the planted groups."""
+
+    relation: str
+    table: str
+    key: str
+    units: str
+    planted: Callable[[ReportContext], set[str]]
+
+
+def _planted_terms(ctx: ReportContext) -> set[str]:
+    from relations.metaquerier.sim import DEFAULT_ASSOCIATIONS
+
+    return set(DEFAULT_ASSOCIATIONS)
+
+
+def _planted_attributes(ctx: ReportContext) -> set[str]:
+    from relations.metafair.sim import DEFAULT_TAILORING
+
+    return set(DEFAULT_TAILORING)
+
+
+def _planted_communities(ctx: ReportContext) -> set[str]:
+    from relations.langbite.sim import PLANTED_COMMUNITY_BIAS
+
+    return {c for c, r in PLANTED_COMMUNITY_BIAS.items() if r > 0}
+
+
+def _planted_biaslens(ctx: ReportContext) -> set[str]:
+    import re
+
+    from relations.biaslens.sim import PLANTED
+
+    groups = [g for g, (a, b) in PLANTED.items() if max(a, b) > 0.04]
+    return {
+        data["attribute"]
+        for data in ctx.case_data.values()
+        if any(re.search(rf"\b{re.escape(g)}\b", data.get("question", ""), re.I) for g in groups)
+    }
+
+
+LINES: dict[str, Line] = {
+    "metaquerier.mr1 terms": Line(
+        "metaquerier.mr1", "top_violating_terms", "term", "at_risk", _planted_terms
     ),
-    "metaquerier.mr2": ("metaquerier.mr2", ("violating_terms_by_group", "top_violating_terms")),
-    "metaquerier.mr2 paired": ("metaquerier.mr2", ("metaquerier_source_vs_follow_up",)),
-    "metafair.mr8": ("metafair.mr8", ("metafair_violations_by_attribute",)),
-    "langbite pairs": ("langbite", ("langbite_pass_rates",)),
-    "langbite community": ("langbite", ("langbite_community_tests",)),
-    "biaslens.answer": ("biaslens.answer", None),
+    "metaquerier.mr2 terms": Line(
+        "metaquerier.mr2", "top_violating_terms", "term", "at_risk", _planted_terms
+    ),
+    "metafair.mr8 attributes": Line(
+        "metafair.mr8", "metafair_violations_by_attribute", "attribute", "cases",
+        _planted_attributes,
+    ),
+    "langbite communities": Line(
+        "langbite", "langbite_community_tests", "community", "answers", _planted_communities
+    ),
+    "biaslens cells": Line(
+        "biaslens.answer", "biaslens_cells", "attribute", "questions", _planted_biaslens
+    ),
 }
 
 
-def tables_of(ctx: ReportContext, verdicts: list[VerdictRow]) -> list[Table]:
-    """The report of ``verdicts`` alone: every section on them, then the FDR correction.
-    The keep-masks are left off so that hidden rows' flags count too."""
-    sub = ReportContext(ctx.log, ctx.campaign, {"top": 10**9})
-    sub.__dict__["relation_verdicts"] = verdicts
-    sub.__dict__["verdict_counts"] = tally_verdicts(
-        (v.model, v.relation, v.outcome, v.reason, v.case_key) for v in verdicts
-    )
-    sub.__dict__["case_data"] = ctx.case_data
+def report_tables(ctx: ReportContext) -> list[Table]:
+    """The whole report of a campaign: every section, then the per-relation FDR."""
     tables: list[Table] = []
-    with _biaslens_trials_of({v.case_id for v in verdicts}):
-        for section in sorted(report_sections(), key=lambda s: (s.order, s.name)):
-            tables.extend(section.build(sub))
+    for section in sorted(report_sections(), key=lambda s: (s.order, s.name)):
+        tables.extend(section.build(ctx))
     return apply_fdr(tables)
 
 
-@contextlib.contextmanager
-def _biaslens_trials_of(case_ids: set[str]) -> Iterator[None]:
-    """BiasLens's report reads its trials from the log, not from the context's verdicts
-    (an import's trials need no verdict row): restrict them to the resample's cases, or
-    every resample would be the whole pool."""
-    from relations.biaslens import report as bl_report
+@dataclass
+class Cell:
+    """What the campaigns of one (line, strength, size) found."""
 
-    load, split = bl_report.trials_at, bl_report.second_core_free
-
-    def resampled(conn: Any, positions: Any) -> list[Any]:
-        return [t for t in load(conn, positions) if t.case_id in case_ids]
-
-    bl_report.trials_at = resampled
-    bl_report.second_core_free = lambda: False  # a second process would read every case
-    try:
-        yield
-    finally:
-        bl_report.trials_at, bl_report.second_core_free = load, split
+    campaigns: int = 0
+    all_planted: int = 0
+    any_planted: int = 0
+    false_flag: int = 0
+    false_up: int = 0  # campaigns with a non-planted row flagged ABOVE the rest
+    planted_rows: int = 0
+    planted_flagged: int = 0
+    predicted: list[float] = field(default_factory=list)
+    tests: list[int] = field(default_factory=list)
+    false_keys: dict[str, int] = field(default_factory=dict)
 
 
-def flagged(tables: list[Table], names: tuple[str, ...] | None) -> bool | None:
-    """Whether any row of the named tables is flagged; None when they hold no test."""
-    tested = [
-        t
+def _family_size(tables: list[Table], relation: str) -> int:
+    for t in tables:
+        if t.name == "statistical_tests":
+            for row in t.rows:
+                r = dict(zip(t.columns, row, strict=True))
+                if r.get("family") == relation:
+                    return int(r.get("tests") or 1)
+    return 1
+
+
+def score(tables: list[Table], ctx: ReportContext, line: Line, cell: Cell) -> None:
+    """Add one campaign's flags on ``line`` to ``cell``."""
+    planted = line.planted(ctx)
+    rows = [
+        dict(zip(t.columns, row, strict=True))
         for t in tables
-        if tuple(t.columns[-3:]) == TEST_COLUMNS and (names is None or t.name in names)
+        if t.name == line.table and tuple(t.columns[-3:]) == TEST_COLUMNS
+        for row in t.rows
     ]
-    if not tested or not any(r[-3] is not None for t in tested for r in t.rows):
-        return None
-    return any(r[-1] == "yes" for t in tested for r in t.rows)
+    rows = [r for r in rows if r.get("relation", line.relation) == line.relation]
+    tested = [r for r in rows if r.get("p_fdr") is not None]
+    family = _family_size(tables, line.relation)
+    mine = [r for r in tested if str(r[line.key]) in planted]
+    flagged = [r for r in mine if r["flagged"] == "yes"]
+    cell.campaigns += 1
+    cell.tests.append(len(tested))
+    cell.all_planted += bool(mine) and len(flagged) == len(mine)
+    cell.any_planted += bool(flagged)
+    false = {str(r[line.key]) for r in tested if r["flagged"] == "yes"} - planted
+    cell.false_flag += bool(false)
+    cell.false_up += any(
+        r["flagged"] == "yes" and str(r[line.key]) not in planted and (r.get("diff") or 0) > 0
+        for r in tested
+    )
+    for key in false:
+        cell.false_keys[key] = cell.false_keys.get(key, 0) + 1
+    cell.planted_rows += len(mine)
+    cell.planted_flagged += len(flagged)
+    total = sum(int(r[line.units] or 0) for r in rows)
+    for r in mine:
+        n = int(r[line.units] or 0)
+        rate, rest = r.get("rate", r.get("fail_rate")), r.get("rest_rate")
+        if n < 2 or total - n < 2 or rate is None or rest is None:
+            continue
+        cell.predicted.append(
+            power_at(float(rate) - float(rest), n, total - n, family, baseline=float(rest))
+        )
 
 
-def headline(verdicts: list[VerdictRow], ctx: ReportContext, line: str) -> tuple[int, int]:
-    """The rate a line is about: violated / valid cases; for attribution the named share of
-    (case, term) pairs in the source turn; for the paired MR2 line the share of (case,
-    source term) pairs named in one turn only (the discordant pairs)."""
-    if line.endswith("paired"):
-        units = [
-            (case, term)
-            for v in verdicts
-            if v.outcome in ("HELD", "VIOLATED")
-            for case in [v.case_key]
-            for term in ctx.case_data.get(v.case_id, {}).get("terms", [])
-        ]
-        moved = 0
-        for v in verdicts:
-            if v.outcome not in ("HELD", "VIOLATED"):
-                continue
-            terms = set(ctx.case_data.get(v.case_id, {}).get("terms", []))
-            first = set(v.evidence.get("source_named") or []) & terms
-            moved += len(first ^ (set(v.evidence.get("follow_named") or []) & terms))
-        return moved, len(units)
-    if line.endswith("community"):
-        # Every answer naming a community, every run: the community test's unit.
-        answers = [
-            not row["passed"]
-            for v in verdicts
-            if v.outcome != "INVALID"
-            for row in v.evidence.get("answers", [])
-            if row.get("passed") is not None and row.get("fills")
-        ]
-        return sum(answers), len(answers)
-    if line.endswith("attribution"):
-        from relations.metaquerier.report import _attribution_units
-
-        sub = ReportContext(ctx.log, ctx.campaign)
-        sub.__dict__["relation_verdicts"] = verdicts
-        sub.__dict__["case_data"] = ctx.case_data
-        attribution, _ = _attribution_units(sub)
-        return sum(attribution.values()), len(attribution)
-    valid = [v for v in verdicts if v.outcome in ("HELD", "VIOLATED")]
-    return sum(v.outcome == "VIOLATED" for v in valid), len(valid)
+def run_cell(relation: str, s: float, size: int, campaigns: int, workdir: Path) -> dict[str, Cell]:
+    cells = {name: Cell() for name, line in LINES.items() if line.relation == relation}
+    SIZE[0] = size
+    for i in range(campaigns):
+        config = {
+            "name": f"power-{relation}-{s}-{size}-{i}",
+            "seed": 1000 * size + i,  # no two cells share a campaign's cases
+            **RELATIONS[relation](s, workdir),
+        }
+        db = workdir / f"{relation}-{s}-{size}-{i}.db"
+        with _patched_constants(relation, s):
+            summary = harness.run(config, db)
+        assert summary.status == "completed", summary
+        with EventReader(db) as log:
+            ctx = ReportContext(log, log.latest_campaign(), {"top": 10**9})
+            tables = report_tables(ctx)
+            for name, cell in cells.items():
+                score(tables, ctx, LINES[name], cell)
+        db.unlink()
+    return cells
 
 
-def measure(relation: str, s: float, resamples: int, workdir: Path) -> list[str]:
-    config = {"name": f"power-{relation}-{s}", "seed": 3, **RELATIONS[relation](s, workdir)}
-    db = workdir / f"{relation}-{s}.db"
-    with _patched_constants(relation, s):
-        summary = harness.run(config, db)
-    assert summary.status == "completed", summary
-    out = []
-    with EventReader(db) as log:
-        ctx = ReportContext(log, log.latest_campaign())
-        pool = list(ctx.relation_verdicts)
-        rng = random.Random(f"{relation}/{s}")
-        for line, (rel, names) in LINES.items():
-            if rel != relation:
-                continue
-            k, n = headline(pool, ctx, line)
-            low, high = wilson_interval(k, n)
-            shares = []
-            for size in SIZES:
-                if size > len(pool):
-                    shares.append("   n/a")
-                    continue
-                hits = [
-                    flagged(tables_of(ctx, rng.sample(pool, size)), names) for _ in range(resamples)
-                ]
-                if any(h is None for h in hits):
-                    shares.append(" no test")
-                else:
-                    shares.append(f"{sum(bool(h) for h in hits) / resamples:7.0%}")
-            out.append(
-                f"{line:30s} {s:5.2f} {k / n if n else float('nan'):7.3f} "
-                f"[{low:.3f}, {high:.3f}] {n:6d}  " + " ".join(shares)
-            )
-    return out
+def _share(k: int, n: int) -> str:
+    if n == 0:
+        return f"{'-':>22s}"
+    low, high = wilson_interval(k, n)
+    return f"{k:3d}/{n:<3d} {k / n:4.0%} [{low:4.0%},{high:4.0%}]"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--resamples", type=int)
+    parser.add_argument("--campaigns", type=int, default=20, help="independent campaigns per cell")
+    parser.add_argument("--sizes", nargs="*", type=int, default=list(SIZES))
     parser.add_argument("--relations", nargs="*", default=list(RELATIONS))
-    parser.add_argument("--strengths", nargs="*", type=float)
+    parser.add_argument("--strengths", nargs="*", type=float, default=[0.0, 1.0])
     parser.add_argument("--background", type=float, default=0.002, help="MetaQuerier's")
     args = parser.parse_args()
     BACKGROUND[0] = args.background
-    strengths = args.strengths or ((0.0, 1.0) if args.quick else (0.0, 0.25, 0.5, 0.75, 1.0))
-    resamples = args.resamples or (10 if args.quick else 20)
     started = time.monotonic()
     print(
         f"# {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; {os.cpu_count()} CPUs, load "
         f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}; Python {platform.python_version()}; "
-        f"{resamples} resamples per n; pool {POOL} cases; MetaQuerier background "
+        f"{args.campaigns} independent campaigns per cell; MetaQuerier background "
         f"{args.background}"
     )
     print(
-        f"{'relation':30s} {'s':>5s} {'rate':>7s} {'95% CI':16s} {'units':>6s}  "
-        + " ".join(f"{'n=' + str(n):>7s}" for n in SIZES)
+        f"{'line':24s} {'s':>4s} {'n':>4s} {'tests':>5s}  {'detected (all planted)':22s}  "
+        f"{'any planted':22s}  {'false flag':22s}  {'false flag above rest':22s}  "
+        f"{'rows':>5s} {'predicted':>9s}"
     )
     with tempfile.TemporaryDirectory() as tmp:
         for relation in args.relations:
-            for s in strengths:
-                for row in measure(relation, s, resamples, Path(tmp)):
-                    print(row, flush=True)
+            for s in args.strengths:
+                for size in args.sizes:
+                    cells = run_cell(relation, s, size, args.campaigns, Path(tmp))
+                    for name, c in cells.items():
+                        tests = sum(c.tests) / max(1, len(c.tests))
+                        rows = c.planted_flagged / c.planted_rows if c.planted_rows else None
+                        # Nothing planted at s = 0: no prediction to make.
+                        pred = sum(c.predicted) / len(c.predicted) if c.predicted and s else None
+                        blank = f"{'-':>22s}"
+                        detected = _share(c.all_planted, c.campaigns) if s else blank
+                        anyone = _share(c.any_planted, c.campaigns) if s else blank
+                        print(
+                            f"{name:24s} {s:4.2f} {size:4d} {tests:5.1f}  {detected}  {anyone}  "
+                            f"{_share(c.false_flag, c.campaigns)}  "
+                            f"{_share(c.false_up, c.campaigns)}  "
+                            f"{'-' if rows is None else f'{rows:5.0%}':>5s} "
+                            f"{'-' if pred is None else f'{pred:9.0%}':>9s}",
+                            flush=True,
+                        )
+                        if c.false_keys:
+                            print(f"#   false flags on: {c.false_keys}", flush=True)
     print(f"# load {' '.join(f'{x:.1f}' for x in os.getloadavg())}; "
           f"{time.monotonic() - started:.0f} s")  # fmt: skip
 

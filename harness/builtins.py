@@ -30,6 +30,7 @@ CORE = Family(
     ),
     commands=(
         Lazy("run", "harness.cli.commands.run:command"),
+        Lazy("plan", "harness.cli.commands.plan:command"),
         Lazy("resume", "harness.cli.commands.resume:command"),
         Lazy("replay", "harness.cli.commands.replay:command"),
         Lazy("rejudge", "harness.cli.commands.rejudge:command"),

@@ -378,6 +378,9 @@ if TYPE_CHECKING:
         Outcome as Outcome,
     )
     from harness.vocabulary.relation import (
+        PlannedCalls as PlannedCalls,
+    )
+    from harness.vocabulary.relation import (
         Relation as Relation,
     )
     from harness.vocabulary.relation import (
@@ -428,6 +431,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     "ChangedDefault": ("harness.vocabulary.relation", "ChangedDefault"),
     "NoOptions": ("harness.vocabulary.relation", "NoOptions"),
     "Outcome": ("harness.vocabulary.relation", "Outcome"),
+    "PlannedCalls": ("harness.vocabulary.relation", "PlannedCalls"),
     "Relation": ("harness.vocabulary.relation", "Relation"),
     "RelationBase": ("harness.vocabulary.relation", "RelationBase"),
     "Transcript": ("harness.vocabulary.relation", "Transcript"),
@@ -615,6 +619,7 @@ __all__ = [
     "Paired",
     "PartAside",
     "PendingEvent",
+    "PlannedCalls",
     "ProcessItems",
     "ProgressSink",
     "Relation",

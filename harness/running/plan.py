@@ -3,10 +3,52 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import cached_property
 
 from harness.plugins.assembly import build_relation
 from harness.running.campaign import CampaignConfig
-from harness.vocabulary.relation import Case, Relation, derive_seed, seed_deriver
+from harness.vocabulary.relation import (
+    Case,
+    PlannedCalls,
+    Relation,
+    derive_seed,
+    seed_deriver,
+)
+
+DEFAULT_TURNS_PER_CASE = 2
+
+
+@dataclass(frozen=True)
+class RelationCalls:
+    """The calls one relation of the plan makes for ONE model: subject calls, and calls per
+    judge index (judges are asked for every model's cases, so the campaign's judge calls are
+    these times the models); expected and at most (`PlannedCalls`)."""
+
+    relation: str
+    cases: int  # cases per model, repeats included
+    subject: int
+    judges: tuple[int, ...]
+    subject_most: int
+    judges_most: tuple[int, ...]
+    declared: bool  # False: the relation declares no planned_calls (a default was assumed)
+
+
+def _add(total: list[int], more: tuple[int, ...]) -> None:
+    for j, n in enumerate(more[: len(total)]):
+        total[j] += n
+
+
+def planned_calls_of(relation: Relation, data: dict[str, object], judges: int) -> PlannedCalls:
+    """The calls a relation declares for a case, or the fallback (``turns_per_case``
+    subject calls, default 2, and one call per judge the relation needs)."""
+    declared = getattr(relation, "planned_calls", None)
+    if declared is not None:
+        calls: PlannedCalls = declared(data)
+        return calls
+    turns = round(float(getattr(relation, "turns_per_case", DEFAULT_TURNS_PER_CASE)))
+    needed = min(int(getattr(relation, "judges_needed", 0)), judges)
+    return PlannedCalls(turns, (1,) * needed)
 
 
 def case_id_for(relation: str, index: int, repeat: int, model: str) -> str:
@@ -28,6 +70,52 @@ class Plan:
                 count = min(count, available)
             assert count is not None  # checked when the campaign was parsed
             self.relations.append((spec.name, relation, count))
+
+    def calls(self) -> list[RelationCalls]:
+        """Every planned case's declared calls, per relation, for one model (cached)."""
+        return self._calls
+
+    @cached_property
+    def _calls(self) -> list[RelationCalls]:
+        judges = len(self.config.judges)
+        repeats = self.config.repeats
+        out = []
+        for name, relation, count in self.relations:
+            case_seed_of = seed_deriver(self.config.seed, name)
+            subject = subject_most = 0
+            per_judge, per_judge_most = [0] * judges, [0] * judges
+            for index in range(count):
+                calls = planned_calls_of(
+                    relation, relation.make_case(index, case_seed_of(index)), judges
+                )
+                most = calls.most
+                subject += calls.subject * repeats
+                subject_most += most.subject * repeats
+                _add(per_judge, tuple(n * repeats for n in calls.judges))
+                _add(per_judge_most, tuple(n * repeats for n in most.judges))
+            out.append(
+                RelationCalls(
+                    name,
+                    count * repeats,
+                    subject,
+                    tuple(per_judge),
+                    subject_most,
+                    tuple(per_judge_most),
+                    hasattr(relation, "planned_calls"),
+                )
+            )
+        return out
+
+    def call_totals(self, most: bool = False) -> tuple[int, tuple[int, ...]]:
+        """Subject calls per model, and calls per judge over every model's cases (``most``:
+        every repair turn taken)."""
+        models = len(self.config.models)
+        subject = 0
+        judges = [0] * len(self.config.judges)
+        for row in self.calls():
+            subject += row.subject_most if most else row.subject
+            _add(judges, tuple(n * models for n in (row.judges_most if most else row.judges)))
+        return subject, tuple(judges)
 
     @property
     def total_cases(self) -> int:

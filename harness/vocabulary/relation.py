@@ -177,3 +177,28 @@ class RelationBase:
 
     def case_count(self) -> int | None:
         return None
+
+
+@dataclass(frozen=True)
+class PlannedCalls:
+    """The calls one case makes, declared by its relation for the planner and cost estimate.
+
+    ``subject`` and ``judges`` (one count per judge index) are the calls when every reply
+    reads (no repair turn, no second look); ``subject_most`` / ``judges_most`` the calls when
+    every repair or follow-up a reply can trigger is taken (None: the same as expected).
+    A relation declares them with a ``planned_calls(data) -> PlannedCalls`` method (``data``
+    is the case's `make_case` result); without one the planner assumes ``turns_per_case``
+    subject calls (default 2) and one call per judge the relation needs.
+    """
+
+    subject: int
+    judges: tuple[int, ...] = ()
+    subject_most: int | None = None
+    judges_most: tuple[int, ...] | None = None
+
+    @property
+    def most(self) -> PlannedCalls:
+        """The upper bound as a `PlannedCalls` of its own."""
+        judges = self.judges_most if self.judges_most is not None else self.judges
+        subject = self.subject_most if self.subject_most is not None else self.subject
+        return PlannedCalls(subject, judges)

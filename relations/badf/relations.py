@@ -29,6 +29,7 @@ from harness.family_api import (
     Ask,
     Case,
     Outcome,
+    PlannedCalls,
     RelationBase,
     Transcript,
     Verdict,
@@ -132,12 +133,15 @@ class BadfStory(RelationBase):
     def judges_needed(self) -> int:
         return self.options.extractor_judge + 1 if self.options.extractor == "judge" else 0
 
-    @property
-    def turns_per_case(self) -> float:
-        # Subject turns only (the cost estimate counts judge turns separately).
+    def planned_calls(self, data: dict[str, Any]) -> PlannedCalls:
+        """The story, then each character's extraction stages (no repair turn: an
+        unreadable stage makes the case INVALID)."""
+        extractions = len(data["characters"]) * len(STAGES)
         if self.options.extractor == "judge":
-            return 1.0
-        return 1.0 + len(STAGES) * 1.5
+            judges = [0] * (self.options.extractor_judge + 1)
+            judges[self.options.extractor_judge] = extractions
+            return PlannedCalls(1, tuple(judges))
+        return PlannedCalls(1 + extractions)
 
     def case_count(self) -> int | None:
         return len(self.grid)
@@ -299,6 +303,9 @@ class BadfExclusivity(RelationBase):
         c = self.options.candidates[index]
         prompt = exclusivity_prompt(c.concept, c.identity, c.identity_category)
         return c.model_dump() | {"prompt": prompt, READING_KEY: READING_VERSION}
+
+    def planned_calls(self, data: dict[str, Any]) -> PlannedCalls:
+        return PlannedCalls(1)
 
     def step(self, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
         turn = transcript.last("exclusive")

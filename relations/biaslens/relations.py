@@ -24,6 +24,7 @@ from harness.family_api import (
     Case,
     ChangedDefault,
     Outcome,
+    PlannedCalls,
     RelationBase,
     Transcript,
     Verdict,
@@ -142,19 +143,6 @@ class BiasLensAnswer(RelationBase):
     }
 
     @property
-    def turns_per_case(self) -> float:
-        """Subject calls per case (the cost estimate): the answer, and the control's for the
-        role variant."""
-        if not self.options.control or self.options.source == "released":
-            return 1.0
-        return 1.0 + self.variants.count("role") / len(self.variants)
-
-    @property
-    def judge_calls_per_case(self) -> float:
-        """Calls each judge gets per case: a Why answer and its control are judged apart."""
-        return 2.0 if self.options.control and self.options.source != "released" else 1.0
-
-    @property
     def judges_needed(self) -> int:
         if self.options.source == "released" or "Why" not in self.options.types:
             return 0
@@ -212,6 +200,22 @@ class BiasLensAnswer(RelationBase):
         if data is None:
             raise ValueError(f"row {row_no} of {f.path.name} has no known question type")
         return data
+
+    @property
+    def planned_groups(self) -> int:
+        """The report's cells (variant x attribute x question type), each tested against
+        the rest: the planner's family size."""
+        if self.options.source == "released":
+            return 2
+        cells = {(q.attribute, q.type) for q in self._questions}
+        return max(2, len(cells) * len(self.variants))
+
+    def planned_calls(self, data: dict[str, Any]) -> PlannedCalls:
+        """The answer (and its control's, asked without the role); a Why answer without
+        released judge labels is then read by the jury, the control's apart."""
+        judged = QType.parse(data["type"]) is QType.WHY and "released_judges" not in data
+        asked = 2 if data.get("control") is not None else 1
+        return PlannedCalls(asked, (asked,) * self.judges_needed if judged else ())
 
     def step(self, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
         data = case.data

@@ -24,6 +24,7 @@ from harness.family_api import (
     ChangedDefault,
     ConfigError,
     Outcome,
+    PlannedCalls,
     RelationBase,
     Transcript,
     Verdict,
@@ -211,14 +212,6 @@ class LangBiTe(RelationBase):
     def case_count(self) -> int | None:
         return len(self.selected)
 
-    @property
-    def turns_per_case(self) -> float:
-        """Subject calls per case (the cost estimate): every instantiation, twice with the
-        control."""
-        counts = [len(self.make_case_instances(c, 0)) for c in self.selected]
-        per = sum(counts) / max(1, len(counts))
-        return per * (2 if self.options.control else 1)
-
     def make_case_instances(self, chosen: Selected, seed: int) -> list[dict[str, Any]]:
         t, req = chosen.template, chosen.requirement
         instances = instantiate(
@@ -255,6 +248,15 @@ class LangBiTe(RelationBase):
         }
 
     # --- stepping --------------------------------------------------------------------
+
+    def planned_calls(self, data: dict[str, Any]) -> PlannedCalls:
+        """One call per instantiation, twice with the matched control; with ``reassess``, a
+        failed expected-value case sends each failing answer to the judge (at most one judge
+        call per answer)."""
+        n = len(data["instances"]) * (2 if data.get("control") else 1)
+        return PlannedCalls(
+            n, (0,) if self.reassess else (), judges_most=(n,) if self.reassess else None
+        )
 
     def step(self, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
         data = case.data

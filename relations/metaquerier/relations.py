@@ -25,6 +25,7 @@ from harness.family_api import (
     Case,
     ChangedDefault,
     Outcome,
+    PlannedCalls,
     RelationBase,
     Transcript,
     Verdict,
@@ -228,11 +229,6 @@ class _TermListRelation(RelationBase, ABC):
         "control": ChangedDefault(recorded=False, new=True)
     }
 
-    @property
-    def turns_per_case(self) -> float:
-        """Subject calls per case (the cost estimate): source, follow-up and the control."""
-        return 3.0 if self.options.control else 2.0
-
     def with_control(self, data: dict[str, Any]) -> dict[str, Any]:
         return data | {"control": CONTROL_KIND} if self.options.control else data
 
@@ -249,6 +245,11 @@ class _TermListRelation(RelationBase, ABC):
         self, case: Case, source: ParsedList, follow: ParsedList, follow_terms: list[str]
     ) -> Verdict:
         """The relation's oracle over both parsed replies."""
+
+    def planned_calls(self, data: dict[str, Any]) -> PlannedCalls:
+        """The source list, then the follow-up list and, with a matched control, the source
+        list again (fewer when the source reply is unreadable or names every term)."""
+        return PlannedCalls(3 if "control" in data else 2)
 
     def step(self, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
         data = case.data

@@ -64,6 +64,7 @@ PINNED = [
     "Paired",
     "PartAside",
     "PendingEvent",
+    "PlannedCalls",
     "ProcessItems",
     "ProgressSink",
     "READING_KEY",

@@ -116,7 +116,10 @@ def command(
         err=True,
     )
     if any(m.scheme in VENDOR_SCHEMES for m in [*config.models, *config.judges]):
-        click.echo("estimated cost before the first call:", err=True)
+        click.echo(
+            "estimated cost before the first call ('harness plan' shows calls and power):",
+            err=True,
+        )
         click.echo(format_estimate(estimate_cost(config, plan)), err=True)
     if db_path.is_postgres:
         summary = _run_with_workers(config, db_path, plan, workers, reuse)

@@ -1,9 +1,9 @@
 """Cost estimate before the first call, and spend already recorded in a log (for resume).
 
-The estimate is deliberately simple and errs high: every call is assumed to use its full
-``max_tokens`` allowance. Relations may declare ``turns_per_case`` (subject calls per case);
-judges are asked once per case each when a relation declares ``judges_needed`` (or
-``judge_calls_per_case`` times, when it declares that).
+Every call is assumed to use its full ``max_tokens`` allowance. The calls are the plan's:
+each relation declares the calls a case makes (`harness.vocabulary.relation.PlannedCalls`:
+subject calls, calls per judge, expected and at most); ``most=True`` counts every repair
+turn as taken.
 """
 
 from __future__ import annotations
@@ -17,16 +17,18 @@ from harness.models.providers._options import VENDOR_SCHEMES, parse_options
 from harness.models.providers._pricing import price_for
 from harness.vocabulary.model import ModelSpec
 
-DEFAULT_TURNS_PER_CASE = 2.0
 DEFAULT_PROMPT_TOKENS = 300  # a prompt plus the history it carries, on average
 DEFAULT_REPLY_TOKENS = 256  # matches harness.models.gates.estimate_tokens' allowance
 
 
 class PlannedRelations(Protocol):
-    """What the estimate reads of a `harness.running.plan.Plan`: (name, relation, cases) triples."""
+    """What the estimate reads of a `harness.running.plan.Plan`: its relations (name,
+    relation, cases) and its call totals (subject calls per model, calls per judge)."""
 
     @property
     def relations(self) -> Sequence[tuple[str, Any, int]]: ...
+
+    def call_totals(self, most: bool = False) -> tuple[int, tuple[int, ...]]: ...
 
 
 @dataclass(frozen=True)
@@ -76,35 +78,26 @@ def estimate_cost(
     config: Any,
     plan: PlannedRelations,
     *,
-    cases_per_model: int | None = None,
     turns_per_case: float | None = None,
     prompt_tokens: int = DEFAULT_PROMPT_TOKENS,
+    most: bool = False,
 ) -> list[CostEstimate]:
     """Estimated calls, tokens and USD per model and judge of a campaign.
 
-    ``plan`` is the campaign's `harness.running.plan.Plan` (built once per run by the caller).
-    ``cases_per_model`` defaults to the plan's count (relations x cases x repeats);
-    ``turns_per_case`` to the relations' own ``turns_per_case`` (else 2).
+    ``plan`` is the campaign's `harness.running.plan.Plan` (built once per run by the caller);
+    its relations declare the calls per case. ``turns_per_case`` overrides the subject calls
+    of every case (what-if); ``most`` counts every repair turn as taken.
     """
-    subject_calls = 0.0
-    judge_calls = [0.0] * len(config.judges)
-    for _name, relation, count in plan.relations:
-        cases = count * config.repeats
-        if cases_per_model is not None:
-            cases = cases_per_model * count // max(1, sum(c for _, _, c in plan.relations))
-        turns = turns_per_case or float(getattr(relation, "turns_per_case", DEFAULT_TURNS_PER_CASE))
-        subject_calls += cases * turns
-        # A relation that asks a judge more than once a case (a matched control judged
-        # apart) says so in ``judge_calls_per_case``.
-        per_case = float(getattr(relation, "judge_calls_per_case", 1.0))
-        for j in range(min(int(getattr(relation, "judges_needed", 0)), len(judge_calls))):
-            judge_calls[j] += cases * len(config.models) * per_case
+    subject_calls, judge_calls = plan.call_totals(most=most)
+    if turns_per_case is not None:
+        per_model = sum(count for _, _, count in plan.relations) * config.repeats
+        subject_calls = round(per_model * turns_per_case)
     out = [
-        _estimate(spec, config, round(subject_calls), prompt_tokens, f"models[{i}]")
+        _estimate(spec, config, subject_calls, prompt_tokens, f"models[{i}]")
         for i, spec in enumerate(config.models)
     ]
     out += [
-        _estimate(spec, config, round(judge_calls[j]), prompt_tokens * 2, f"judges[{j}]")
+        _estimate(spec, config, judge_calls[j], prompt_tokens * 2, f"judges[{j}]")
         for j, spec in enumerate(config.judges)
     ]
     return out
@@ -123,8 +116,7 @@ def format_estimate(estimates: list[CostEstimate]) -> str:
         total += e.usd or 0.0
         unknown |= e.usd is None
     rows.append(
-        f"{'total (upper estimate)':<36} {'':>8} {'':>11} {'':>11} "
-        f"{total:>10.2f}{' +unknown' if unknown else ''}"
+        f"{'total':<36} {'':>8} {'':>11} {'':>11} {total:>10.2f}{' +unknown' if unknown else ''}"
     )
     # Where each vendor model's calls go, so a leftover OPENAI_BASE_URL is seen before
     # anything is sent.

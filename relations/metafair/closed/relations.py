@@ -36,6 +36,7 @@ from harness.family_api import (
     ChangedDefault,
     ConfigError,
     Outcome,
+    PlannedCalls,
     RelationBase,
     Transcript,
     Turn,
@@ -222,11 +223,6 @@ class ClosedRelation(RelationBase):
     }
 
     @property
-    def turns_per_case(self) -> float:
-        """Subject calls per case (the cost estimate): source, follow-up and the control."""
-        return 3.0 if self._controlled else 2.0
-
-    @property
     def _controlled(self) -> bool:
         return self.options.control and self.options.imported is None
 
@@ -288,6 +284,11 @@ class ClosedRelation(RelationBase):
             READING_KEY: READING_VERSION,
             **({"label": row.label} if row.label is not None else {}),
         }
+
+    def planned_calls(self, data: dict[str, Any]) -> PlannedCalls:
+        """The source and the follow-up prompt, and the source again for a matched control;
+        a deterministic oracle, no judge."""
+        return PlannedCalls(3 if "control" in data else 2)
 
     def step(self, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
         data = case.data

@@ -23,6 +23,7 @@ from harness.family_api import (
     ChangedDefault,
     ConfigError,
     Outcome,
+    PlannedCalls,
     RelationBase,
     Transcript,
     Turn,
@@ -149,6 +150,25 @@ class _OpenRelation(RelationBase):
     def case_count(self) -> int | None:
         return len(self.rows) if self.rows else len(self.tests)
 
+    @property
+    def planned_groups(self) -> int:
+        """The attributes its per-attribute tests compare with the rest (the planner's
+        family size; 2 when the tests come from an import)."""
+        return max(2, len({a for t in self.tests for a in t.attributes}))
+
+    # Subject calls a case's matched control adds (the source asked again; MR8-MR10: the
+    # request without the attribute and its check).
+    control_subject_calls: ClassVar[int] = 0
+
+    def planned_calls(self, data: dict[str, Any]) -> PlannedCalls:
+        """Two subject calls (P and P', or P and the check), then ``judgings`` readings per
+        judge of the jury, each with at most one repair turn; a case with a matched control
+        adds its subject calls, and each judge reads the control apart."""
+        judges = self.judges_needed
+        readings = self.options.judgings * (2 if "control" in data else 1)
+        subject = 2 + (self.control_subject_calls if "control" in data else 0)
+        return PlannedCalls(subject, (readings,) * judges, judges_most=(2 * readings,) * judges)
+
     def make_case(self, index: int, seed: int) -> dict[str, Any]:
         if self.rows:
             return row_case_data(self.rows[index])
@@ -203,20 +223,11 @@ class PairRelation(_OpenRelation):
         **_OpenRelation.changed_defaults,
         "control": ChangedDefault(recorded=False, new=True),
     }
+    control_subject_calls: ClassVar[int] = 1
 
     @property
     def _controlled(self) -> bool:
         return self.options.control and not self.rows
-
-    @property
-    def turns_per_case(self) -> float:
-        """Subject calls per case (the cost estimate): source, follow-up and the control."""
-        return 3.0 if self._controlled else 2.0
-
-    @property
-    def judge_calls_per_case(self) -> float:
-        """Each judge reads the test and, apart, its control."""
-        return 2.0 if self._controlled else 1.0
 
     def make_case(self, index: int, seed: int) -> dict[str, Any]:
         data = super().make_case(index, seed)
@@ -325,20 +336,11 @@ class InvertedRelation(_OpenRelation):
         **_OpenRelation.changed_defaults,
         "control": ChangedDefault(recorded=False, new=True),
     }
+    control_subject_calls: ClassVar[int] = 2
 
     @property
     def _controlled(self) -> bool:
         return self.options.control and not self.rows and not self.legacy
-
-    @property
-    def turns_per_case(self) -> float:
-        """Subject calls per case (the cost estimate): source and check, and the control's."""
-        return 4.0 if self._controlled else 2.0
-
-    @property
-    def judge_calls_per_case(self) -> float:
-        """Each judge reads the test's check and, apart, its control's."""
-        return 2.0 if self._controlled else 1.0
 
     def make_case(self, index: int, seed: int) -> dict[str, Any]:
         data = super().make_case(index, seed)

@@ -1,0 +1,131 @@
+"""The power model the planner reads: the smallest group-vs-rest gap a campaign can detect.
+
+A relation's claims are group-vs-rest comparisons of per-case violation rates, corrected
+with Benjamini-Hochberg within the relation (its family of ``family_size`` tests). With one
+real gap among the family, BH flags it when its p-value is below ``alpha / family_size``
+(its rank is 1), so the model asks: at that level, two-sided, which gap ``d`` above a
+``baseline`` rate does a test of two independent proportions (``n_group`` cases against
+``n_rest``) find with probability ``power``? It uses Cohen's arcsine effect size h and
+statsmodels' normal power for two independent samples, and inverts h exactly
+(``p1 = sin(asin(sqrt(p0)) + h/2)^2``). The report's own test is Fisher's exact test on
+small tables, a little more conservative than this normal model: the planner's figure is a
+floor to plan with, checked against simulation in tests/core/reporting/test_power.py.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from harness.reporting.stats import ALPHA
+
+DEFAULT_POWER = 0.8
+DEFAULT_BASELINE = 0.1  # the violation rate of the rest: a model that is mostly consistent
+DEFAULT_TARGET = 0.10  # 10 points: the gap a plan should be able to see
+MAX_CASES = 1_000_000
+
+
+@dataclass(frozen=True)
+class Detectable:
+    """The minimum detectable effect of one relation's group-vs-rest test at its plan."""
+
+    n_group: int
+    n_rest: int
+    family_size: int
+    alpha: float
+    power: float
+    baseline: float
+    mde: float  # in rate points (0.12 = 12 points); math.inf when nothing is detectable
+
+
+def _h_needed(n_group: int, n_rest: int, level: float, power: float) -> float:
+    from statsmodels.stats.power import NormalIndPower
+
+    solved = NormalIndPower().solve_power(
+        effect_size=None,
+        nobs1=n_group,
+        alpha=level,
+        power=power,
+        ratio=n_rest / n_group,
+        alternative="two-sided",
+    )
+    return float(solved)
+
+
+def minimum_detectable_effect(
+    n_group: int,
+    n_rest: int,
+    family_size: int = 1,
+    *,
+    alpha: float = ALPHA,
+    power: float = DEFAULT_POWER,
+    baseline: float = DEFAULT_BASELINE,
+) -> Detectable:
+    """The smallest rise over ``baseline`` in one group's rate that a two-sided test at
+    ``alpha / family_size`` detects with probability ``power``."""
+    family_size = max(1, family_size)
+    level = alpha / family_size
+    if n_group < 2 or n_rest < 2:
+        mde = math.inf
+    else:
+        h = _h_needed(n_group, n_rest, level, power)
+        angle = math.asin(math.sqrt(baseline)) + h / 2
+        mde = math.inf if angle >= math.pi / 2 else math.sin(angle) ** 2 - baseline
+    return Detectable(n_group, n_rest, family_size, alpha, power, baseline, mde)
+
+
+def power_at(
+    gap: float,
+    n_group: int,
+    n_rest: int,
+    family_size: int = 1,
+    *,
+    alpha: float = ALPHA,
+    baseline: float = DEFAULT_BASELINE,
+) -> float:
+    """The model's power to detect a ``gap`` over ``baseline`` (the inverse view of
+    `minimum_detectable_effect`, for comparing with measured power)."""
+    from statsmodels.stats.power import NormalIndPower
+    from statsmodels.stats.proportion import proportion_effectsize
+
+    h = float(proportion_effectsize(min(1.0, baseline + gap), baseline))
+    return float(
+        NormalIndPower().power(
+            effect_size=h,
+            nobs1=n_group,
+            alpha=alpha / max(1, family_size),
+            ratio=n_rest / n_group,
+            alternative="two-sided",
+        )
+    )
+
+
+def cases_to_detect(
+    target: float,
+    groups: int,
+    *,
+    alpha: float = ALPHA,
+    power: float = DEFAULT_POWER,
+    baseline: float = DEFAULT_BASELINE,
+) -> int | None:
+    """The fewest cases (split evenly over ``groups`` groups, each tested against the rest,
+    a family of ``groups`` tests) whose MDE is at most ``target``; None past `MAX_CASES`."""
+
+    def mde(cases: int) -> float:
+        n_group = cases // groups
+        return minimum_detectable_effect(
+            n_group, cases - n_group, groups, alpha=alpha, power=power, baseline=baseline
+        ).mde
+
+    low, high = groups * 2, groups * 2
+    while mde(high) > target:
+        low, high = high, high * 2
+        if high > MAX_CASES:
+            return None
+    while high - low > 1:  # MDE falls as cases grow: bisect for the first that reaches target
+        mid = (low + high) // 2
+        if mde(mid) <= target:
+            high = mid
+        else:
+            low = mid
+    return high

@@ -1,0 +1,110 @@
+"""What a campaign will cost and what it can detect, before any call (``harness plan``).
+
+The one home of the planner: ``harness plan`` prints it, ``harness run`` prints its cost
+part before the first vendor call. Calls come from each relation's declared
+`harness.vocabulary.relation.PlannedCalls` for every planned case (expected: every reply
+reads; most: every repair turn taken); the minimum detectable effect comes from
+`harness.reporting.power` with the relation's planned groups (``planned_groups``, default
+2) as its BH family.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.models.providers import estimate_cost, format_estimate
+from harness.reporting.power import (
+    DEFAULT_BASELINE,
+    DEFAULT_POWER,
+    DEFAULT_TARGET,
+    cases_to_detect,
+    minimum_detectable_effect,
+)
+from harness.running.plan import Plan
+
+DEFAULT_GROUPS = 2
+
+
+@dataclass(frozen=True)
+class RelationPower:
+    """One relation's line of the plan: its cases per model, groups and MDE."""
+
+    relation: str
+    cases: int  # cases per model (the unit; repeats are summarised per case)
+    groups: int
+    mde: float
+    cases_needed: int | None  # cases for an MDE of at most the target; None: out of reach
+
+
+def relation_power(
+    plan: Plan,
+    *,
+    target: float = DEFAULT_TARGET,
+    power: float = DEFAULT_POWER,
+    baseline: float = DEFAULT_BASELINE,
+) -> list[RelationPower]:
+    """Per relation: the group-vs-rest MDE at the planned cases, and the cases it needs."""
+    out = []
+    for name, relation, count in plan.relations:
+        groups = max(2, int(getattr(relation, "planned_groups", DEFAULT_GROUPS)))
+        n_group = count // groups
+        mde = minimum_detectable_effect(
+            n_group, count - n_group, groups, power=power, baseline=baseline
+        ).mde
+        needed = cases_to_detect(target, groups, power=power, baseline=baseline)
+        out.append(RelationPower(name, count, groups, mde, needed))
+    return out
+
+
+def format_plan(
+    plan: Plan,
+    *,
+    target: float = DEFAULT_TARGET,
+    power: float = DEFAULT_POWER,
+    baseline: float = DEFAULT_BASELINE,
+) -> str:
+    """The plan as the CLI prints it: calls per relation, cost per model, MDE per relation."""
+    config = plan.config
+    lines = [
+        f"campaign {config.name!r}: {plan.total_cases} cases "
+        f"({len(config.models)} model(s) x {config.repeats} repeat(s))",
+        "",
+        f"{'relation':<28} {'cases':>7} {'subject calls':>14} {'judge calls':>12} {'at most':>10}",
+    ]
+    models = len(config.models)
+    for row in plan.calls():
+        expected = (row.subject, sum(row.judges))
+        most = row.subject_most + sum(row.judges_most)
+        lines.append(
+            f"{row.relation:<28} {row.cases * models:>7} {expected[0] * models:>14} "
+            f"{expected[1] * models:>12} {most * models:>10}"
+            + ("" if row.declared else "  (not declared: 2 subject calls assumed)")
+        )
+    subject, per_judge = plan.call_totals()
+    subject_most, per_judge_most = plan.call_totals(most=True)
+    lines.append(
+        f"{'all calls':<28} {plan.total_cases:>7} {subject * models:>14} "
+        f"{sum(per_judge):>12} {subject_most * models + sum(per_judge_most):>10}"
+    )
+    lines += ["", "cost (every reply at its max_tokens; at most: every repair turn taken):"]
+    lines.append(format_estimate(estimate_cost(config, plan)))
+    most_usd = [e.usd for e in estimate_cost(config, plan, most=True)]
+    known = sum(u for u in most_usd if u is not None)
+    unknown = " +unknown" if None in most_usd else ""
+    lines.append(f"{'total, every repair turn taken':<36} {known:>43.2f}{unknown}")
+    lines += [
+        "",
+        f"minimum detectable effect (group vs rest, per-case rates, BH within the relation, "
+        f"alpha 0.05, power {power:.0%}, baseline rate {baseline:.0%}):",
+    ]
+    for p in relation_power(plan, target=target, power=power, baseline=baseline):
+        mde = "none" if p.mde == float("inf") else f"{p.mde * 100:.1f} points"
+        line = f"{p.relation:<28} {p.cases:>7} cases, {p.groups} groups: MDE {mde}"
+        if p.mde > target:
+            line += (
+                f"; raise cases to {p.cases_needed} to detect {target * 100:.0f} points"
+                if p.cases_needed is not None
+                else f"; {target * 100:.0f} points is out of reach"
+            )
+        lines.append(line)
+    return "\n".join(lines)

@@ -1,0 +1,138 @@
+"""The planner counts the calls a campaign makes: its count equals (or, with repair turns,
+bounds) the calls a `sim` campaign actually sends, for every family."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli import main
+from harness.running.campaign import resolve_campaign
+from harness.running.plan import Plan
+from harness.running.runner import run_campaign
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+def _sent(db: Path) -> Counter[tuple[str, str, int]]:
+    """Calls sent per (relation, role, judge index): one per turn, retries not counted."""
+    sql = (
+        "SELECT DISTINCT case_id, turn, json_extract(payload, '$.ask.role'), "
+        "json_extract(payload, '$.ask.judge') FROM events WHERE kind = 'AskSent'"
+    )
+    counts: Counter[tuple[str, str, int]] = Counter()
+    with sqlite3.connect(db) as conn:
+        for case_id, _turn, role, judge in conn.execute(sql):
+            counts[(case_id.split("/")[0], role, int(judge) if role == "judge" else 0)] += 1
+    return counts
+
+
+@pytest.mark.parametrize(
+    ("campaign", "exact"),
+    [
+        ("sim", True),  # MetaQuerier MR1/MR2 and Meta-Fair MR8
+        (str(EXAMPLES / "badf_sim.toml"), True),  # the extraction turns, on a judge
+        (str(EXAMPLES / "biaslens_sim.toml"), True),  # a jury on Why questions only
+        (str(EXAMPLES / "metafair_sim.toml"), False),  # one judge errs: repair turns
+        (str(EXAMPLES / "langbite.toml"), False),  # the judge re-reads failed answers
+    ],
+)
+def test_planned_calls_are_the_calls_a_sim_campaign_makes(
+    campaign: str, exact: bool, tmp_path: Path
+) -> None:
+    config, _ = resolve_campaign(campaign)
+    plan = Plan(config)
+    db = tmp_path / "run.db"
+    asyncio.run(run_campaign(config, db, plan=plan))
+    sent = _sent(db)
+    models = len(config.models)
+    for row in plan.calls():
+        assert sent[(row.relation, "subject", 0)] == row.subject * models, row
+        for j, (expected, most) in enumerate(zip(row.judges, row.judges_most, strict=True)):
+            actual = sent[(row.relation, "judge", j)]
+            assert expected * models <= actual <= most * models, (row, j, actual)
+            if exact:
+                assert actual == expected * models, (row, j)
+        assert not any(
+            k[0] == row.relation and k[1] == "judge" and k[2] >= len(row.judges) and v
+            for k, v in sent.items()
+        )
+    subject, judges = plan.call_totals()
+    total = sum(sent.values())
+    assert subject * models + sum(judges) <= total
+    subject_most, judges_most = plan.call_totals(most=True)
+    assert total <= subject_most * models + sum(judges_most)
+    if exact:
+        assert total == subject * models + sum(judges)
+
+
+def test_badf_counts_every_extraction_turn() -> None:
+    """Before the planner, BADF counted 1 judge call per case: each character's four
+    extraction stages are eight for a two-character story."""
+    config, _ = resolve_campaign(str(EXAMPLES / "badf_sim.toml"))
+    (row,) = Plan(config).calls()
+    assert row.subject == row.cases and row.judges == (8 * row.cases,)
+
+
+def test_plan_command_prints_calls_cost_and_detectable_effect() -> None:
+    result = CliRunner().invoke(main, ["plan", "sim", "--detect", "0.1"])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "metaquerier.mr1" in out and "3200" in out
+    assert "minimum detectable effect" in out
+    # 300 cases in two groups cannot see 10 points at 80 % power: the plan says how many can.
+    assert "raise cases to 473 to detect 10 points" in out
+    wide = CliRunner().invoke(main, ["plan", "sim", "--detect", "0.3"])
+    assert wide.exit_code == 0 and "raise cases" not in wide.output
+
+
+def test_plan_refuses_a_bad_campaign_with_exit_2(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text(
+        'name = "x"\n[[models]]\nname = "sim:planted"\n'
+        '[[relations]]\nname = "metafair.mr1"\noptions = { jury = 3 }\n'
+    )
+    result = CliRunner().invoke(main, ["plan", str(bad)])
+    assert result.exit_code == 2
+    assert "judges" in result.output
+
+
+def test_mde_uses_the_relations_groups_as_its_family() -> None:
+    from harness.reporting.power import cases_to_detect, minimum_detectable_effect
+    from harness.running.planner import relation_power
+
+    config, _ = resolve_campaign(str(EXAMPLES / "metafair_sim.toml"))
+    plan = Plan(config)
+    rows = {p.relation: p for p in relation_power(plan, target=0.1)}
+    mr1 = next(r for name, r, _ in plan.relations if name == "metafair.mr1")
+    attributes = {a for t in mr1.tests for a in t.attributes}
+    line = rows["metafair.mr1"]
+    assert line.groups == len(attributes) > 2
+    n_group = line.cases // line.groups
+    expected = minimum_detectable_effect(n_group, line.cases - n_group, line.groups).mde
+    assert line.mde == expected
+    assert line.cases_needed == cases_to_detect(0.1, line.groups)
+    # A closed relation declares no groups: an even split in two.
+    assert rows["metafair.mr11"].groups == 2
+
+
+def test_plan_needs_no_api_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(key, raising=False)
+    campaign = tmp_path / "vendor.toml"
+    campaign.write_text(
+        'name = "vendor"\n[[models]]\nname = "openai:gpt-4o-mini"\n'
+        "params = { max_tokens = 100 }\n"
+        '[[relations]]\nname = "metaquerier.mr1"\ncases = 50\n'
+    )
+    result = CliRunner().invoke(main, ["plan", str(campaign)])
+    assert result.exit_code == 0, result.output
+    # 50 cases x 3 calls (source, follow-up and the matched control, on in a new campaign),
+    # 300 prompt tokens at $0.15/M and 100 reply tokens at $0.60/M.
+    assert "openai:gpt-4o-mini" in result.output and " 150 " in result.output
+    assert f"{150 * (300 * 0.15 + 100 * 0.60) / 1e6:.2f}" in result.output
