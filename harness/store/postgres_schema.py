@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.store import case_digest
 from harness.store.schema import LOG_FORMAT
 from harness.vocabulary.errors import NotAHarnessLogError
 
@@ -119,11 +120,14 @@ async def ensure_schema(conn: Any, shown: str, *, create: bool) -> None:
             if not create:
                 raise NotAHarnessLogError(f"{shown} holds no event log yet")
             await conn.execute(SCHEMA)
+            await conn.execute(case_digest.POSTGRES_SCHEMA)
             await conn.execute("INSERT INTO meta (key, value) VALUES ('format', %s)", (LOG_FORMAT,))
             return
         has_meta = await (await conn.execute(_HAS_META)).fetchone()
         marker = await (await conn.execute(_MARKER)).fetchone() if has_meta[0] else None
         _check_marker(has_meta, marker, shown)
+        if create:  # a writer: a log made before digests gets them for its new cases
+            await conn.execute(case_digest.POSTGRES_SCHEMA)
 
 
 def check_log_format(conn: Any, shown: str) -> None:

@@ -27,6 +27,7 @@ import aiosqlite
 
 from harness.store import _log_summary as log_summary
 from harness.store import _sqlar as sqlar
+from harness.store import case_digest
 from harness.store._compact_rows import CompactInserter
 from harness.store._compact_schema import LOG_FORMAT_2, PLANNER_STATS, SCHEMA_2
 from harness.store.schema import (
@@ -182,6 +183,12 @@ class EventWriter:
             if table == "events":  # format 1 gets summaries (format 2 has a cost column)
                 for statement in log_summary.SCHEMA_STATEMENTS:
                     await conn.execute(statement)
+                # and each case's digest chain (harness.store.case_digest), from its first
+                # event on: a log written before digests gets them for its new cases.
+                await conn.execute(case_digest.SQLITE_SCHEMA)
+                await conn.create_function(
+                    "harness_chain", 2, case_digest.sqlite_chain, deterministic=True
+                )
             # Batches grow with gseq: the last row holds the highest (max(batch) scanned the
             # whole table, a second on a million events before a resume's first call).
             async with conn.execute(f"SELECT batch FROM {table} ORDER BY gseq DESC LIMIT 1") as cur:
@@ -367,6 +374,7 @@ class EventWriter:
                     self._insert_one(conn, b, n) for b, n in zip(group, numbers, strict=True)
                 ]
             if self._compact is None:
+                self._chain(conn, group, results)
                 self._move_summaries(conn, group, results)
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
@@ -379,6 +387,24 @@ class EventWriter:
             error.__cause__ = exc
             results = [error] * len(group)
         return results
+
+    @staticmethod
+    def _chain(
+        conn: sqlite3.Connection, group: list[_Batch], results: list[list[int] | BaseException]
+    ) -> None:
+        """Extend the digest chain of every case the committed batches append to, in their
+        transaction (`harness.store.case_digest`)."""
+        rows = [
+            row
+            for b, result in zip(group, results, strict=True)
+            if not isinstance(result, BaseException)
+            for row in b.rows
+        ]
+        starts, extends = case_digest.write_params(rows)
+        if starts:
+            conn.executemany(case_digest.SQLITE_START, starts)
+        if extends:
+            conn.executemany(case_digest.SQLITE_EXTEND, extends)
 
     def _move_summaries(
         self,

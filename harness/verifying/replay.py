@@ -17,20 +17,22 @@ conversation and are left out of both.
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from harness.running.campaign import CampaignConfig, parse_recorded_campaign
+from harness.store import case_digest
 from harness.store.fold import CaseState, TurnState, fold_case, fold_or_raise, messages_for
 from harness.store.log import Log, LogLike
 from harness.store.open import open_reader
 from harness.store.protocol import EventLog
 from harness.store.reader import EventReader, StoredEvent
 from harness.verifying._replay_parallel import split_point, verify_in_two
-from harness.verifying._replay_quick import quick_verify, raw_cases, step_safely
+from harness.verifying._replay_quick import Row, quick_verify, raw_cases, step_safely
 from harness.vocabulary.errors import (
     ModelError,
     ReplayMissError,
@@ -109,6 +111,10 @@ class VerifyResult:
     open_cases: int = 0
     elapsed_s: float = 0.0
     differences: list[Mismatch] = field(default_factory=list)
+    # Cases checked against the digest chain committed with their events, and cases
+    # without one (begun before digests existed: checked by re-derivation alone).
+    digested: int = 0
+    undigested: int = 0
 
     @property
     def differing_cases(self) -> list[str]:
@@ -291,8 +297,13 @@ def _verify_cases(
 ) -> VerifyResult:
     """Verifies the cases whose ids are in [first, end) (None: unbounded)."""
     result = VerifyResult(campaign)
+    chains = _Chains(log.connection, campaign, shown, first, end)
     for case_id, rows in raw_cases(log.connection, campaign, shown, first, end):
         result.cases += 1
+        broken = chains.check(case_id, rows, result)
+        if broken is not None:
+            result.differences.append(broken)
+            continue
         quick = quick_verify(rows, relations, config.seed)
         if quick is not None:
             result.asks += quick.asks
@@ -315,7 +326,79 @@ def _verify_cases(
             continue
         order = turn_positions(events)
         result.differences.extend(verify_case(state, relation, config.seed, result, order))
+    result.differences.extend(chains.without_events())
     return result
+
+
+class _Chains:
+    """The recorded digest chains of a range of cases, read alongside the cases (both in
+    case id order): each case is checked against its own before anything else."""
+
+    def __init__(
+        self, connection: Any, campaign: str, shown: str, first: str | None, end: str | None
+    ) -> None:
+        self.campaign = campaign
+        self.shown = shown
+        self._chains: Iterator[tuple[str, int, bytes]] = iter(())
+        try:
+            if case_digest.has_chains(connection):
+                self._chains = case_digest.recorded_chains(connection, campaign, first, end)
+        except sqlite3.Error as exc:
+            raise StoreError(f"reading {shown} failed: {exc}") from exc
+        self._next: tuple[str, int, bytes] | None = None
+        self._orphans: list[Mismatch] = []
+        self._advance()
+
+    def _advance(self) -> None:
+        try:
+            self._next = next(self._chains, None)
+        except sqlite3.Error as exc:
+            raise StoreError(f"reading {self.shown} failed: {exc}") from exc
+
+    def check(self, case_id: str, rows: Sequence[Row], counts: VerifyResult) -> Mismatch | None:
+        # Chains of cases with no event left come before this one in id order.
+        while self._next is not None and self._next[0] < case_id:
+            self._orphans.append(_all_deleted(*self._next))
+            self._advance()
+        if self._next is None or self._next[0] != case_id:
+            counts.undigested += 1
+            return None
+        _, last_seq, links = self._next
+        self._advance()
+        counts.digested += 1
+        broken = case_digest.verify_chain(
+            self.campaign,
+            case_id,
+            [(r.seq, r.kind, r.version, r.turn, r.attempt, r.payload) for r in rows],
+            links,
+            last_seq,
+        )
+        if broken is None:
+            return None
+        return Mismatch(
+            case_id,
+            "committed events",
+            None,
+            f"{len(links) // case_digest.LINK_BYTES} events chained when committed",
+            broken.what,
+        )
+
+    def without_events(self) -> list[Mismatch]:
+        while self._next is not None:
+            self._orphans.append(_all_deleted(*self._next))
+            self._advance()
+        return self._orphans
+
+
+def _all_deleted(case_id: str, last_seq: int, links: bytes) -> Mismatch:
+    return Mismatch(
+        case_id,
+        "committed events",
+        None,
+        f"{len(links) // case_digest.LINK_BYTES} events chained when committed, the last "
+        f"#{last_seq}",
+        "no event of the case is left in the log",
+    )
 
 
 _OUTCOMES = (ReplyReceived, AskFailed)
@@ -535,6 +618,19 @@ async def replay_into(db: LogLike, out: str | Path, campaign: str | None = None)
     return ReplayRun(summary, sum(m.served for m in replayers), sum(m.misses for m in replayers))
 
 
+def _digest_note(result: VerifyResult) -> str:
+    """What the digest chains covered: old logs (no digests) are verified as before, and
+    the summary says so."""
+    if result.undigested and not result.digested:
+        return "; written before digests: committed events not checked against them"
+    if result.undigested:
+        return (
+            f"; {result.digested} cases checked against their digests, {result.undigested} "
+            "begun before digests were not"
+        )
+    return "; every case checked against its digest" if result.digested else ""
+
+
 def describe(result: VerifyResult, limit: int = 50) -> Iterator[str]:
     """Human-readable lines: the summary, then the differences case by case."""
     n = len(result.differences)
@@ -544,6 +640,7 @@ def describe(result: VerifyResult, limit: int = 50) -> Iterator[str]:
         + (f", {result.open_cases} cases still open" if result.open_cases else "")
         + f" in {result.elapsed_s:.2f}s: {n} difference{'s' if n != 1 else ''}"
         + (f" in {len(result.differing_cases)} cases" if n else "")
+        + _digest_note(result)
     )
     for m in result.differences[:limit]:
         where = f"turn {m.turn} " if m.turn is not None else ""

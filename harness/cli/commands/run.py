@@ -10,7 +10,12 @@ import click
 from harness.cli.commands._render import echo_report, echo_summary, finish
 from harness.cli.log_params import LogFileParam, LogParam
 from harness.cli.progress import RichProgress
-from harness.models.providers import VENDOR_SCHEMES, estimate_cost, format_estimate
+from harness.models.providers import (
+    VENDOR_SCHEMES,
+    check_priced,
+    estimate_cost,
+    format_estimate,
+)
 from harness.plugins.family_parts import report_sections
 from harness.reporting.campaign_status import campaign_status, campaign_statuses, paid_replies
 from harness.reporting.html import write_html_report
@@ -89,6 +94,12 @@ def refuse_second_campaign(db: Log, config: CampaignConfig, campaign_arg: str) -
     is_flag=True,
     help="Start another campaign in a --db that already holds one (its answers are paid again).",
 )
+@click.option(
+    "--allow-unpriced",
+    is_flag=True,
+    help="Run a vendor model its price list does not list (and no price is given for) with "
+    "its cost 'unknown'.",
+)
 def command(
     campaign: str | None,
     db: Log | None,
@@ -98,6 +109,7 @@ def command(
     workers: int,
     html_out: str | None,
     force: bool,
+    allow_unpriced: bool,
 ) -> None:
     """Run CAMPAIGN (a TOML file, or 'demo' / 'sim'; default: the embedded local-model demo)."""
     config, stem = resolve_campaign(campaign)
@@ -109,6 +121,7 @@ def command(
     if html_out is not None:
         # Checked before the first call: a run that cannot write its page does not start.
         check_output(html_out, inputs=[db_path], force=force, option="--html")
+    unpriced = check_priced(config, allow_unpriced=allow_unpriced)  # before anything is made
     plan = Plan(config)
     click.echo(
         f"campaign {config.name!r}: {plan.total_cases} cases on "
@@ -118,6 +131,8 @@ def command(
     if any(m.scheme in VENDOR_SCHEMES for m in [*config.models, *config.judges]):
         click.echo("estimated cost before the first call:", err=True)
         click.echo(format_estimate(estimate_cost(config, plan)), err=True)
+    for name in unpriced:
+        click.echo(f"{name}: not in the price list; its cost is unknown", err=True)
     if db_path.is_postgres:
         summary = _run_with_workers(config, db_path, plan, workers, reuse)
     else:
