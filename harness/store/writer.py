@@ -36,6 +36,8 @@ from harness.store.schema import (
     LOG_FORMATS,
     SCHEMA,
     WRITER_PRAGMAS,
+    marker_problem,
+    unreadable_log,
 )
 from harness.vocabulary.errors import (
     ConcurrencyError,
@@ -177,7 +179,7 @@ class EventWriter:
                 async with conn.execute("SELECT value FROM meta WHERE key='format'") as cur:
                     marker = await cur.fetchone()
                 if marker is None or marker[0] not in LOG_FORMATS:
-                    raise NotAHarnessLogError(f"{path} is not a harness event log")
+                    raise NotAHarnessLogError(marker_problem(path, marker[0] if marker else None))
                 found = marker[0]
             table = "log" if found == LOG_FORMAT_2 else "events"
             if table == "events":  # format 1 gets summaries (format 2 has a cost column)
@@ -202,9 +204,11 @@ class EventWriter:
         except sqlite3.OperationalError as exc:
             if "no such table" in str(exc):
                 raise NotAHarnessLogError(f"{path} is not a harness event log") from exc
+            if "readonly" in str(exc):
+                raise unreadable_log(path, exc) from exc
             raise StoreError(f"cannot open event log {path}: {exc}") from exc
         except sqlite3.DatabaseError as exc:
-            raise NotAHarnessLogError(f"{path} is not a harness event log: {exc}") from exc
+            raise unreadable_log(path, exc) from exc
         store = cls(conn, path, max_group)
         if table == "log":
             store._compact, store._table = CompactInserter(blocks), "log"
@@ -542,7 +546,13 @@ class EventWriter:
             self._forget()
             conn.execute("RELEASE one_batch")
             where = ", ".join(f"{r[1] or '<campaign>'}#{r[2]}" for r in batch.rows[:3])
-            err = ConcurrencyError(f"sequence position already taken ({where}): {exc}")
+            # One process writes a case's events: a position taken under this one means another
+            # process is writing the same log (two `run`/`resume` of one SQLite file).
+            err = ConcurrencyError(
+                f"another process is writing this log ({self.path}): it appended {where} "
+                "first; let it finish (or stop it), then 'harness resume' this log; to share "
+                "a campaign between processes, use a PostgreSQL log and 'harness worker'"
+            )
             err.__cause__ = exc
             return err
         conn.execute("RELEASE one_batch")
