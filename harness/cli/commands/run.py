@@ -7,7 +7,12 @@ from pathlib import Path
 
 import click
 
-from harness.cli.commands._render import echo_report, echo_summary, finish
+from harness.cli.commands._render import (
+    echo_report,
+    echo_summary,
+    finish,
+    resume_hint_if_the_database_goes,
+)
 from harness.cli.log_params import LogFileParam, LogParam
 from harness.cli.progress import RichProgress
 from harness.models.providers import (
@@ -134,7 +139,8 @@ def command(
     for name in unpriced:
         click.echo(f"{name}: not in the price list; its cost is unknown", err=True)
     if db_path.is_postgres:
-        summary = _run_with_workers(config, db_path, plan, workers, reuse)
+        with resume_hint_if_the_database_goes(db_path):
+            summary = _run_with_workers(config, db_path, plan, workers, reuse)
     else:
         summary = _run_here(config, db_path, plan, reuse)
     echo_summary(summary, db_path)
