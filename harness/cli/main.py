@@ -4,6 +4,8 @@ time has its commands too."""
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
 
 import click
@@ -25,6 +27,10 @@ class _MainGroup(click.Group):
         return command(cmd_name)
 
     def invoke(self, ctx: click.Context) -> object:
+        # SIGTERM ends a command as Ctrl-C does (130, "interrupted"), also while it starts
+        # or prints its report; a running campaign installs its own graceful handlers.
+        with contextlib.suppress(ValueError):  # not the main thread (tests)
+            signal.signal(signal.SIGTERM, _interrupt)
         try:
             return super().invoke(ctx)
         except CampaignAbortedError as exc:
@@ -36,6 +42,10 @@ class _MainGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             sys.exit(ExitCode.INTERRUPTED)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 @click.group(cls=_MainGroup)

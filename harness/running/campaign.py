@@ -6,6 +6,7 @@ for TOML syntax) and says how to fix it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import tomllib
@@ -22,6 +23,11 @@ from harness.plugins.family_parts import families, family_distribution, relation
 from harness.plugins.registry import ENTRY_POINT_GROUP
 from harness.store.target import LogTargetError, parse_target
 from harness.vocabulary.answer_shape import AnswerFormat
+from harness.vocabulary.config_bounds import (
+    MAX_CONFIG_BYTES,
+    MAX_SECONDS,
+    check_config_tree,
+)
 from harness.vocabulary.config_errors import config_error
 from harness.vocabulary.errors import ConfigError, FamilyNotInstalledError, strip_url_credentials
 from harness.vocabulary.extras import require_extra
@@ -40,11 +46,12 @@ class RelationSpec(BaseModel):
 class Limits(BaseModel):
     """Campaign-wide limits. Per-provider rate limits live in ``models[].options``."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Finite and bounded: every wait of the harness ends (harness.vocabulary.config_bounds).
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
     max_attempts: int = Field(default=4, ge=1, le=50)
-    call_timeout_s: float = Field(default=120.0, gt=0)
+    call_timeout_s: float = Field(default=120.0, gt=0, le=MAX_SECONDS)
     spend_ceiling_usd: float | None = Field(default=None, ge=0)
-    stop_grace_s: float = Field(default=8.0, ge=0)
+    stop_grace_s: float = Field(default=8.0, ge=0, le=MAX_SECONDS)
     # A vendor outage (harness.running.reachability.OutageWatch): the first pause of a model
     # whose calls fail in a row, doubled each time, and the pauses before the campaign
     # aborts (exit 3). Left out of the recorded config at their defaults, so the config hash
@@ -59,6 +66,7 @@ class CampaignConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     name: str = "campaign"
     seed: int = 0
+    # Unbounded on purpose: the plan walks repeats and cases lazily (harness.running.plan).
     repeats: int = Field(default=1, ge=1, strict=True)
     models: list[ModelSpec] = Field(min_length=1)
     judges: list[ModelSpec] = Field(default_factory=list)
@@ -136,6 +144,8 @@ def parse_campaign(
     (replay, resume): options a relation added later are read with the value the log ran
     with (`RelationBase.changed_defaults`), and what a log may hold although a new campaign
     is refused (a self-judging jury recorded before the rule) is not refused."""
+    # Depth and finiteness first, for the options too (free-form dicts pydantic passes on).
+    check_config_tree(data, source=source)
     try:
         config = CampaignConfig.model_validate(data)
     except ValidationError as exc:
@@ -285,7 +295,8 @@ def _check_params(config: CampaignConfig) -> None:
             if value is None:
                 continue
             too_low = value <= low if name == "top_p" else value < low
-            if too_low or (high is not None and value > high):
+            in_range = not too_low and (high is None or value <= high)
+            if not in_range or value != value:  # NaN: every comparison is False
                 raise ConfigError(
                     f"{name} = {value} is out of range", field=f"{prefix}.{name}", fix=f"give {fix}"
                 )
@@ -310,13 +321,34 @@ def read_user_text(path: Path, what: str, *, encoding: str = "utf-8") -> str:
 
 
 def read_toml_file(path: Path, what: str) -> dict[str, Any]:
-    """A user's TOML file; a syntax error names its line and column."""
+    """A user's TOML file; a syntax error names its line and column. A file larger than
+    `MAX_CONFIG_BYTES`, nested deeper than the bounds or holding a non-finite number is a
+    `ConfigError` too (harness.vocabulary.config_bounds), never a MemoryError or a
+    RecursionError."""
+    with contextlib.suppress(OSError):  # unreadable: read_user_text says why
+        size = path.stat().st_size
+        if size > MAX_CONFIG_BYTES and path.is_file():
+            raise ConfigError(
+                f"{what} {path} is {size} bytes, more than the {MAX_CONFIG_BYTES} a "
+                "configuration file may hold",
+                field=str(path),
+                fix="give a campaign file, not data; large inputs go in the files that "
+                "relations' options name",
+            )
     try:
-        return tomllib.loads(read_user_text(path, what))
+        data = tomllib.loads(read_user_text(path, what))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(
             f"{path} is not valid TOML: {exc}", fix="correct the TOML syntax at that line"
         ) from exc
+    except RecursionError as exc:
+        raise ConfigError(
+            f"{what} {path} nests arrays or tables too deep to read",
+            field=str(path),
+            fix="flatten the nested value; no option of the harness nests more than a few deep",
+        ) from exc
+    check_config_tree(data, source=str(path))
+    return data
 
 
 def load_campaign(path: str | Path) -> CampaignConfig:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 from harness.plugins.assembly import build_relation
 from harness.running.campaign import CampaignConfig
@@ -131,31 +132,29 @@ class Plan:
         generated: ``make_case`` runs only for an index with at least one repeat to run.
         """
         seed = self.config.seed
-        repeats = range(self.config.repeats)
+        repeats = self.config.repeats
         for name, relation, count in self.relations:
             case_seed_of = seed_deriver(seed, name)  # derive_seed(seed, name, index)
             # `case_id_for` in pieces: on resume this loop walks every closed case before the
             # first open one (143,000 on a million-event log), so its per-index cost counts.
+            # Nothing here grows with `repeats` or `count`: a campaign of a billion repeats
+            # is walked one id at a time, never listed (invariant 6).
             head = f"{name}/"
-            tails = [f"/r{repeat}@{model}" for repeat in repeats]
-            everything = [True] * len(tails)
+            tail = f"@{model}"
             for index in range(count):
-                stem = head + str(index)
-                ids = [stem + tail for tail in tails]
-                if skip is None:
-                    wanted = everything
-                else:
-                    wanted = [not skip(case_id) for case_id in ids]
-                    if not any(wanted):
+                stem = f"{head}{index}/r"
+                case_seed: int | None = None
+                data: dict[str, Any] = {}
+                for repeat in range(repeats):
+                    case_id = f"{stem}{repeat}{tail}"
+                    if skip is not None and skip(case_id):
                         continue
-                case_seed = case_seed_of(index)
-                data = relation.make_case(index, case_seed)
-                for repeat in repeats:
-                    if not wanted[repeat]:
-                        continue
+                    if case_seed is None:  # generated once per index, and only if it runs
+                        case_seed = case_seed_of(index)
+                        data = relation.make_case(index, case_seed)
                     yield (
                         Case(
-                            case_id=ids[repeat],
+                            case_id=case_id,
                             relation=name,
                             model=model,
                             index=index,

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
+import sys
+import threading
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -79,13 +82,63 @@ class Session:
             await model.aclose()
 
 
-def install_stop_handlers(on_signal: Callable[[str], object]) -> None:
-    """Call ``on_signal(reason)`` on SIGINT and SIGTERM instead of dying mid-call."""
+# How long past its grace period a stopped campaign may take to wind down (commit the
+# cancelled calls, close the log) before the process exits regardless.
+HARD_STOP_MARGIN_S = 5.0
+
+
+def install_stop_handlers(
+    on_signal: Callable[[str], object], *, grace_s: float | None = None
+) -> None:
+    """Call ``on_signal(reason)`` on SIGINT and SIGTERM instead of dying mid-call, until the
+    calling task ends (then the handlers before are back, so a signal while the report is
+    printed still ends the command as an interruption, not with the default 143).
+
+    The handlers are the interpreter's own, not the event loop's: they run between two
+    bytecodes even while the loop is busy, and wake it. ``grace_s``: the campaign's
+    ``stop_grace_s``; if the process is still running `HARD_STOP_MARGIN_S` after it, it
+    exits with 130 regardless. That is as safe as a kill: every step is committed before the
+    next one is taken (invariant 1), and resume re-sends what was in flight.
+    """
     loop = asyncio.get_running_loop()
+    timers: list[threading.Timer] = []
+
+    def handler(signum: int, frame: object) -> None:
+        reason = f"stopped by {signal.Signals(signum).name}"
+        with contextlib.suppress(RuntimeError):  # the loop closed under us: nothing to stop
+            loop.call_soon_threadsafe(on_signal, reason)
+        if grace_s is not None and not timers:
+            timer = threading.Timer(grace_s + HARD_STOP_MARGIN_S, _hard_stop, args=(reason,))
+            timer.daemon = True
+            timers.append(timer)
+            timer.start()
+
+    previous: dict[signal.Signals, Any] = {}
     for sig in (signal.SIGINT, signal.SIGTERM):
-        # Not available off the main thread (tests) or on some platforms.
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(sig, on_signal, f"stopped by {sig.name}")
+        try:
+            previous[sig] = signal.signal(sig, handler)
+        except ValueError:  # not the main thread (tests): no signals to catch
+            return
+    task = asyncio.current_task()
+
+    def restore(_: object = None) -> None:
+        for sig, before in previous.items():
+            with contextlib.suppress(ValueError, TypeError):
+                signal.signal(sig, before)
+        for timer in timers:
+            timer.cancel()
+
+    if task is not None:
+        task.add_done_callback(restore)
+
+
+def _hard_stop(reason: str) -> None:
+    sys.stderr.write(
+        f"{reason}: the campaign did not wind down within its grace period; exiting now "
+        "(every committed step is kept: resume the log to continue)\n"
+    )
+    sys.stderr.flush()
+    os._exit(130)  # the documented interruption status (harness.cli.exit_codes)
 
 
 def campaign_started(config: CampaignConfig, planned_cases: int) -> CampaignStarted:
@@ -135,7 +188,7 @@ async def run_campaign(
             plan=plan,
         )
         if handle_signals:
-            install_stop_handlers(engine.signal_stop)
+            install_stop_handlers(engine.signal_stop, grace_s=config.limits.stop_grace_s)
         try:
             return await engine.run()
         finally:
@@ -340,7 +393,7 @@ async def resume_campaign(
             plan=plan,
         )
         if handle_signals:
-            install_stop_handlers(engine.signal_stop)
+            install_stop_handlers(engine.signal_stop, grace_s=config.limits.stop_grace_s)
         try:
             summary = await engine.run()
         finally:

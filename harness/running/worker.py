@@ -135,7 +135,7 @@ async def run_worker(
                 lease=leases,
             )
             if handle_signals:
-                install_stop_handlers(engine.signal_stop)
+                install_stop_handlers(engine.signal_stop, grace_s=config.limits.stop_grace_s)
             renewer = asyncio.create_task(
                 _renew(leases, spend, runners, engine), name="lease-renewal"
             )

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.store import case_digest
 from harness.store.postgres_driver import psycopg
 from harness.store.postgres_schema import COMMIT_LOCK, ensure_schema
 from harness.store.postgres_url import PostgresUrl
@@ -26,6 +27,14 @@ from harness.vocabulary.errors import ConcurrencyError, StoreClosedError, StoreE
 from harness.vocabulary.events import encode_event
 
 _TURN_KINDS = frozenset({"AskSent", "ReplyReceived", "AskFailed"})
+
+
+def _encoded(rows: list[tuple[object, ...]]) -> list[Any]:
+    """A batch's rows (campaign, case_id, seq, kind, version, turn, attempt, ts, payload)
+    as `harness.store.case_digest.write_params` takes them (without the time)."""
+    return [(*row[:7], row[8]) for row in rows]
+
+
 _COLUMNS = "(campaign, case_id, seq, kind, schema_version, turn, attempt, batch, ts, payload)"
 _ROW = "(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)"
 # A row of the one-message commit: the batch number is relative to the group, counted on
@@ -212,16 +221,49 @@ class PgEventWriter:
                 b"INSERT INTO events %s VALUES %s RETURNING gseq"
                 % (_COLUMNS.encode(), b",".join(chunk))
             )
+        statements += self._chain_statements([row for b in group for row in b.rows])
         statements.append(b"COMMIT")
         cur = psycopg.AsyncClientCursor(self._conn)  # no parameters: one Query message
         await cur.execute(b";".join(statements))
         ids: list[int] = []
         while True:
-            if (cur.statusmessage or "").startswith("INSERT"):
+            # The events' INSERTs return their gseqs (the digest chain's return nothing).
+            if (cur.statusmessage or "").startswith("INSERT") and cur.description is not None:
                 # Identity values are drawn in VALUES order under the commit lock.
                 ids.extend(sorted(int(r[0]) for r in await cur.fetchall()))
             if not cur.nextset():
                 return ids
+
+    def _chain_statements(self, rows: list[tuple[object, ...]]) -> list[bytes]:
+        """The statements extending the digest chain of every case ``rows`` append to, as
+        literals for the one-message commit (`harness.store.case_digest`; computed in the
+        database, so workers taking over each other's cases chain them correctly)."""
+        literal = self._literals.as_literal
+        starts, extends = case_digest.write_params(_encoded(rows))
+        out: list[bytes] = []
+        if starts:
+            values = b",".join(b"(%b)" % b",".join(map(literal, start)) for start in starts)
+            out.append(
+                b"INSERT INTO case_digests (campaign, case_id, seq, links) VALUES "
+                + values
+                + b" ON CONFLICT (campaign, case_id) DO UPDATE SET seq = excluded.seq,"
+                b" links = excluded.links"
+            )
+        for extend in extends:
+            out.append(
+                case_digest.POSTGRES_EXTEND.replace("%s", "%b").encode()
+                % tuple(map(literal, extend))
+            )
+        return out
+
+    async def _chain(self, rows: list[tuple[object, ...]]) -> None:
+        """`_chain_statements` with bound parameters (the batch-by-batch path)."""
+        starts, extends = case_digest.write_params(_encoded(rows))
+        async with self._conn.cursor() as cur:
+            if starts:
+                await cur.executemany(case_digest.POSTGRES_START, starts)
+            if extends:
+                await cur.executemany(case_digest.POSTGRES_EXTEND, extends)
 
     async def _rollback(self) -> None:
         """End the one-message commit's transaction when a statement failed (BEGIN was ours)."""
@@ -241,7 +283,9 @@ class PgEventWriter:
     async def _insert_one(self, batch: _Batch) -> list[int] | BaseException:
         try:
             async with self._conn.transaction():
-                return await self._insert(self._numbered(batch))
+                ids = await self._insert(self._numbered(batch))
+                await self._chain(batch.rows)
+                return ids
         except psycopg.errors.UniqueViolation as exc:
             where = ", ".join(f"{r[1] or '<campaign>'}#{r[2]}" for r in batch.rows[:3])
             err = ConcurrencyError(f"sequence position already taken ({where}): {exc}")

@@ -16,8 +16,8 @@ from harness.store import _log_summary as log_summary
 from harness.store import _sqlar as sqlar
 from harness.store._compact_payloads import COLUMNS, PayloadBuilder, source
 from harness.store._compact_schema import has_blocks
-from harness.store.schema import READER_PRAGMAS, apply_pragmas, check_log_format
-from harness.vocabulary.errors import NotAHarnessLogError, StoreError
+from harness.store.schema import READER_PRAGMAS, apply_pragmas, check_log_format, unreadable_log
+from harness.vocabulary.errors import StoreError
 from harness.vocabulary.events import CampaignStarted, Event, decode_event
 
 # What `EventReader.summary` returns: a campaign's closed cases and spend, for resume.
@@ -48,7 +48,7 @@ class EventReader:
             self._conn = sqlar.connect(f"file:{self.path}?mode=ro", uri=True)
             apply_pragmas(self._conn, READER_PRAGMAS)
         except sqlite3.Error as exc:
-            raise NotAHarnessLogError(f"{self.path} cannot be opened as a log: {exc}") from exc
+            raise unreadable_log(self.path, exc) from exc
         self.log_format = check_log_format(self._conn, self.path)
         self._source = "events"
         self._payloads: PayloadBuilder | None = None

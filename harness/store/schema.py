@@ -111,12 +111,58 @@ def check_log_format(conn: sqlite3.Connection, path: Path) -> int:
     try:
         row = conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
     except sqlite3.DatabaseError as exc:
-        raise NotAHarnessLogError(f"{path} is not a harness event log: {exc}") from exc
+        raise unreadable_log(path, exc) from exc
     if row is None or row[0] not in LOG_FORMATS:
-        raise NotAHarnessLogError(
-            f"{path} is not a harness event log (format marker {row[0] if row else 'missing'!r})"
-        )
+        raise NotAHarnessLogError(marker_problem(path, row[0] if row else None))
     return LOG_FORMATS.index(row[0]) + 1
+
+
+_SQLITE_HEADER = b"SQLite format 3\x00"
+_MARKER_PREFIX = LOG_FORMAT.rsplit("/", 1)[0] + "/"
+
+
+def marker_problem(shown: object, marker: str | None) -> str:
+    """Why a log with this format ``marker`` (None: none) cannot be read, in words that say
+    what to do: a newer harness's log is not "not a log"."""
+    if marker is not None and marker.startswith(_MARKER_PREFIX):
+        number = marker[len(_MARKER_PREFIX) :]
+        known = ", ".join(f.rsplit("/", 1)[1] for f in LOG_FORMATS)
+        if number.isdigit() and int(number) > len(LOG_FORMATS):
+            return (
+                f"{shown} was written by a newer bias-harness (log format {number}; this one "
+                f"reads formats {known}): upgrade bias-harness to read it"
+            )
+        return f"{shown} holds an unknown log format {marker!r} (this harness reads {known})"
+    if marker is None:
+        return f"{shown} is not a harness event log (no format marker)"
+    return f"{shown} is not a harness event log (format marker {marker!r})"
+
+
+def unreadable_log(path: Path, exc: sqlite3.Error) -> NotAHarnessLogError:
+    """The error for a file SQLite cannot read as a log: damaged (a SQLite file that no
+    longer reads), read-only where a write was needed, or not a SQLite file at all."""
+    text = str(exc)
+    if "readonly" in text or "read-only" in text:
+        return NotAHarnessLogError(
+            f"{path} is read-only ({text}): make it writable, or copy it to continue it "
+            "(reading commands work on a read-only log)"
+        )
+    try:
+        with path.open("rb") as file:
+            header = file.read(len(_SQLITE_HEADER))
+    except OSError:
+        header = b""
+    if header == _SQLITE_HEADER or "malformed" in text or "corrupt" in text:
+        return NotAHarnessLogError(
+            f"{path} is damaged: SQLite cannot read it ({text}); use a copy made before the "
+            "damage (an interrupted campaign never damages its log: a disk or a tool did)"
+        )
+    if "not a database" in text:
+        return NotAHarnessLogError(
+            f"{path} is not a harness event log: not a SQLite file ({text}), or its first "
+            "page is damaged"
+        )
+    return NotAHarnessLogError(f"{path} cannot be read as a harness event log: {text}")
 
 
 def connect(path: str | os.PathLike[str], **kwargs: Any) -> sqlite3.Connection:

@@ -27,6 +27,7 @@ import aiosqlite
 
 from harness.store import _log_summary as log_summary
 from harness.store import _sqlar as sqlar
+from harness.store import case_digest
 from harness.store._compact_rows import CompactInserter
 from harness.store._compact_schema import LOG_FORMAT_2, PLANNER_STATS, SCHEMA_2
 from harness.store.schema import (
@@ -35,6 +36,8 @@ from harness.store.schema import (
     LOG_FORMATS,
     SCHEMA,
     WRITER_PRAGMAS,
+    marker_problem,
+    unreadable_log,
 )
 from harness.vocabulary.errors import (
     ConcurrencyError,
@@ -176,12 +179,18 @@ class EventWriter:
                 async with conn.execute("SELECT value FROM meta WHERE key='format'") as cur:
                     marker = await cur.fetchone()
                 if marker is None or marker[0] not in LOG_FORMATS:
-                    raise NotAHarnessLogError(f"{path} is not a harness event log")
+                    raise NotAHarnessLogError(marker_problem(path, marker[0] if marker else None))
                 found = marker[0]
             table = "log" if found == LOG_FORMAT_2 else "events"
             if table == "events":  # format 1 gets summaries (format 2 has a cost column)
                 for statement in log_summary.SCHEMA_STATEMENTS:
                     await conn.execute(statement)
+                # and each case's digest chain (harness.store.case_digest), from its first
+                # event on: a log written before digests gets them for its new cases.
+                await conn.execute(case_digest.SQLITE_SCHEMA)
+                await conn.create_function(
+                    "harness_chain", 2, case_digest.sqlite_chain, deterministic=True
+                )
             # Batches grow with gseq: the last row holds the highest (max(batch) scanned the
             # whole table, a second on a million events before a resume's first call).
             async with conn.execute(f"SELECT batch FROM {table} ORDER BY gseq DESC LIMIT 1") as cur:
@@ -195,9 +204,11 @@ class EventWriter:
         except sqlite3.OperationalError as exc:
             if "no such table" in str(exc):
                 raise NotAHarnessLogError(f"{path} is not a harness event log") from exc
+            if "readonly" in str(exc):
+                raise unreadable_log(path, exc) from exc
             raise StoreError(f"cannot open event log {path}: {exc}") from exc
         except sqlite3.DatabaseError as exc:
-            raise NotAHarnessLogError(f"{path} is not a harness event log: {exc}") from exc
+            raise unreadable_log(path, exc) from exc
         store = cls(conn, path, max_group)
         if table == "log":
             store._compact, store._table = CompactInserter(blocks), "log"
@@ -367,6 +378,7 @@ class EventWriter:
                     self._insert_one(conn, b, n) for b, n in zip(group, numbers, strict=True)
                 ]
             if self._compact is None:
+                self._chain(conn, group, results)
                 self._move_summaries(conn, group, results)
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
@@ -379,6 +391,24 @@ class EventWriter:
             error.__cause__ = exc
             results = [error] * len(group)
         return results
+
+    @staticmethod
+    def _chain(
+        conn: sqlite3.Connection, group: list[_Batch], results: list[list[int] | BaseException]
+    ) -> None:
+        """Extend the digest chain of every case the committed batches append to, in their
+        transaction (`harness.store.case_digest`)."""
+        rows = [
+            row
+            for b, result in zip(group, results, strict=True)
+            if not isinstance(result, BaseException)
+            for row in b.rows
+        ]
+        starts, extends = case_digest.write_params(rows)
+        if starts:
+            conn.executemany(case_digest.SQLITE_START, starts)
+        if extends:
+            conn.executemany(case_digest.SQLITE_EXTEND, extends)
 
     def _move_summaries(
         self,
@@ -516,7 +546,13 @@ class EventWriter:
             self._forget()
             conn.execute("RELEASE one_batch")
             where = ", ".join(f"{r[1] or '<campaign>'}#{r[2]}" for r in batch.rows[:3])
-            err = ConcurrencyError(f"sequence position already taken ({where}): {exc}")
+            # One process writes a case's events: a position taken under this one means another
+            # process is writing the same log (two `run`/`resume` of one SQLite file).
+            err = ConcurrencyError(
+                f"another process is writing this log ({self.path}): it appended {where} "
+                "first; let it finish (or stop it), then 'harness resume' this log; to share "
+                "a campaign between processes, use a PostgreSQL log and 'harness worker'"
+            )
             err.__cause__ = exc
             return err
         conn.execute("RELEASE one_batch")

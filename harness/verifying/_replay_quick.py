@@ -337,6 +337,7 @@ def _steps(
     transcript = Transcript()
     requests = RequestText()  # each turn's messages written once, not at every later prefix
     asked = 0
+    answered_at = 0  # seq of the last reply of the steps before: a step is asked after it
     while True:
         result = step_safely(relation, case, transcript)
         if isinstance(result, Verdict):
@@ -350,13 +351,18 @@ def _steps(
         if not isinstance(result, list) or not result or asked + len(result) > len(sent):
             return None
         new: list[Turn] = []
+        replied_at = answered_at
         for number, ask in enumerate(result, asked):
+            if sent[number].seq < answered_at:  # reordered: the exact path lists it
+                return None
             if not _ask_matches(sent[number].payload, number, dump_json(ask), requests.json(ask)):
                 return None
             reply = _decoded(ReplyReceived, received[number].payload)
             if reply is None or reply.turn != number or reply.attempt != 1:
                 return None
             new.append(Turn(index=number, ask=ask, reply=reply.reply.text))
+            replied_at = max(replied_at, received[number].seq)
+        answered_at = replied_at
         transcript = transcript.extend(new)
         for turn in new:
             requests.add(turn)

@@ -17,26 +17,37 @@ conversation and are left out of both.
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from harness.running.campaign import CampaignConfig, parse_recorded_campaign
-from harness.store.fold import CaseState, TurnState, fold_or_raise, messages_for
+from harness.store import case_digest
+from harness.store.fold import CaseState, TurnState, fold_case, fold_or_raise, messages_for
 from harness.store.log import Log, LogLike
 from harness.store.open import open_reader
 from harness.store.protocol import EventLog
 from harness.store.reader import EventReader, StoredEvent
 from harness.verifying._replay_parallel import split_point, verify_in_two
-from harness.verifying._replay_quick import quick_verify, raw_cases, step_safely
+from harness.verifying._replay_quick import Row, quick_verify, raw_cases, step_safely
 from harness.vocabulary.errors import (
     ModelError,
     ReplayMissError,
     StoreError,
 )
-from harness.vocabulary.events import CampaignStarted, decode_event
+from harness.vocabulary.events import (
+    AskFailed,
+    AskSent,
+    CampaignStarted,
+    CaseClosed,
+    CaseOpened,
+    ReplyReceived,
+    VerdictReached,
+    decode_event,
+)
 from harness.vocabulary.model import (
     GenerationParams,
     Message,
@@ -101,6 +112,10 @@ class VerifyResult:
     open_cases: int = 0
     elapsed_s: float = 0.0
     differences: list[Mismatch] = field(default_factory=list)
+    # Cases checked against the digest chain committed with their events, and cases
+    # without one (begun before digests existed: checked by re-derivation alone).
+    digested: int = 0
+    undigested: int = 0
 
     @property
     def differing_cases(self) -> list[str]:
@@ -112,10 +127,20 @@ def _json(messages: Sequence[Message]) -> str:
 
 
 def verify_case(
-    state: CaseState, relation: Relation, campaign_seed: int, counts: VerifyResult
+    state: CaseState,
+    relation: Relation,
+    campaign_seed: int,
+    counts: VerifyResult,
+    order: dict[int, tuple[int, int]] | None = None,
 ) -> list[Mismatch]:
     """Re-derive one case from its recorded transcript; stop at its first difference (what
-    follows would depend on replies to asks that were never sent)."""
+    follows would depend on replies to asks that were never sent).
+
+    A closed case must fold into its recorded outcome: a turn without its outcome or a
+    missing verdict is a difference, not "still open" (an event was deleted). ``order``
+    (turn -> seq of its first AskSent, seq of its last outcome; `turn_positions`): each
+    step's asks must have been sent after the outcomes of the step before were recorded.
+    """
     case = state.case
     cid = case.case_id
     seed = derive_seed(campaign_seed, case.relation, case.index)
@@ -149,6 +174,16 @@ def verify_case(
                 ]
             recorded = state.verdict
             if recorded is None:
+                if state.closed:  # closed without the verdict that closed it: deleted
+                    return [
+                        Mismatch(
+                            cid,
+                            "verdict",
+                            None,
+                            "(no verdict, yet the case is closed: an event is missing)",
+                            result.model_dump_json(),
+                        )
+                    ]
                 counts.open_cases += 1  # stopped after its last reply, before the verdict
                 return []
             counts.verdicts += 1
@@ -191,9 +226,35 @@ def verify_case(
                     Mismatch(cid, "request", rec.turn, _json(rec.sent[0].messages), _json(wanted))
                 ]
             step_turns.append(rec)
-        if not all(t.finished for t in step_turns):
+        unfinished = [t for t in step_turns if not t.finished]
+        if unfinished:
+            if state.closed:  # a closed case whose turn has no outcome: one was deleted
+                turn = unfinished[0]
+                return [
+                    Mismatch(
+                        cid,
+                        "events",
+                        turn.turn,
+                        "(no reply or final failure, yet the case is closed: an event is missing)",
+                        "the turn's outcome",
+                    )
+                ]
             counts.open_cases += 1  # in flight at a crash: resume finishes it
             return []
+        if order is not None and pos > 0:
+            earlier = max(order[t.turn][1] for t in turns[:pos] if t.turn in order)
+            first_sent = min(order[t.turn][0] for t in step_turns if t.turn in order)
+            if first_sent < earlier:
+                return [
+                    Mismatch(
+                        cid,
+                        "events",
+                        step_turns[0].turn,
+                        f"asked at event #{first_sent}, before the earlier step's outcome "
+                        f"at #{earlier}",
+                        "asked after the outcomes it depends on (events reordered)",
+                    )
+                ]
         transcript = transcript.extend([t.as_turn() for t in step_turns])
         pos += len(asks)
 
@@ -237,8 +298,13 @@ def _verify_cases(
 ) -> VerifyResult:
     """Verifies the cases whose ids are in [first, end) (None: unbounded)."""
     result = VerifyResult(campaign)
+    chains = _Chains(log.connection, campaign, shown, first, end)
     for case_id, rows in raw_cases(log.connection, campaign, shown, first, end):
         result.cases += 1
+        broken = chains.check(case_id, rows, result)
+        if broken is not None:
+            result.differences.append(broken)
+            continue
         quick = quick_verify(rows, relations, config.seed)
         if quick is not None:
             result.asks += quick.asks
@@ -248,15 +314,160 @@ def _verify_cases(
             StoredEvent(r.gseq, campaign, case_id, r.seq, r.ts, decode_event(*r.encoded))
             for r in rows
         ]
-        state = fold_or_raise(case_id, events)
+        fault = order_fault(events)
+        if fault is not None:
+            result.differences.append(fault)
+            continue
+        state = fold_case(events)
         relation = relations.get(state.case.relation)
         if relation is None:
             result.differences.append(
                 Mismatch(case_id, "case data", None, state.case.relation, "(not in the plan)")
             )
             continue
-        result.differences.extend(verify_case(state, relation, config.seed, result))
+        order = turn_positions(events)
+        result.differences.extend(verify_case(state, relation, config.seed, result, order))
+    result.differences.extend(chains.without_events())
     return result
+
+
+class _Chains:
+    """The recorded digest chains of a range of cases, read alongside the cases (both in
+    case id order): each case is checked against its own before anything else."""
+
+    def __init__(
+        self, connection: Any, campaign: str, shown: str, first: str | None, end: str | None
+    ) -> None:
+        self.campaign = campaign
+        self.shown = shown
+        self._chains: Iterator[tuple[str, int, bytes]] = iter(())
+        try:
+            if case_digest.has_chains(connection):
+                self._chains = case_digest.recorded_chains(connection, campaign, first, end)
+        except sqlite3.Error as exc:
+            raise StoreError(f"reading {shown} failed: {exc}") from exc
+        self._next: tuple[str, int, bytes] | None = None
+        self._orphans: list[Mismatch] = []
+        self._advance()
+
+    def _advance(self) -> None:
+        try:
+            self._next = next(self._chains, None)
+        except sqlite3.Error as exc:
+            raise StoreError(f"reading {self.shown} failed: {exc}") from exc
+
+    def check(self, case_id: str, rows: Sequence[Row], counts: VerifyResult) -> Mismatch | None:
+        # Chains of cases with no event left come before this one in id order.
+        while self._next is not None and self._next[0] < case_id:
+            self._orphans.append(_all_deleted(*self._next))
+            self._advance()
+        if self._next is None or self._next[0] != case_id:
+            counts.undigested += 1
+            return None
+        _, last_seq, links = self._next
+        self._advance()
+        counts.digested += 1
+        broken = case_digest.verify_chain(
+            self.campaign,
+            case_id,
+            [(r.seq, r.kind, r.version, r.turn, r.attempt, r.payload) for r in rows],
+            links,
+            last_seq,
+        )
+        if broken is None:
+            return None
+        return Mismatch(
+            case_id,
+            "committed events",
+            None,
+            f"{len(links) // case_digest.LINK_BYTES} events chained when committed",
+            broken.what,
+        )
+
+    def without_events(self) -> list[Mismatch]:
+        while self._next is not None:
+            self._orphans.append(_all_deleted(*self._next))
+            self._advance()
+        return self._orphans
+
+
+def _all_deleted(case_id: str, last_seq: int, links: bytes) -> Mismatch:
+    return Mismatch(
+        case_id,
+        "committed events",
+        None,
+        f"{len(links) // case_digest.LINK_BYTES} events chained when committed, the last "
+        f"#{last_seq}",
+        "no event of the case is left in the log",
+    )
+
+
+_OUTCOMES = (ReplyReceived, AskFailed)
+
+
+def order_fault(events: Sequence[StoredEvent]) -> Mismatch | None:
+    """The first event of a case out of the order the engine writes, as a difference (None:
+    the order is one the engine can write). The engine writes a case's CaseOpened first,
+    each attempt's outcome after its AskSent, its relation's verdict after every turn of the
+    relation and CaseClosed after that verdict; after CaseClosed come only re-judging turns
+    and verdicts. A log edited out of that order (sequence numbers swapped, events deleted)
+    cannot be folded into what was recorded."""
+    if not events:
+        return None
+    cid = events[0].case_id
+    sent: set[tuple[int, int]] = set()
+    own_sent: set[tuple[int, int]] = set()  # the relation's turns (not re-judging)
+    verdict_at: int | None = None
+    closed_at: int | None = None
+
+    def fault(stored: StoredEvent, what: str) -> Mismatch:
+        kind = type(stored.event).__name__
+        return Mismatch(cid, "events", getattr(stored.event, "turn", None),
+                        f"{kind} #{stored.seq}: {what}", "the order the engine writes")  # fmt: skip
+
+    if not isinstance(events[0].event, CaseOpened):
+        return fault(events[0], "comes before the case's CaseOpened")
+    for stored in events[1:]:
+        ev = stored.event
+        own = not is_rejudge_thread(getattr(getattr(ev, "ask", None), "thread", ""))
+        if isinstance(ev, _OUTCOMES):
+            own = (ev.turn, ev.attempt) in own_sent
+        if isinstance(ev, CaseOpened):
+            return fault(stored, "a second CaseOpened")
+        if isinstance(ev, AskSent):
+            sent.add((ev.turn, ev.attempt))
+            if own:
+                own_sent.add((ev.turn, ev.attempt))
+            if own and verdict_at is not None:
+                return fault(stored, f"a turn asked after the verdict #{verdict_at}")
+        elif isinstance(ev, _OUTCOMES):
+            if (ev.turn, ev.attempt) not in sent:
+                return fault(stored, "an outcome before its AskSent")
+            if own and verdict_at is not None:
+                return fault(stored, f"a turn's outcome after the verdict #{verdict_at}")
+        elif isinstance(ev, VerdictReached) and ev.source == "relation":
+            if closed_at is not None:
+                return fault(stored, f"the relation's verdict after CaseClosed #{closed_at}")
+            verdict_at = stored.seq
+        elif isinstance(ev, CaseClosed):
+            if verdict_at is None:
+                return fault(stored, "CaseClosed before the relation's verdict")
+            closed_at = stored.seq
+    return None
+
+
+def turn_positions(events: Sequence[StoredEvent]) -> dict[int, tuple[int, int]]:
+    """Per turn: the seq of its first AskSent and of its last outcome (what `verify_case`
+    checks the order of steps with)."""
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    for stored in events:
+        ev = stored.event
+        if isinstance(ev, AskSent):
+            first.setdefault(ev.turn, stored.seq)
+        elif isinstance(ev, _OUTCOMES):
+            last[ev.turn] = stored.seq
+    return {turn: (seq, last.get(turn, seq)) for turn, seq in first.items()}
 
 
 # --- the replay model ------------------------------------------------------------------
@@ -408,6 +619,19 @@ async def replay_into(db: LogLike, out: str | Path, campaign: str | None = None)
     return ReplayRun(summary, sum(m.served for m in replayers), sum(m.misses for m in replayers))
 
 
+def _digest_note(result: VerifyResult) -> str:
+    """What the digest chains covered: old logs (no digests) are verified as before, and
+    the summary says so."""
+    if result.undigested and not result.digested:
+        return "; written before digests: committed events not checked against them"
+    if result.undigested:
+        return (
+            f"; {result.digested} cases checked against their digests, {result.undigested} "
+            "begun before digests were not"
+        )
+    return "; every case checked against its digest" if result.digested else ""
+
+
 def describe(result: VerifyResult, limit: int = 50) -> Iterator[str]:
     """Human-readable lines: the summary, then the differences case by case."""
     n = len(result.differences)
@@ -417,6 +641,7 @@ def describe(result: VerifyResult, limit: int = 50) -> Iterator[str]:
         + (f", {result.open_cases} cases still open" if result.open_cases else "")
         + f" in {result.elapsed_s:.2f}s: {n} difference{'s' if n != 1 else ''}"
         + (f" in {len(result.differing_cases)} cases" if n else "")
+        + _digest_note(result)
     )
     for m in result.differences[:limit]:
         where = f"turn {m.turn} " if m.turn is not None else ""

@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.vocabulary.answer_shape import AnswerFormat, AnswerShape
+from harness.vocabulary.config_bounds import MAX_IN_FLIGHT
 
 Role = Literal["system", "user", "assistant"]
 
@@ -127,7 +128,8 @@ class ModelSpec(BaseModel):
     name: str  # "scheme:identifier" (or a label with ``backend``): the key in events, reports
     params: GenerationParams = Field(default_factory=GenerationParams)
     options: dict[str, Any] = Field(default_factory=dict)  # backend-specific
-    max_in_flight: int = Field(default=8, ge=1)
+    # Bounded: each call in flight is a worker task and a connection (config_bounds).
+    max_in_flight: int = Field(default=8, ge=1, le=MAX_IN_FLIGHT)
     backend: str | None = None
     answer_format: AnswerFormat | None = None
 

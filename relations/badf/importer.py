@@ -18,6 +18,7 @@ from harness.family_api import (
     CaseOpened,
     Event,
     EventWriter,
+    FreshLog,
     ModelSpec,
     Note,
     PendingEvent,
@@ -101,8 +102,16 @@ async def import_associations(src: str | Path, db: str | Path) -> ImportSummary:
     for case_id, event in events:
         seqs[case_id] = seqs.get(case_id, 0) + 1
         pending.append(PendingEvent(campaign, case_id, seqs[case_id], event))
-    async with await EventWriter.open(db) as store:
-        await store.append(pending)
+    if Path(db).exists():  # added to a log that exists: one atomic append
+        async with await EventWriter.open(db) as store:
+            await store.append(pending)
+    else:
+        # A new log is built whole in a private file and published at the end (`FreshLog`):
+        # an import interrupted or killed leaves no log (not even an empty one) under the name.
+        with FreshLog.build(db) as fresh:
+            async with await EventWriter.open(fresh.partial, bulk=True) as store:
+                await store.append(pending)
+            fresh.publish()
     return ImportSummary(
         campaign, folder.files, len(folder.rows), folder.skipped, folder.first_problem
     )

@@ -18,7 +18,12 @@ from harness.reporting.terminal_text import printable, rich_text
 from harness.running.engine import RunSummary
 from harness.store.log import Log, LogLike
 from harness.store.open import open_reader
-from harness.vocabulary.errors import CampaignAbortedError
+from harness.vocabulary.errors import (
+    CampaignAbortedError,
+    ConcurrencyError,
+    NotAHarnessLogError,
+    StoreError,
+)
 
 
 @contextlib.contextmanager
@@ -29,6 +34,27 @@ def abort_names_log(db: Log) -> Iterator[None]:
     except CampaignAbortedError as exc:
         raise CampaignAbortedError(
             str(exc).replace("harness resume LOG", f"harness resume {db}")
+        ) from exc
+
+
+@contextlib.contextmanager
+def resume_hint_if_the_database_goes(db: Log) -> Iterator[None]:
+    """A PostgreSQL log lost while a campaign runs (the server restarted, the network went)
+    ends the command with one line and the command that continues it, not the driver's
+    paragraph: every step committed before is in the log (invariant 1)."""
+    try:
+        yield
+    except StoreError as exc:
+        if not db.is_postgres or isinstance(exc, (NotAHarnessLogError, ConcurrencyError)):
+            raise
+        first = str(exc).strip().splitlines()[0].rstrip(" .:")
+        # Said here, as a stopped run says it: the error line has credentials (and with
+        # them the user) taken out of every URL, and resume needs the user.
+        click.echo(f"resume with: harness resume {db}", err=True)
+        raise StoreError(
+            f"{first}; the connection to the PostgreSQL log was lost mid-run (the server "
+            "restarted or the network failed): every committed step is kept; resume once "
+            "the server is back"
         ) from exc
 
 

@@ -7,7 +7,13 @@ from pathlib import Path
 
 import click
 
-from harness.cli.commands._render import abort_names_log, echo_report, echo_summary, finish
+from harness.cli.commands._render import (
+    abort_names_log,
+    echo_report,
+    echo_summary,
+    finish,
+    resume_hint_if_the_database_goes,
+)
 from harness.cli.log_params import LogFileParam, LogParam
 from harness.cli.progress import RichProgress
 from harness.running.cache import open_cache
@@ -80,7 +86,11 @@ def command(
     from harness.running.worker import resume_with_leases
 
     resume = resume_with_leases if db.is_postgres else resume_campaign
-    with RichProgress(total - len(point.closed)) as progress, abort_names_log(db):
+    with (
+        resume_hint_if_the_database_goes(db),
+        RichProgress(total - len(point.closed)) as progress,
+        abort_names_log(db),
+    ):
         summary = asyncio.run(
             resume(
                 db,

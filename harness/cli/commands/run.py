@@ -7,10 +7,21 @@ from pathlib import Path
 
 import click
 
-from harness.cli.commands._render import abort_names_log, echo_report, echo_summary, finish
+from harness.cli.commands._render import (
+    abort_names_log,
+    echo_report,
+    echo_summary,
+    finish,
+    resume_hint_if_the_database_goes,
+)
 from harness.cli.log_params import LogFileParam, LogParam
 from harness.cli.progress import RichProgress
-from harness.models.providers import VENDOR_SCHEMES, estimate_cost, format_estimate
+from harness.models.providers import (
+    VENDOR_SCHEMES,
+    check_priced,
+    estimate_cost,
+    format_estimate,
+)
 from harness.plugins.family_parts import report_sections
 from harness.reporting.campaign_status import campaign_status, campaign_statuses, paid_replies
 from harness.reporting.html import write_html_report
@@ -89,6 +100,12 @@ def refuse_second_campaign(db: Log, config: CampaignConfig, campaign_arg: str) -
     is_flag=True,
     help="Start another campaign in a --db that already holds one (its answers are paid again).",
 )
+@click.option(
+    "--allow-unpriced",
+    is_flag=True,
+    help="Run a vendor model its price list does not list (and no price is given for) with "
+    "its cost 'unknown'.",
+)
 def command(
     campaign: str | None,
     db: Log | None,
@@ -98,6 +115,7 @@ def command(
     workers: int,
     html_out: str | None,
     force: bool,
+    allow_unpriced: bool,
 ) -> None:
     """Run CAMPAIGN (a TOML file, or 'demo' / 'sim'; default: the embedded local-model demo)."""
     config, stem = resolve_campaign(campaign)
@@ -109,6 +127,7 @@ def command(
     if html_out is not None:
         # Checked before the first call: a run that cannot write its page does not start.
         check_output(html_out, inputs=[db_path], force=force, option="--html")
+    unpriced = check_priced(config, allow_unpriced=allow_unpriced)  # before anything is made
     plan = Plan(config)
     click.echo(
         f"campaign {config.name!r}: {plan.total_cases} cases on "
@@ -121,8 +140,11 @@ def command(
             err=True,
         )
         click.echo(format_estimate(estimate_cost(config, plan)), err=True)
+    for name in unpriced:
+        click.echo(f"{name}: not in the price list; its cost is unknown", err=True)
     if db_path.is_postgres:
-        summary = _run_with_workers(config, db_path, plan, workers, reuse)
+        with resume_hint_if_the_database_goes(db_path):
+            summary = _run_with_workers(config, db_path, plan, workers, reuse)
     else:
         summary = _run_here(config, db_path, plan, reuse)
     echo_summary(summary, db_path)

@@ -20,6 +20,7 @@ from harness.models.providers._budget import (
 from harness.models.providers._endpoint import Endpoint, campaign_endpoints, endpoint_for
 from harness.models.providers._estimate import (
     CostEstimate,
+    check_priced,
     estimate_cost,
     format_estimate,
     spent_so_far,
@@ -95,6 +96,7 @@ __all__ = [
     "build_openai_compat",
     "build_vendor_gate",
     "campaign_endpoints",
+    "check_priced",
     "check_vendor_options",
     "endpoint_for",
     "estimate_cost",

@@ -14,7 +14,8 @@ from typing import Any, Protocol
 
 from harness.models.providers._endpoint import endpoint_for
 from harness.models.providers._options import VENDOR_SCHEMES, parse_options
-from harness.models.providers._pricing import price_for
+from harness.models.providers._pricing import LISTED_SCHEMES, listed_models, price_for
+from harness.vocabulary.errors import ConfigError
 from harness.vocabulary.model import ModelSpec
 
 DEFAULT_PROMPT_TOKENS = 300  # a prompt plus the history it carries, on average
@@ -101,6 +102,34 @@ def estimate_cost(
         for j, spec in enumerate(config.judges)
     ]
     return out
+
+
+def check_priced(config: Any, *, allow_unpriced: bool) -> list[str]:
+    """The vendor models (and judges) whose vendor has a price list that does not list them
+    and whose options give no price, named before the first call: a mistyped name
+    (``gpt-4o-mimi``) would otherwise run unpriced, its spend unmetered. A `ConfigError`
+    naming the first, unless ``allow_unpriced`` (then their names, priced "unknown").
+    OpenAI-compatible servers have no list: their price is the options' or unknown."""
+    unpriced: list[tuple[str, ModelSpec]] = []
+    for group in ("models", "judges"):
+        for i, spec in enumerate(getattr(config, group)):
+            if spec.scheme not in LISTED_SCHEMES:
+                continue
+            options = parse_options(spec, f"{group}[{i}]")
+            price_in, price_out = options.price_in_per_mtok, options.price_out_per_mtok
+            if price_for(spec.scheme, spec.identifier, price_in, price_out) is None:
+                unpriced.append((f"{group}[{i}]", spec))
+    if unpriced and not allow_unpriced:
+        where, spec = unpriced[0]
+        listed = ", ".join(listed_models(spec.scheme))
+        raise ConfigError(
+            f"{spec.target} is not in the {spec.scheme} price list ({listed}), and no price "
+            "is given for it",
+            field=f"{where}({spec.name}).options.price_in_per_mtok",
+            fix="check the model's name; or set price_in_per_mtok and price_out_per_mtok "
+            "(USD per million tokens); or pass --allow-unpriced to run it priced 'unknown'",
+        )
+    return [spec.name for _, spec in unpriced]
 
 
 def format_estimate(estimates: list[CostEstimate]) -> str:

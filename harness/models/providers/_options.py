@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from harness.vocabulary.config_bounds import MAX_IN_FLIGHT, MAX_SECONDS
 from harness.vocabulary.config_errors import config_error
 from harness.vocabulary.errors import ConfigError
 from harness.vocabulary.model import ModelSpec
@@ -25,16 +26,16 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class VendorOptions(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
     base_url: str | None = None
     api_key_env: str | None = None  # name of the environment variable holding the key
     rpm: float | None = Field(default=None, gt=0)  # requests per minute
     tpm: float | None = Field(default=None, gt=0)  # tokens (in + out) per minute
     price_in_per_mtok: float | None = Field(default=None, ge=0)
     price_out_per_mtok: float | None = Field(default=None, ge=0)
-    timeout: float | None = Field(default=None, gt=0)  # seconds per HTTP request
+    timeout: float | None = Field(default=None, gt=0, le=MAX_SECONDS)  # seconds per request
     adaptive: bool = True  # shrink calls in flight on 429, grow back on success
-    min_in_flight: int = Field(default=1, ge=1)
+    min_in_flight: int = Field(default=1, ge=1, le=MAX_IN_FLIGHT)
     # How a structured answer's schema is sent: OpenAI, vLLM, Ollama and llama-server take
     # "json_schema"; llama-cpp-python's server takes only "json_object" with a schema.
     response_format: Literal["json_schema", "json_object"] = "json_schema"

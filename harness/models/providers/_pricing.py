@@ -2,11 +2,15 @@
 
 These are published list prices at the time of writing; vendors change them, so
 ``price_in_per_mtok`` / ``price_out_per_mtok`` in a model's options always win. Lookup is by
-the longest matching prefix of the model identifier (dated snapshots share a price).
+the longest listed name the identifier starts with, when what follows it only names a
+snapshot of that model (`_SNAPSHOT`: ``-2024-08-06``, ``-20241022``, ``-001``, ``-latest``,
+``-preview``): dated snapshots share a price, but ``gpt-4o-mimi`` (a typo) or
+``gpt-4o-audio-preview`` (another model) are not priced as ``gpt-4o``: they are unknown.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from harness.vocabulary.model import Usage
@@ -60,10 +64,27 @@ _LIST_PRICES: dict[str, dict[str, Price]] = {
 }
 
 
+# What may follow a listed name in a snapshot's identifier: dash-separated dates, version
+# numbers and release tags, nothing that could name another model.
+_SNAPSHOT = re.compile(r"(?:-(?:\d+|latest|preview|exp))*")
+
+LISTED_SCHEMES = frozenset(_LIST_PRICES)
+
+
 def list_price(scheme: str, identifier: str) -> Price | None:
+    """The list price of ``identifier`` or of the model it is a snapshot of; None: unlisted."""
     table = _LIST_PRICES.get(scheme, {})
-    matches = [prefix for prefix in table if identifier.startswith(prefix)]
+    matches = [
+        prefix
+        for prefix in table
+        if identifier.startswith(prefix) and _SNAPSHOT.fullmatch(identifier[len(prefix) :])
+    ]
     return table[max(matches, key=len)] if matches else None
+
+
+def listed_models(scheme: str) -> list[str]:
+    """The names the list prices, for a message about an unlisted one."""
+    return sorted(_LIST_PRICES.get(scheme, {}))
 
 
 def price_for(

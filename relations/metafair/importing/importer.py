@@ -33,6 +33,7 @@ from harness.family_api import (
     CaseOpened,
     Event,
     EventWriter,
+    FreshLog,
     GenerationParams,
     LogFileParam,
     Message,
@@ -179,8 +180,16 @@ async def import_pairs(
         summary.per_relation[names[mr]] = len(mine)
     done = CampaignFinished(status="completed", reason="imported", cases_closed=summary.cases)
     pending.append(PendingEvent(campaign, "", len(head) + 1, done))
-    async with await EventWriter.open(db) as store:
-        await store.append(pending)
+    if Path(db).exists():  # added to a log that exists: one atomic append
+        async with await EventWriter.open(db) as store:
+            await store.append(pending)
+    else:
+        # A new log is built whole in a private file and published at the end (`FreshLog`):
+        # an import interrupted or killed leaves no log (not even an empty one) under the name.
+        with FreshLog.build(db) as fresh:
+            async with await EventWriter.open(fresh.partial, bulk=True) as store:
+                await store.append(pending)
+            fresh.publish()
     return summary
 
 

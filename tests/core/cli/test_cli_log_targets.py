@@ -4,7 +4,10 @@ argument and the URL form, the password nowhere in the output, and no file made.
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -88,3 +91,33 @@ def test_workers_on_a_sqlite_log_are_refused_naming_the_option(tmp_path: Path) -
     assert result.exit_code == 2
     assert "error: --workers: --workers needs a PostgreSQL log" in result.output
     assert not (tmp_path / "x.db").exists()
+
+
+@pytest.mark.parametrize("where", ["--db", "store"])
+@pytest.mark.parametrize("dsn", [LIBPQ, SCHEMELESS], ids=["libpq", "schemeless"])
+def test_a_real_run_given_a_dsn_makes_no_file_and_hides_the_password(
+    tmp_path: Path, where: str, dsn: str
+) -> None:
+    # The whole program, in its own process, as an operator runs it: on the command line or
+    # as the campaign file's `store`, the string is refused before anything is created.
+    campaign = tmp_path / "c.toml"
+    store = f"store = {json.dumps(dsn)}\n" if where == "store" else ""
+    campaign.write_text(
+        f'name = "t"\n{store}[[models]]\nname = "sim:default"\n'
+        '[[relations]]\nname = "metaquerier.mr1"\ncases = 1\n'
+    )
+    argv = ["run", str(campaign), "--no-report"] + (["--db", dsn] if where == "--db" else [])
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = subprocess.run(
+        [sys.executable, "-c", "from harness.cli import main; main()", *argv],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert result.returncode == 2, result.stderr
+    assert f"error: {where}: " in result.stderr
+    assert URL_FORM in result.stderr
+    assert PASSWORD not in result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == before

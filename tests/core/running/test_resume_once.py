@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,10 @@ def _interrupted_log(db: str | Path, make_campaign: Any) -> None:
             "DELETE FROM events WHERE case_id = ? AND kind IN ('VerdictReached','CaseClosed')",
             case_id,
         )
+        # A crash rolls a commit's digests back with its events; one made by hand must drop
+        # them too (a format-2 log has none).
+        with contextlib.suppress(Exception):
+            raw_sql(str(db), "DELETE FROM case_digests WHERE case_id = ?", case_id)
     for case_id in NEVER_OPENED:
         raw_sql(str(db), "DELETE FROM events WHERE case_id = ?", case_id)
 

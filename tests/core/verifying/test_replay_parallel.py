@@ -98,9 +98,14 @@ def test_an_unreadable_case_in_the_childs_half_raises_as_the_serial_loop_does(
     db = _edited_copy(
         log,
         tmp_path / "broken.db",
-        "DELETE FROM events WHERE case_id = ? AND kind = 'CaseOpened'",
+        # Not JSON: damage to read, not a case to compare (a deleted event is a difference).
+        "UPDATE events SET payload = 'not json' WHERE case_id = ? AND kind = 'CaseOpened'",
         [last],
     )
+    # ... its digest chain gone too (else the chain reports the edit, as a difference).
+    with sqlite3.connect(db) as conn:
+        conn.execute("DELETE FROM case_digests WHERE case_id = ?", (last,))
+    conn.close()
     monkeypatch.setattr(parallel, "PARALLEL_MIN_CASES", 10**9)
     with pytest.raises(Exception) as serial:
         verify_log(db)

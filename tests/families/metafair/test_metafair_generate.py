@@ -257,6 +257,9 @@ def test_an_interrupted_generation_resumes_to_the_same_export(
             )
         for case_id in unopened:
             conn.execute("DELETE FROM events WHERE case_id = ?", (case_id,))
+        # A crash rolls back a commit's digests with its events; deleting events by hand does
+        # not, so this log stands for one written before digests.
+        conn.execute("DROP TABLE case_digests")
         asks_before = conn.execute("SELECT count(*) FROM events WHERE kind = 'AskSent'").fetchone()
     conn.close()
     summary = asyncio.run(resume_campaign(db))
