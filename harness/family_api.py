@@ -248,6 +248,9 @@ if TYPE_CHECKING:
     from harness.store.writer import (
         PendingEvent as PendingEvent,
     )
+    from harness.store.writer import (
+        write_imported_events as write_imported_events,
+    )
     from harness.vocabulary.answer_shape import (
         AnswerFormat as AnswerFormat,
     )
@@ -532,6 +535,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     "EncodedEvent": ("harness.store.writer", "EncodedEvent"),
     "ProcessItems": ("harness.runtime.process_call", "ProcessItems"),
     "PendingEvent": ("harness.store.writer", "PendingEvent"),
+    "write_imported_events": ("harness.store.writer", "write_imported_events"),
     "FreshLog": ("harness.store.fresh_log", "FreshLog"),
     "CampaignConfig": ("harness.running.campaign", "CampaignConfig"),
     "RelationSpec": ("harness.running.campaign", "RelationSpec"),
@@ -691,6 +695,7 @@ __all__ = [
     "translate_stainless",
     "unexpected_vendor_error",
     "wilson_interval",
+    "write_imported_events",
     "write_output",
     "write_stdout",
 ]

@@ -30,6 +30,7 @@ from harness.store import _sqlar as sqlar
 from harness.store import case_digest
 from harness.store._compact_rows import CompactInserter
 from harness.store._compact_schema import LOG_FORMAT_2, PLANNER_STATS, SCHEMA_2
+from harness.store.fresh_log import FreshLog
 from harness.store.schema import (
     BULK_PRAGMAS,
     LOG_FORMAT,
@@ -578,3 +579,18 @@ class EventWriter:
             self._enqueue(None)
             await self._writer
         await self._conn.close()
+
+
+async def write_imported_events(db: str | Path, pending: Sequence[PendingEvent]) -> None:
+    """The events of an import, written all or nothing: appended in one transaction to a log
+    that exists, else built whole in a private file and published under ``db`` at the end
+    (`harness.store.fresh_log.FreshLog`), so an import interrupted or killed leaves no log
+    (not even an empty one) under the name."""
+    if Path(db).exists():
+        async with await EventWriter.open(db) as store:
+            await store.append(pending)
+        return
+    with FreshLog.build(db) as fresh:
+        async with await EventWriter.open(fresh.partial, bulk=True) as store:
+            await store.append(pending)
+        fresh.publish()

@@ -17,8 +17,6 @@ from harness.family_api import (
     CaseClosed,
     CaseOpened,
     Event,
-    EventWriter,
-    FreshLog,
     ModelSpec,
     Note,
     PendingEvent,
@@ -29,6 +27,7 @@ from harness.family_api import (
     build_relation,
     campaign_started,
     derive_seed,
+    write_imported_events,
 )
 from relations.badf.released import load_folder
 
@@ -102,16 +101,7 @@ async def import_associations(src: str | Path, db: str | Path) -> ImportSummary:
     for case_id, event in events:
         seqs[case_id] = seqs.get(case_id, 0) + 1
         pending.append(PendingEvent(campaign, case_id, seqs[case_id], event))
-    if Path(db).exists():  # added to a log that exists: one atomic append
-        async with await EventWriter.open(db) as store:
-            await store.append(pending)
-    else:
-        # A new log is built whole in a private file and published at the end (`FreshLog`):
-        # an import interrupted or killed leaves no log (not even an empty one) under the name.
-        with FreshLog.build(db) as fresh:
-            async with await EventWriter.open(fresh.partial, bulk=True) as store:
-                await store.append(pending)
-            fresh.publish()
+    await write_imported_events(db, pending)
     return ImportSummary(
         campaign, folder.files, len(folder.rows), folder.skipped, folder.first_problem
     )

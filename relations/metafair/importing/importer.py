@@ -32,8 +32,6 @@ from harness.family_api import (
     CaseClosed,
     CaseOpened,
     Event,
-    EventWriter,
-    FreshLog,
     GenerationParams,
     LogFileParam,
     Message,
@@ -55,6 +53,7 @@ from harness.family_api import (
     check_new_log,
     derive_seed,
     request_key,
+    write_imported_events,
 )
 from relations.metafair.importing.rows import ImportedRow, read_rows
 
@@ -180,16 +179,7 @@ async def import_pairs(
         summary.per_relation[names[mr]] = len(mine)
     done = CampaignFinished(status="completed", reason="imported", cases_closed=summary.cases)
     pending.append(PendingEvent(campaign, "", len(head) + 1, done))
-    if Path(db).exists():  # added to a log that exists: one atomic append
-        async with await EventWriter.open(db) as store:
-            await store.append(pending)
-    else:
-        # A new log is built whole in a private file and published at the end (`FreshLog`):
-        # an import interrupted or killed leaves no log (not even an empty one) under the name.
-        with FreshLog.build(db) as fresh:
-            async with await EventWriter.open(fresh.partial, bulk=True) as store:
-                await store.append(pending)
-            fresh.publish()
+    await write_imported_events(db, pending)
     return summary
 
 
