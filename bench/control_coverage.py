@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import harness  # noqa: E402
-from harness.reporting.excess import excess_rows, paired_power  # noqa: E402
+from harness.reporting.excess import COLUMNS, excess_rows, paired_power  # noqa: E402
 from harness.reporting.stats import wilson_interval  # noqa: E402
 from harness.store.reader import EventReader  # noqa: E402
 
@@ -137,7 +137,14 @@ def one_campaign(relation: str, planted: bool, seed: int, work: Path) -> dict[st
     table = excess_rows((m, r, o, json.loads(e or "{}")) for m, r, o, e in rows)
     db.unlink()
     (row,) = [r for r in table if r[2] == "(all)"]
-    pairs, excess, low, high, p = row[5], row[9], row[10], row[11], row[-3]
+    at = {name: row[i] for i, name in enumerate(COLUMNS)}
+    pairs, excess, low, high, p = (
+        at["pairs"],
+        at["excess"],
+        at["excess_low"],
+        at["excess_high"],
+        row[-3],
+    )
     return {"pairs": pairs, "excess": excess, "low": low, "high": high, "p": p}
 
 

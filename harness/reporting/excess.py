@@ -37,7 +37,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.reporting.stats import ALPHA, TEST_COLUMNS, mcnemar_exact, report_number
+from harness.reporting.stats import (
+    ALPHA,
+    TEST_COLUMNS,
+    mcnemar_exact,
+    mcnemar_min_p,
+    report_number,
+)
 from harness.reporting.tables import Forest, ReportContext, ReportSection, Table
 
 CONTROL_KEY = "control"  # the key of the control's outcome in a verdict's evidence
@@ -133,7 +139,6 @@ COLUMNS = [
     "relation",
     "group",
     "control",
-    "unit",
     "pairs",
     "unpaired",
     "rate",
@@ -144,6 +149,7 @@ COLUMNS = [
     "test_only",
     "control_only",
     "test",
+    "p_min",
     *TEST_COLUMNS,
 ]
 
@@ -177,9 +183,9 @@ def excess_rows(verdicts: Iterable[tuple[str, str, str, dict[str, Any]]]) -> lis
         )
         if not keys:
             rows.append(
-                [model, relation, "(all)", NO_CONTROL, "case", 0, 0]
+                [model, relation, "(all)", NO_CONTROL, 0, 0]
                 + [None] * 7
-                + ["none", None, None, None]
+                + ["none", None, None, None, None]
             )
             continue
         for key in keys:
@@ -192,7 +198,6 @@ def excess_rows(verdicts: Iterable[tuple[str, str, str, dict[str, Any]]]) -> lis
                     relation,
                     key[2],
                     ", ".join(sorted(got.kinds or ())),
-                    "case",
                     e.n,
                     got.unpaired,
                     report_number(e.rate),
@@ -203,6 +208,8 @@ def excess_rows(verdicts: Iterable[tuple[str, str, str, dict[str, Any]]]) -> lis
                     test_only,
                     control_only,
                     "mcnemar-exact" if e.n else "none",
+                    # The smallest p its discordant pairs allow (Tarone's rule).
+                    report_number(mcnemar_min_p(test_only, control_only), 6) if e.n else None,
                     report_number(e.p, 6) if e.n else None,
                     None,
                     None,
@@ -221,8 +228,9 @@ def control_excess(ctx: ReportContext) -> list[Table]:
             "Violation rate beside its matched null control, and the excess over it",
             COLUMNS,
             rows,
-            note="unit: the case (test and control asked in the same case, a repeat its own "
-            "pair); control: what was asked as the null counterpart (the family's docs); "
+            unit="a case: its test and its matched control, asked in the same case (a repeat "
+            "is a pair of its own)",
+            note="control: what was asked as the null counterpart (the family's docs); "
             "rate and control_rate over pairs where both are valid (unpaired: cases with an "
             "INVALID side); excess = rate - control_rate; exact McNemar test on the discordant "
             "pairs (test_only vs control_only); 95% interval of the excess: Clopper-Pearson "

@@ -10,7 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.reporting.excess import NO_CONTROL, excess_rows, paired_excess, paired_power
+from harness.reporting.excess import (
+    COLUMNS,
+    NO_CONTROL,
+    excess_rows,
+    paired_excess,
+    paired_power,
+)
 
 
 def brute_force_p(test_only: int, control_only: int) -> float:
@@ -107,9 +113,12 @@ def test_rows_per_relation_and_group_and_no_control() -> None:
     by = {(r[1], r[2]): r for r in rows}
     assert set(by) == {("r1", "(all)"), ("r1", "a"), ("r1", "b"), ("old", "(all)")}
     total = by[("r1", "(all)")]
-    assert total[3] == "again" and total[5] == 3 and total[6] == 2  # pairs, unpaired
-    assert total[7] == pytest.approx(2 / 3, abs=1e-4) and total[8] == pytest.approx(1 / 3, abs=1e-4)
-    assert total[12:14] == [1, 0]
+    at = {name: total[i] for i, name in enumerate(COLUMNS)}
+    assert at["control"] == "again" and at["pairs"] == 3 and at["unpaired"] == 2
+    assert at["rate"] == pytest.approx(2 / 3, abs=1e-4)
+    assert at["control_rate"] == pytest.approx(1 / 3, abs=1e-4)
+    assert (at["test_only"], at["control_only"]) == (1, 0)
+    assert at["p_min"] == 1.0  # one discordant pair: p can never be below 1
     old = by[("old", "(all)")]
     assert old[3] == NO_CONTROL and old[-3] is None  # no test: not counted by the correction
 
