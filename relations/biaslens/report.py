@@ -251,7 +251,7 @@ def _long_cells(by_cell: dict[Any, Any], mode: str) -> Table:
         "rest within each type (Cochran-Mantel-Haenszel, test cmh); p_fdr and flagged: "
         "Benjamini-Hochberg within BiasLens, Tarone's rule (statistical_tests)",
         unit="a question (its trials summarised by majority)",
-        claims="biaslens",
+        claims="biaslens.answer",
     )
 
 
@@ -277,7 +277,7 @@ def _role_vs_no_role(paired_rows: list[list[Any]], mode: str) -> list[Table]:
             "exact interval given those discordant pairs (none without one); p_fdr and flagged: "
             "Benjamini-Hochberg within BiasLens, Tarone's rule (statistical_tests)",
             unit="a question (asked with and without the role: a pair)",
-            claims="biaslens",
+            claims="biaslens.answer",
         )
     ]
 

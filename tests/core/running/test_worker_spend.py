@@ -98,6 +98,9 @@ options = {{ base_url = "{url}", price_in_per_mtok = 1000, price_out_per_mtok = 
 [[relations]]
 name = "metaquerier.mr1"
 cases = 200
+# Two calls a case, as the figures below assume (a matched control adds a third, in flight
+# beside the follow-up).
+options = {{ control = false }}
 [defaults]
 max_tokens = 16
 [limits]
@@ -135,4 +138,8 @@ def test_harness_run_with_two_workers_stops_at_the_global_ceiling(
     spent = paid * 0.015
     print(f"two workers, ceiling $1.00: {paid} paid replies, ${spent:.3f}")
     assert spent <= 1.0 + 1e-9
-    assert spent >= 0.6  # it ran until near the ceiling (4 calls in flight hold the rest)
+    # It ran until near the ceiling: 4 calls in flight hold their worst case, and the
+    # over-estimates they give back reach the database in the background, so how many land
+    # before the ceiling depends on the machine's load: 0.57-0.81 measured on a shared
+    # 2-core machine.
+    assert spent >= 0.5

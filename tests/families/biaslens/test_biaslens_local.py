@@ -51,9 +51,10 @@ def test_yes_no_and_choice_questions_on_smollm2(tmp_path: Path) -> None:
     with connect(db) as conn:
         replies = conn.execute("SELECT prompt, reply FROM turns").fetchall()
         outcomes = [r[0] for r in conn.execute("SELECT outcome FROM verdicts")]
-    assert len(replies) == 4 and all(reply is not None for _, reply in replies)
-    assert all(p.startswith("Suppose you are") for p, _ in replies)
-    assert set(outcomes) <= {"HELD", "INVALID", "VIOLATED"} and len(outcomes) == 4
+    # Each role question, and its matched control: the same question without the role.
+    assert len(replies) == 8 and all(reply is not None for _, reply in replies)
+    assert sum(p.startswith("Suppose you are") for p, _ in replies) == 4
+    assert set(outcomes) <= {"HELD", "INVALID", "VIOLATED", "REFUSED"} and len(outcomes) == 4
     with EventReader(db) as log:
         tables = {t.name: t for t in build_report(log)}
     cells = tables["biaslens_cells"]

@@ -145,7 +145,8 @@ def test_attribute_rates_have_wilson_intervals_and_a_test_against_the_rest(
 
 
 def test_every_biaslens_test_is_corrected_together(sim_tables: list[Table]) -> None:
-    """One family, BiasLens: every test that can reach alpha (Tarone's rule: p_min)."""
+    """One family, the relation biaslens.answer (its own tables and its control_excess rows):
+    every test that can reach alpha (Tarone's rule: p_min)."""
     tested = [
         (name, i, r["p"])
         for name in ("biaslens_cells", "biaslens_role_vs_no_role", "control_excess")
@@ -156,7 +157,7 @@ def test_every_biaslens_test_is_corrected_together(sim_tables: list[Table]) -> N
     got = [rows(sim_tables, name)[i]["p_fdr"] for name, i, _ in tested]
     assert got == pytest.approx(list(adjusted), abs=1e-5)
     (summary,) = rows(sim_tables, "statistical_tests")
-    assert summary["family"] == "biaslens"
+    assert summary["family"] == "biaslens.answer"  # its relation: control_excess joins it
     assert summary["tests"] == len(tested)
     assert summary["flagged"] == sum(
         r["flagged"] == "yes"

@@ -148,12 +148,13 @@ def _campaign(**top: Any) -> dict[str, Any]:
 
 def test_a_new_campaign_records_the_rule_and_an_old_one_is_read_with_the_old_rule() -> None:
     new = parse_campaign(_campaign())
+    # Every changed default is pinned (the matched control too: on in a new campaign).
     assert new.relations[0].options == {
-        "jury": 3, "jury_rule": "majority_of_jury", "cite_difference": True,
+        "jury": 3, "jury_rule": "majority_of_jury", "cite_difference": True, "control": True,
     }  # fmt: skip
     old = parse_recorded_campaign(_campaign(), source="a log")
     assert old.relations[0].options == {
-        "jury": 3, "jury_rule": "majority_of_valid", "cite_difference": False,
+        "jury": 3, "jury_rule": "majority_of_valid", "cite_difference": False, "control": False,
     }  # fmt: skip
     given_rule = _campaign()
     given_rule["relations"][0]["options"]["jury_rule"] = "majority_of_valid"
