@@ -41,7 +41,10 @@ def config(cases: int) -> dict[str, Any]:
         "name": "bench-resume",
         "seed": 1,
         "models": [{"name": MODEL, "max_in_flight": 256}],
-        "relations": [{"name": "metaquerier.mr1", "cases": cases}],
+        # Two turns a case, as `build` writes them (no matched control).
+        "relations": [
+            {"name": "metaquerier.mr1", "cases": cases, "options": {"control": False}}
+        ],
     }
 
 

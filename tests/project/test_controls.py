@@ -60,9 +60,9 @@ def test_new_campaigns_run_the_control_and_the_estimate_counts_it() -> None:
     assert config.relations[0].options == {"control": True}
     off = parse_campaign(campaign(1, control=False), source="test")
     assert off.relations[0].options == {"control": False}
-    # A recorded campaign is read as it ran: no option is added.
+    # A recorded campaign is read as it ran: without the option, with the value it ran with.
     recorded = parse_recorded_campaign(campaign(1), source="test")
-    assert recorded.relations[0].options == {}
+    assert recorded.relations[0].options == {"control": False}
     (with_control,) = estimate_cost(config, Plan(config))
     (without,) = estimate_cost(off, Plan(off))
     assert with_control.calls == without.calls * 3 // 2  # source, follow-up and the control

@@ -407,9 +407,19 @@ class InvertedRelation(_OpenRelation):
         if asks:
             return asks
         assert source is not None and control is not None
-        if (bad := _response_invalid("source", source, evidence)) is not None:
+        # The test's reading rules for both sides: careful readers, and a refusal (of the
+        # control's request or of its check) is REFUSED and goes to no check or jury.
+        careful = reading_version(data) >= 2
+
+        def refused(turn: Turn | None) -> bool:
+            return careful and turn is not None and bool(refusal_reason(turn.reply, turn.error))
+
+        def read(text: str) -> str | None:
+            return read_yes_no(text)[0] if careful else leading_yes_no(text)
+
+        if (bad := _response_invalid("source", source, evidence, careful=careful)) is not None:
             return bad
-        checks = [(CHECK, source), (CONTROL_CHECK, control)]
+        checks = [(CHECK, source)] + ([] if refused(control) else [(CONTROL_CHECK, control)])
         asks = [
             Ask(
                 thread=thread,
@@ -425,9 +435,9 @@ class InvertedRelation(_OpenRelation):
             return asks
         check = transcript.last(CHECK)
         assert check is not None
-        if (bad := _response_invalid("check", check, evidence)) is not None:
+        if (bad := _response_invalid("check", check, evidence, careful=careful)) is not None:
             return bad
-        word = leading_yes_no(AnswerShape.yes_no().free_text(check.reply or ""))
+        word = read(AnswerShape.yes_no().free_text(check.reply or ""))
         if word is None:
             return Verdict(
                 outcome=Outcome.INVALID,
@@ -435,9 +445,10 @@ class InvertedRelation(_OpenRelation):
                 evidence=evidence | {"invalid_kind": "response"},
             )
         control_check = transcript.last(CONTROL_CHECK)
+        control_refused = refused(control) or refused(control_check)
         control_word = None
-        if control_check is not None and control_check.reply:
-            control_word = leading_yes_no(AnswerShape.yes_no().free_text(control_check.reply))
+        if control_check is not None and control_check.reply and not control_refused:
+            control_word = read(AnswerShape.yes_no().free_text(control_check.reply))
         found: dict[str, Any] = {"kind": data["control"], "group": group_of(data)}
         if self.oracle != "judge" or opts.jury == 0:
             main = (
@@ -455,7 +466,7 @@ class InvertedRelation(_OpenRelation):
             outcome = {"no": Outcome.VIOLATED, "yes": Outcome.HELD}.get(
                 control_word or "", Outcome.INVALID
             )
-            found["outcome"] = outcome.value
+            found["outcome"] = (Outcome.REFUSED if control_refused else outcome).value
             return main.model_copy(update={"evidence": main.evidence | {"control": found}})
         main_or_asks = self._answer(case, transcript)
         control_asks: list[Ask] = []
@@ -473,7 +484,9 @@ class InvertedRelation(_OpenRelation):
             )  # fmt: skip
         if isinstance(main_or_asks, list) or control_asks:
             return [*(main_or_asks if isinstance(main_or_asks, list) else []), *control_asks]
-        if readings:
+        if control_refused:
+            found |= {"outcome": Outcome.REFUSED.value}
+        elif readings:
             found |= _jury_outcome(readings, opts.jury_rule)
         else:
             found |= {"outcome": Outcome.INVALID.value, "reason": "control check unreadable"}
