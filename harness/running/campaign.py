@@ -13,7 +13,7 @@ import tomllib
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -78,6 +78,14 @@ class CampaignConfig(BaseModel):
     # A judge that is also a subject (same backend and model) grades its own answers: refused
     # unless allowed here, and then flagged in the report (docs/judges.md).
     allow_self_judging: bool = False
+    # The order cases run in (`harness.running.plan.Plan.cases_for`): "interleaved" mixes
+    # the relations in a seeded order, so a stop at k % leaves every relation with about
+    # k % of its cases; "file" runs relation after relation. A log recorded before the
+    # option ran in file order and resumes in it (`parse_campaign(..., recorded=True)`);
+    # "file" is left out of the recorded config, so those logs keep their config hash.
+    order: Literal["interleaved", "file"] = Field(
+        default="interleaved", exclude_if=lambda v: v == "file"
+    )
     # Where `harness run` writes the log when given no --db: a SQLite file or a
     # postgresql:// URL (docs/scale-out.md). Where a campaign is stored is not what it is:
     # left out of the recorded config and its hash.
@@ -143,9 +151,12 @@ def parse_campaign(
     """A campaign from its file's data. ``recorded``: the data is a log's recorded campaign
     (replay, resume): options a relation added later are read with the value the log ran
     with (`RelationBase.changed_defaults`), and what a log may hold although a new campaign
-    is refused (a self-judging jury recorded before the rule) is not refused."""
+    is refused (a self-judging jury recorded before the rule) is not refused; a log that
+    records no ``order`` ran its cases in file order and keeps it."""
     # Depth and finiteness first, for the options too (free-form dicts pydantic passes on).
     check_config_tree(data, source=source)
+    if recorded and "order" not in data:  # recorded before the order existed: file order
+        data = {**data, "order": "file"}
     try:
         config = CampaignConfig.model_validate(data)
     except ValidationError as exc:

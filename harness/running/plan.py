@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -50,6 +51,39 @@ def planned_calls_of(relation: Relation, data: dict[str, object], judges: int) -
     turns = round(float(getattr(relation, "turns_per_case", DEFAULT_TURNS_PER_CASE)))
     needed = min(int(getattr(relation, "judges_needed", 0)), judges)
     return PlannedCalls(turns, (1,) * needed)
+
+
+def interleaved_positions(seed: int, names: list[str], sizes: list[int]) -> Iterator[int]:
+    """The interleaved case order of one model: for each case in turn, the position (in the
+    file) of the relation it belongs to.
+
+    Relation ``r`` has ``sizes[r]`` cases (repeats counted); its ``k``-th case (0-based, in
+    the relation's own order) stands at ``(k + u_r) / sizes[r]``, where ``u_r`` in [0, 1) is
+    drawn from the campaign seed, the relation's position and its name. Cases run in
+    increasing place, ties by file position. So after any prefix of the order, every
+    relation has run its share of its cases to within one case, whatever its size, and the
+    seed decides which relation leads. Lazy: one heap entry per relation, whatever the
+    number of cases. Pure arithmetic on IEEE doubles (one add, one divide per case), so the
+    order is the same on every machine, and a resume, a replay or a worker derives it from
+    the recorded campaign alone.
+    """
+    offsets = [
+        derive_seed(seed, "order", position, name) / 2.0**63 for position, name in enumerate(names)
+    ]
+    heap = [
+        (offsets[position] / size, position, 0)
+        for position, size in enumerate(sizes)
+        if size > 0
+    ]
+    heapq.heapify(heap)
+    while heap:
+        _, position, k = heap[0]
+        yield position
+        k += 1
+        if k < sizes[position]:
+            heapq.heapreplace(heap, ((k + offsets[position]) / sizes[position], position, k))
+        else:
+            heapq.heappop(heap)
 
 
 def case_id_for(relation: str, index: int, repeat: int, model: str) -> str:
@@ -126,44 +160,79 @@ class Plan:
     def cases_for(
         self, model: str, skip: Callable[[str], bool] | None = None
     ) -> Iterator[tuple[Case, Relation]]:
-        """Every case of one model, generated on demand: nothing is held but the cursor.
+        """Every case of one model, generated on demand, in the campaign's ``order``: nothing
+        is held but one cursor per relation.
+
+        ``interleaved`` (the default of new campaigns): each relation's cases, in their own
+        order, are merged by `interleaved_positions`, so a run stopped after a share of its
+        cases has run about that share of every relation. ``file``: relation after relation
+        in file order (campaigns recorded before the order existed).
 
         Cases whose id ``skip`` accepts (closed ones, on resume) are left out before they are
         generated: ``make_case`` runs only for an index with at least one repeat to run.
         """
+        streams = [
+            self._relation_cases(name, relation, count, model, skip)
+            for name, relation, count in self.relations
+        ]
+        if self.config.order == "file":
+            for stream in streams:
+                yield from (item for item in stream if item is not None)
+            return
+        sizes = [count * self.config.repeats for _, _, count in self.relations]
+        for position in interleaved_positions(self.config.seed, self.relations_named(), sizes):
+            item = next(streams[position])
+            if item is not None:
+                yield item
+
+    def relations_named(self) -> list[str]:
+        """The plan's relation names, in file order."""
+        return [name for name, _, _ in self.relations]
+
+    def _relation_cases(
+        self,
+        name: str,
+        relation: Relation,
+        count: int,
+        model: str,
+        skip: Callable[[str], bool] | None,
+    ) -> Iterator[tuple[Case, Relation] | None]:
+        """One relation's cases for one model, index after index, each index's repeats
+        together; None stands for a case ``skip`` accepts, so the interleave keeps its
+        place in the order whatever was skipped."""
         seed = self.config.seed
         repeats = self.config.repeats
-        for name, relation, count in self.relations:
-            case_seed_of = seed_deriver(seed, name)  # derive_seed(seed, name, index)
-            # `case_id_for` in pieces: on resume this loop walks every closed case before the
-            # first open one (143,000 on a million-event log), so its per-index cost counts.
-            # Nothing here grows with `repeats` or `count`: a campaign of a billion repeats
-            # is walked one id at a time, never listed (invariant 6).
-            head = f"{name}/"
-            tail = f"@{model}"
-            for index in range(count):
-                stem = f"{head}{index}/r"
-                case_seed: int | None = None
-                data: dict[str, Any] = {}
-                for repeat in range(repeats):
-                    case_id = f"{stem}{repeat}{tail}"
-                    if skip is not None and skip(case_id):
-                        continue
-                    if case_seed is None:  # generated once per index, and only if it runs
-                        case_seed = case_seed_of(index)
-                        data = relation.make_case(index, case_seed)
-                    yield (
-                        Case(
-                            case_id=case_id,
-                            relation=name,
-                            model=model,
-                            index=index,
-                            repeat=repeat,
-                            seed=case_seed,
-                            data=data,
-                        ),
-                        relation,
-                    )
+        case_seed_of = seed_deriver(seed, name)  # derive_seed(seed, name, index)
+        # `case_id_for` in pieces: on resume this loop walks every closed case before the
+        # first open one (143,000 on a million-event log), so its per-index cost counts.
+        # Nothing here grows with `repeats` or `count`: a campaign of a billion repeats
+        # is walked one id at a time, never listed (invariant 6).
+        head = f"{name}/"
+        tail = f"@{model}"
+        for index in range(count):
+            stem = f"{head}{index}/r"
+            case_seed: int | None = None
+            data: dict[str, Any] = {}
+            for repeat in range(repeats):
+                case_id = f"{stem}{repeat}{tail}"
+                if skip is not None and skip(case_id):
+                    yield None
+                    continue
+                if case_seed is None:  # generated once per index, and only if it runs
+                    case_seed = case_seed_of(index)
+                    data = relation.make_case(index, case_seed)
+                yield (
+                    Case(
+                        case_id=case_id,
+                        relation=name,
+                        model=model,
+                        index=index,
+                        repeat=repeat,
+                        seed=case_seed,
+                        data=data,
+                    ),
+                    relation,
+                )
 
     def case(self, case_id: str) -> tuple[Case, Relation] | None:
         """The planned case with this id, generated alone (None: no such case in the plan).
