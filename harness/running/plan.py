@@ -71,9 +71,7 @@ def interleaved_positions(seed: int, names: list[str], sizes: list[int]) -> Iter
         derive_seed(seed, "order", position, name) / 2.0**63 for position, name in enumerate(names)
     ]
     heap = [
-        (offsets[position] / size, position, 0)
-        for position, size in enumerate(sizes)
-        if size > 0
+        (offsets[position] / size, position, 0) for position, size in enumerate(sizes) if size > 0
     ]
     heapq.heapify(heap)
     while heap:
