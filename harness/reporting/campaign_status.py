@@ -64,6 +64,14 @@ def iso_time(ts: float | None) -> str:
     return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def iso8601(ts: float | None) -> str | None:
+    """A time as ISO 8601 in UTC (``2026-11-28T00:15:02Z``), for machine readers; None
+    for no time."""
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def _count(log: EventReader, campaign: str, kind: str) -> int:
     sql = "SELECT COUNT(*) FROM events WHERE campaign = ? AND kind = ?"
     return int(log.connection.execute(sql, (campaign, kind)).fetchone()[0])
@@ -178,9 +186,10 @@ def refuse_resume_of_import(log: EventReader, campaign: str | None = None) -> No
     )
 
 
-def effective_models(started: CampaignStarted | None) -> list[str]:
-    """Each model with the parameters it was called with: the campaign's defaults under its
-    own parameters, and its backend options."""
+def model_parameters(started: CampaignStarted | None) -> list[dict[str, Any]]:
+    """Each model and judge with what it was called with: ``name``, ``role`` (model or
+    judge), ``params`` (the campaign's defaults under its own parameters) and ``options``
+    (its backend options), as the campaign recorded them."""
     if started is None:
         return []
     config: dict[str, Any] = started.config
@@ -190,11 +199,26 @@ def effective_models(started: CampaignStarted | None) -> list[str]:
         for spec in config.get(key) or []:
             params = dict(defaults)
             params.update({k: v for k, v in (spec.get("params") or {}).items() if v is not None})
-            parts = [f"{k}={json.dumps(v)}" for k, v in sorted(params.items())]
-            options = sorted((spec.get("options") or {}).items())
-            parts += [f"{k}={json.dumps(v)}" for k, v in options]
-            label = spec.get("name", "?") + (" (judge)" if role == "judge" else "")
-            out.append(f"{label}: {', '.join(parts) or 'backend defaults'}")
+            out.append(
+                {
+                    "name": spec.get("name", "?"),
+                    "role": role,
+                    "params": dict(sorted(params.items())),
+                    "options": dict(sorted((spec.get("options") or {}).items())),
+                }
+            )
+    return out
+
+
+def effective_models(started: CampaignStarted | None) -> list[str]:
+    """Each model with the parameters it was called with, one line each (`model_parameters`
+    in words)."""
+    out = []
+    for model in model_parameters(started):
+        parts = [f"{k}={json.dumps(v)}" for k, v in model["params"].items()]
+        parts += [f"{k}={json.dumps(v)}" for k, v in model["options"].items()]
+        label = model["name"] + (" (judge)" if model["role"] == "judge" else "")
+        out.append(f"{label}: {', '.join(parts) or 'backend defaults'}")
     return out
 
 
@@ -242,7 +266,38 @@ def header_table(status: CampaignStatus) -> Table:
     rows.append(["seed", started.config.get("seed") if started else None])
     rows.append(["code version", started.code_version if started else None])
     rows.append(["harness version", started.harness_version if started else None])
-    return Table("campaign", "Campaign", ["field", "value"], rows)
+    return Table("campaign", "Campaign", ["field", "value"], rows, fields=header_fields(status))
+
+
+def header_fields(status: CampaignStatus) -> dict[str, Any]:
+    """The header as typed fields, for the JSON report: counts are integers, times ISO 8601
+    (UTC) or null, each model's parameters an object (docs/report.md lists them)."""
+    started = status.started
+    return {
+        "name": status.name,
+        "id": status.campaign,
+        "status": status.status,
+        "reason": status.reason,
+        "started": iso8601(status.started_at),
+        "finished": iso8601(status.finished_at),
+        "cases_planned": status.planned or None,
+        "cases_opened": status.opened,
+        "cases_closed": status.closed,
+        "cases_retryable": status.retryable,
+        "imported_from": status.imported_from,
+        "models": model_parameters(started),
+        "self_judging": [
+            *self_judging_lines(started),
+            *(
+                f"re-judge judge:{judge} is the subject {subject!r}: it graded its own answers"
+                for judge, subject in status.self_rejudged
+            ),
+        ],
+        "seed": started.config.get("seed") if started else None,
+        "order": (started.config.get("order") or "file") if started else None,
+        "code_version": started.code_version if started else None,
+        "harness_version": started.harness_version if started else None,
+    }
 
 
 def report_header(log: EventReader, campaign: str | None = None) -> list[Table]:

@@ -1,7 +1,8 @@
 """Files a command writes (reports, exports, libraries, campaign files): never over an event
 log or one of the command's own inputs, over another existing file only when forced, and
 always whole: the text goes to a temporary file beside the target that is renamed over it,
-so a failed or interrupted write leaves the old file (or none), never a truncated one.
+so a failed or interrupted write leaves the old file (or none), never a truncated one. An
+output is created with the user's umask (0o666 less it), as other programs' files are.
 
 Every command with an output option (``--out``, ``--roles``, ``--questions``) goes through
 `check_output` before its work and `write_output`/`atomic_output` for the write.
@@ -11,8 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import sys
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TextIO
@@ -114,8 +115,7 @@ def atomic_output(
             yield stream
         return
     directory = target.parent if str(target.parent) else Path(".")
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    tmp = Path(tmp_name)
+    fd, tmp = _create_beside(directory, f".{target.name}.")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline=newline) as fh:
             yield fh
@@ -127,6 +127,19 @@ def atomic_output(
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _create_beside(directory: Path, prefix: str) -> tuple[int, Path]:
+    """A new temporary file of a random name in ``directory``, opened for writing. Created
+    with mode 0o666 less the umask, as any file the user's programs create: the output it
+    becomes is readable as the user chose (`tempfile.mkstemp` would make every output
+    0600 whatever the umask)."""
+    while True:
+        path = directory / f"{prefix}{secrets.token_hex(6)}.tmp"
+        try:
+            return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), path
+        except FileExistsError:
+            continue
 
 
 def write_output(

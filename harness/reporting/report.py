@@ -321,13 +321,19 @@ def _first_bad_row(log: EventReader) -> str:
 
 
 def to_json(tables: list[Table]) -> str:
+    """Each table as an object: title, unit, note and its rows, or, for a table that is one
+    record (the campaign header, `Table.fields`), its typed fields in place of rows."""
     return json.dumps(
         {
             t.name: {
                 "title": t.title,
                 "unit": t.unit,
                 "note": t.note,
-                "rows": [_json_row(t, i, r) for i, r in enumerate(t.rows)],
+                **(
+                    t.fields
+                    if t.fields is not None
+                    else {"rows": [_json_row(t, i, r) for i, r in enumerate(t.rows)]}
+                ),
             }
             for t in tables
         },

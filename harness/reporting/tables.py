@@ -124,6 +124,9 @@ class Table:
     # of tests: per row, its unit and the family of hypotheses it was corrected with (name,
     # size, method, alpha, and whether Tarone's rule dropped it). JSON carries it per row.
     row_meta: list[dict[str, Any] | None] | None = None
+    # A table that is one record, not rows (the campaign header): the JSON report writes
+    # these typed fields in place of ``rows``; text, HTML and CSV show the rows.
+    fields: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

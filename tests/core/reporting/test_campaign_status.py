@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -58,26 +60,32 @@ def campaign_file(tmp_path: Path) -> Path:
     return path
 
 
-def header(db: Path, *extra: str) -> dict[str, object]:
+def header(db: Path, *extra: str) -> dict[str, Any]:
+    """The JSON report's header: typed fields, not rows."""
     result = invoke("report", db, "--format", "json", *extra)
     assert result.exit_code == 0, result.output
-    rows = json.loads(result.stdout)["campaign"]["rows"]
-    out: dict[str, object] = {}
-    for row in rows:
-        out.setdefault(str(row["field"]), row["value"])
-    return out
+    fields: dict[str, Any] = json.loads(result.stdout)["campaign"]
+    assert "rows" not in fields
+    return fields
 
 
 def test_every_report_starts_with_the_campaign_header(campaign_file: Path, tmp_path: Path) -> None:
     db = tmp_path / "c.db"
     assert invoke("run", campaign_file, "--db", db, "--no-report").exit_code == 0
     fields = header(db)
-    assert fields["campaign"] == "status" and fields["status"] == "completed"
-    assert fields["cases closed"] == "6 of 6" and fields["seed"] == 5
-    assert str(fields["started"]).endswith("UTC") and str(fields["finished"]).endswith("UTC")
-    assert fields["model"] == "sim:planted: backend defaults"
-    assert len(str(fields["id"])) == 12 and fields["code version"]
+    assert fields["name"] == "status" and fields["status"] == "completed"
+    assert fields["reason"] == ""
+    assert (fields["cases_planned"], fields["cases_closed"], fields["seed"]) == (6, 6, 5)
+    started = datetime.strptime(fields["started"], "%Y-%m-%dT%H:%M:%SZ")
+    finished = datetime.strptime(fields["finished"], "%Y-%m-%dT%H:%M:%SZ")
+    assert started <= finished
+    assert fields["models"] == [
+        {"name": "sim:planted", "role": "model", "params": {}, "options": {}}
+    ]
+    assert len(fields["id"]) == 12 and fields["code_version"] and fields["harness_version"]
+    assert fields["order"] == "interleaved"
     text = invoke("report", db).output
+    assert "cases closed" in text and "6 of 6" in text  # the text report keeps its words
     assert text.index("Campaign") < text.index("Violation rate")
     csv_text = invoke("report", db, "--format", "csv").stdout
     assert csv_text.splitlines()[1].startswith("campaign,0,field,campaign")
@@ -90,8 +98,9 @@ def test_a_crashed_campaign_is_unfinished_in_the_header_and_the_list(
     assert invoke("run", campaign_file, "--db", db, "--no-report").exit_code == 0
     crash(db, keep_closed=2)
     fields = header(db)
-    assert str(fields["status"]).startswith("unfinished: no end recorded")
-    assert fields["cases closed"] == "2 of 6" and fields["finished"] == "-"
+    assert fields["status"] == "unfinished" and fields["reason"].startswith("no end recorded")
+    assert (fields["cases_closed"], fields["cases_planned"]) == (2, 6)
+    assert fields["finished"] is None
     assert "warning: campaign" in invoke("report", db).output
     listed = invoke("campaigns", db, "--format", "json")
     rows = json.loads(listed.stdout)["campaigns"]["rows"]
@@ -128,13 +137,14 @@ def test_a_killed_import_is_unfinished_and_never_resumed(toy_folder: Path, tmp_p
     db = tmp_path / "import.db"
     imported = invoke("import", "biaslens", toy_folder, "--db", db)
     assert imported.exit_code == 0, imported.output
-    assert str(header(db)["status"]).startswith("completed")
-    total = header(db)["cases closed"]
-    assert str(total).split(" of ")[0] == str(total).split(" of ")[1]
+    fields = header(db)
+    assert fields["status"] == "completed"
+    assert fields["cases_closed"] == fields["cases_planned"] and fields["imported_from"]
     crash(db, keep_closed=5)
     fields = header(db)
-    assert str(fields["status"]).startswith("unfinished: the import was interrupted")
-    assert str(fields["cases closed"]).startswith("5 of ")
+    assert fields["status"] == "unfinished"
+    assert fields["reason"].startswith("the import was interrupted")
+    assert fields["cases_closed"] == 5
     before = digest(db)
     resumed = invoke("resume", db)
     assert resumed.exit_code == 2, resumed.output
@@ -172,8 +182,9 @@ def test_report_all_shows_every_row_and_json_keeps_them(tmp_path: Path) -> None:
     db = tmp_path / "b.db"
     assert invoke("run", campaign, "--db", db, "--no-report").exit_code == 0
     tables = json.loads(invoke("report", db, "--format", "json").stdout)
-    long = {name: len(t["rows"]) for name, t in tables.items() if len(t["rows"]) > TEXT_ROW_LIMIT}
-    assert long, {name: len(t["rows"]) for name, t in tables.items()}
+    rows = {name: t["rows"] for name, t in tables.items() if "rows" in t}  # not the header
+    long = {name: len(r) for name, r in rows.items() if len(r) > TEXT_ROW_LIMIT}
+    assert long, {name: len(r) for name, r in rows.items()}
     default = invoke("report", db).output
     everything = invoke("report", db, "--all").output
     for name, n in long.items():

@@ -177,3 +177,30 @@ def test_a_stream_is_written_through(log: Path, tmp_path: Path) -> None:
     reader.join(timeout=30)
     assert result.exit_code == 0, result.output
     assert '"campaign"' in received[0]
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_outputs_are_created_with_the_users_umask(log: Path, tmp_path: Path, umask: int) -> None:
+    """A report, an export and an HTML page are readable as the umask says (0644 under the
+    usual 022), where a private temporary file would have made each 0600."""
+    before = os.umask(umask)
+    try:
+        for name, args in (
+            ("r.json", ["report", log, "--format", "json"]),
+            ("e.jsonl", ["export", log]),
+            ("p.html", ["report", log, "--html"]),
+        ):
+            out = tmp_path / f"{umask:o}-{name}"
+            command = [*args, out] if args[-1] == "--html" else [*args, "--out", out]
+            result = invoke(*command)
+            assert result.exit_code == 0, result.output
+            assert out.stat().st_mode & 0o777 == 0o666 & ~umask, (name, oct(out.stat().st_mode))
+        # Replacing a file (--force) gives the new file the umask's mode too.
+        out = tmp_path / f"{umask:o}-r.json"
+        out.chmod(0o600)
+        assert invoke("report", log, "--format", "json", "--out", out, "--force").exit_code == 0
+        assert out.stat().st_mode & 0o777 == 0o666 & ~umask
+    finally:
+        os.umask(before)
+    # No temporary file is left beside the outputs.
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
