@@ -68,7 +68,10 @@ def finish(summary: RunSummary, cases_to_close: int | None) -> None:
         sys.exit(code)
 
 
-def echo_summary(summary: RunSummary, db: Log) -> None:
+def echo_summary(summary: RunSummary, db: Log, html: str | None = None) -> None:
+    """The run's end in one line, and how to resume a stopped one (``html``: the page the
+    run wrote, which the resume then refreshes)."""
+    page = f" --html {html}" if html is not None else ""
     outcomes = ", ".join(f"{k.lower()} {v}" for k, v in sorted(summary.outcomes.items()))
     click.echo(
         f"{summary.status}: {summary.cases_closed} cases closed ({outcomes or 'none'}); "
@@ -82,11 +85,11 @@ def echo_summary(summary: RunSummary, db: Log) -> None:
         # Resuming with the same ceiling would stop again at once: say how to raise it.
         click.echo(
             f"resume with a higher ceiling (it was ${summary.ceiling_usd:g}): "
-            f"harness resume {db} --spend-ceiling {max(2 * summary.ceiling_usd, 1):g}",
+            f"harness resume {db} --spend-ceiling {max(2 * summary.ceiling_usd, 1):g}{page}",
             err=True,
         )
     elif summary.status == "stopped":
-        click.echo(f"resume with: harness resume {db}", err=True)
+        click.echo(f"resume with: harness resume {db}{page}", err=True)
 
 
 # Rows of one table shown in a text report unless --all: a large log has tables of

@@ -94,6 +94,7 @@ def command(
             sections=report_sections(),
             campaign=status.campaign,
             force=force,
+            refresh=False,  # report replaces a page only with --force
             max_cases=html_max_cases,
             tables=tables[1:],  # the page has a header of its own
             **options,

@@ -16,6 +16,8 @@ from harness.cli.commands._render import (
 )
 from harness.cli.log_params import LogFileParam, LogParam
 from harness.cli.progress import RichProgress
+from harness.plugins.family_parts import report_sections
+from harness.reporting.html import check_html_output, write_html_report
 from harness.running.cache import open_cache
 from harness.running.plan import Plan
 from harness.running.runner import (
@@ -57,6 +59,15 @@ from harness.vocabulary.errors import ConfigError
     type=LogFileParam(exists=True),
     help="Reuse answers recorded in this earlier log (repeatable).",
 )
+@click.option(
+    "--html",
+    "html_out",
+    type=click.Path(dir_okay=False),
+    help="Write the report as one HTML page when the campaign ends; a page of this campaign "
+    "(the one 'run --html' wrote) is refreshed in place.",
+)
+@click.option("--force", is_flag=True, help="Replace the --html file even if it is not this "
+              "campaign's page.")  # fmt: skip
 def command(
     db: Log,
     campaign: str | None,
@@ -65,9 +76,14 @@ def command(
     key_envs: tuple[str, ...],
     report: bool,
     reuse: tuple[Path, ...],
+    html_out: str | None,
+    force: bool,
 ) -> None:
     """Continue the campaign in DB: recorded replies are never paid for again."""
     point = load_resume_point(db, campaign)
+    if html_out is not None:
+        # Checked before the first call: a resume that cannot write its page does not start.
+        check_html_output(db, html_out, campaign=point.campaign, force=force, refresh=True)
     updates: dict[str, object] = {}
     if spend_ceiling is not None:
         updates["limits.spend_ceiling_usd"] = spend_ceiling
@@ -113,6 +129,12 @@ def command(
         click.echo(f"answers reused from earlier logs: {summary.cached}", err=True)
     if report:
         echo_report(db, point.campaign)
+    if html_out is not None:
+        written = write_html_report(
+            db, html_out, sections=report_sections(), campaign=point.campaign, force=force,
+            refresh=True,
+        )  # fmt: skip
+        click.echo(f"HTML report: {written}", err=True)
     # On PostgreSQL, cases that workers beside resume hold are theirs to close (like a
     # worker, resume answers for the cases it ran; the last process records the end).
     to_close = summary.cases_closed if db.is_postgres else total - len(point.closed)

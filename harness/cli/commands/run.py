@@ -147,7 +147,7 @@ def command(
             summary = _run_with_workers(config, db_path, plan, workers, reuse)
     else:
         summary = _run_here(config, db_path, plan, reuse)
-    echo_summary(summary, db_path)
+    echo_summary(summary, db_path, html_out)
     if summary.cached:
         click.echo(f"answers reused from earlier logs: {summary.cached}", err=True)
     if report:

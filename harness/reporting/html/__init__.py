@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.reporting.html.page import render_html
+from harness.reporting.html.page import CAMPAIGN_META, render_html
 from harness.reporting.output_files import check_output, write_output
 from harness.reporting.tables import ReportSection, Table
 from harness.store.log import Log, LogLike
@@ -17,6 +18,32 @@ from harness.store.log import Log, LogLike
 DEFAULT_MAX_CASES = 20000
 
 
+_HEAD_BYTES = 4096  # the page's <head> opens with its meta tags
+_CAMPAIGN_TAG = re.compile(rf'<meta name="{CAMPAIGN_META}" content="([0-9A-Za-z_-]+)">'.encode())
+
+
+def page_campaign(path: str | Path) -> str | None:
+    """The campaign id of the HTML report at ``path`` (None: no such file, or not a page of
+    this harness that names its campaign: pages written before the tag existed)."""
+    try:
+        with Path(path).open("rb") as fh:
+            head = fh.read(_HEAD_BYTES)
+    except OSError:
+        return None
+    found = _CAMPAIGN_TAG.search(head)
+    return found.group(1).decode() if found else None
+
+
+def check_html_output(
+    db: Log, out: str | Path, *, campaign: str, force: bool = False, refresh: bool = False
+) -> Path:
+    """``out`` if the page of ``campaign`` may be written there (`check_output`); with
+    ``refresh``, an existing page of the same campaign (a stale view of the same log) is
+    replaced without ``force``."""
+    same = refresh and page_campaign(out) == campaign
+    return check_output(out, inputs=[db], force=force or same, option="--html")
+
+
 def write_html_report(
     db: LogLike,
     out: str | Path,
@@ -24,23 +51,33 @@ def write_html_report(
     campaign: str | None = None,
     sections: Sequence[ReportSection],
     force: bool = False,
+    refresh: bool = False,
     max_cases: int | None = DEFAULT_MAX_CASES,
     tables: list[Table] | None = None,
     **options: Any,
 ) -> Path:
     """Render ``campaign`` of the log ``db`` (a SQLite path or a PostgreSQL URL) to ``out``
-    (never over an existing file unless ``force``, never over the log); returns the path
-    written. ``tables``: the report's tables when the caller has built them already (a
-    report of a million answers is not computed twice); ``sections``: those to build
-    otherwise (`harness.plugins.family_parts.report_sections` for every registered one)."""
+    (never over an existing file unless ``force``, or ``refresh`` and the file is this
+    campaign's page, never over the log); returns the path written. ``tables``: the
+    report's tables when the caller has built them already (a report of a million answers
+    is not computed twice); ``sections``: those to build otherwise
+    (`harness.plugins.family_parts.report_sections` for every registered one)."""
     db = Log.at(db)
-    target = check_output(out, inputs=[db], force=force, option="--html")
     with db.reader() as log:
+        campaign = log.campaign_id(campaign)
+        target = check_html_output(db, out, campaign=campaign, force=force, refresh=refresh)
         text = render_html(
             log, campaign, sections=sections, max_cases=max_cases, tables=tables, **options
         )
+    force = force or (refresh and page_campaign(target) == campaign)
     write_output(target, text, inputs=[db], force=force, option="--html")
     return target
 
 
-__all__ = ["DEFAULT_MAX_CASES", "render_html", "write_html_report"]
+__all__ = [
+    "DEFAULT_MAX_CASES",
+    "check_html_output",
+    "page_campaign",
+    "render_html",
+    "write_html_report",
+]

@@ -233,6 +233,9 @@ def cases_html(index: CaseIndex) -> str:
     )
 
 
+CAMPAIGN_META = "harness-campaign"
+
+
 def render_html(
     log: EventReader,
     campaign: str | None = None,
@@ -259,6 +262,9 @@ def render_html(
         "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; "
         'connect-src data:">'
         '<meta name="color-scheme" content="light dark">'
+        # Which campaign the page shows: `harness resume --html` refreshes a page of its own
+        # campaign without --force (harness.reporting.html.page_campaign).
+        f'<meta name="{CAMPAIGN_META}" content="{escape(campaign)}">'
         f"<title>bias-harness report: {escape(name)}</title>"
         f"<style>{_asset('report.css')}</style></head><body>"
         '<a class="skip" href="#main">Skip to the report</a>'
