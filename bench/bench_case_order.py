@@ -4,10 +4,11 @@
 
 A resume walks every case of the plan before the first open one, its id checked against the
 closed set and skipped before ``make_case`` (`harness.running.plan.Plan.cases_for`). This
-times that walk over a plan of ``--cases`` cases split over ``--relations`` (at most
-2) MetaQuerier relations, every case skipped (the worst case: a resume of a finished campaign), in file
-order and in the interleaved order, and the first 100,000 cases generated (a fresh run's
-walk): CPU seconds, and the peak memory over the first 50,000 cases of each walk.
+times that walk over a plan of ``--cases`` cases split over ``--relations`` (at most 2)
+MetaQuerier relations, every case skipped (the worst case: a resume of a finished
+campaign), in file order and in the interleaved order, and the first 100,000 cases
+generated (a fresh run's walk): CPU seconds, and the peak memory over the first 50,000
+cases of each walk.
 """
 
 from __future__ import annotations
@@ -33,8 +34,13 @@ def plan_of(order: str, cases: int, relations: int) -> Plan:
     specs = [{"name": RELATIONS[i], "cases": n} for i, n in enumerate(sizes)]
     return Plan(
         parse_campaign(
-            {"name": "b", "seed": 1, "models": [{"name": "sim:m"}], "relations": specs,
-             "order": order},
+            {
+                "name": "b",
+                "seed": 1,
+                "models": [{"name": "sim:m"}],
+                "relations": specs,
+                "order": order,
+            },
             source="bench",
         )
     )

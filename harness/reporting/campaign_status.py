@@ -294,7 +294,13 @@ def header_fields(status: CampaignStatus) -> dict[str, Any]:
             ),
         ],
         "seed": started.config.get("seed") if started else None,
-        "order": (started.config.get("order") or "file") if started else None,
+        # The order cases ran in (a log recorded without it ran in file order); an import
+        # ran nothing.
+        "order": (
+            (started.config.get("order") or "file")
+            if started and not status.imported_from
+            else None
+        ),
         "code_version": started.code_version if started else None,
         "harness_version": started.harness_version if started else None,
     }
