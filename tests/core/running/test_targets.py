@@ -1,0 +1,219 @@
+"""``python:`` and ``http:`` targets end to end: an application (a sim model behind its own
+system prompt and JSON API, `fixtures.target_app`) called in-process and over real HTTP,
+logged, replayed with 0 differences; bad options fail naming the field and the fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fixtures.target_app import APP_SYSTEM, TRIGGER, AppServer
+
+import harness
+from harness.running.campaign import parse_campaign
+from harness.store.reader import EventReader
+from harness.verifying.replay import verify_log
+from harness.vocabulary.errors import CampaignAbortedError, ConfigError
+from harness.vocabulary.events import AskFailed, AskSent, ReplyReceived
+
+HISTORY_BODY = {
+    "input": {"question": "{prompt}", "history": "{messages}"},
+    "settings": "{params}",
+}
+ID_BODY = {
+    "input": {"question": "{prompt}", "system": "{system}", "session": "{conversation_id}"},
+    "settings": {"temperature": "{temperature}", "seed": "{seed}"},
+}
+
+
+def _http_model(url: str, **options: Any) -> dict[str, Any]:
+    return {
+        "name": "http:bank-assistant",
+        "options": {
+            "url": url,
+            "body": HISTORY_BODY,
+            "reply_path": "data.answer",
+            "input_tokens_path": "meta.tokens.prompt",
+            "output_tokens_path": "meta.tokens.completion",
+            **options,
+        },
+    }
+
+
+def _campaign(model: dict[str, Any], *, cases: int = 6, **extra: Any) -> dict[str, Any]:
+    return {
+        "name": "targets",
+        "seed": 3,
+        "models": [model],
+        "judges": [{"name": "sim:judge", "params": {"temperature": 0.0, "seed": 0}}],
+        "relations": [{"name": "metafair.mr1", "cases": cases, "options": {"jury": 1}}],
+        **extra,
+    }
+
+
+def _completed(summary: Any, db: Path) -> bool:
+    opened = len(_events(db, "CaseOpened"))
+    return bool(summary.status == "completed" and summary.failures == 0 and opened) and (
+        summary.cases_closed == opened
+    )
+
+
+def _events(db: Path, kind: str) -> list[Any]:
+    with EventReader(db) as log:
+        return [e.event for e in log.events(kinds=(kind,))]
+
+
+@pytest.fixture
+def app() -> Any:
+    server = AppServer().start()
+    yield server
+    server.stop()
+
+
+def test_a_python_function_is_a_target(tmp_path: Path) -> None:
+    db = tmp_path / "py.db"
+    summary = harness.run(_campaign({"name": "python:fixtures.target_app:answer"}), db)
+    assert _completed(summary, db)
+    replies = [e for e in _events(db, "ReplyReceived") if isinstance(e, ReplyReceived)]
+    assert replies and all(
+        r.reply.usage.output_tokens == len(r.reply.text.split()) for r in replies[:1]
+    )
+    result = verify_log(db)
+    assert result.differences == [] and result.asks == len(_events(db, "AskSent"))
+
+
+def test_a_coroutine_function_is_a_target(tmp_path: Path) -> None:
+    db = tmp_path / "async.db"
+    summary = harness.run(_campaign({"name": "python:fixtures.target_app:answer_async"}), db)
+    assert _completed(summary, db)
+    assert verify_log(db).differences == []
+
+
+def test_what_a_target_function_raises_is_logged_with_its_kind(tmp_path: Path) -> None:
+    db = tmp_path / "broken.db"
+    harness.run(_campaign({"name": "python:fixtures.target_app:broken"}, cases=1), db)
+    failed = [e for e in _events(db, "AskFailed") if isinstance(e, AskFailed)]
+    assert failed and failed[0].error_kind == "python_error"
+    assert "ValueError: the retrieval index is empty" in failed[0].message
+    assert failed[0].decision == "give_up"
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        ("python:fixtures.no_such_module:answer", "cannot be imported"),
+        ("python:fixtures.target_app:no_such_function", "has no"),
+        ("python:fixtures.target_app", "does not name a function"),
+    ],
+)
+def test_a_target_function_that_does_not_import_fails_before_any_call(
+    tmp_path: Path, name: str, said: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_campaign(_campaign({"name": name}))
+    assert caught.value.field == "models[0].name"
+    assert said in str(caught.value) and caught.value.fix
+
+
+def test_an_http_endpoint_is_a_target(app: AppServer, tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setenv("APP_TOKEN", "s3cr3t-token-value")
+    db = tmp_path / "http.db"
+    model = _http_model(app.url, headers={"Authorization": "Bearer ${APP_TOKEN}"})
+    summary = harness.run(_campaign({**model, "system": "Answer briefly."}), db)
+    assert _completed(summary, db)
+    assert app.calls == len([e for e in _events(db, "AskSent") if e.ask.role == "subject"])
+    assert set(app.auth) == {"Bearer s3cr3t-token-value"}
+    first = app.bodies[0]
+    assert first["input"]["history"][0] == {"role": "system", "content": "Answer briefly."}
+    assert first["input"]["question"] == first["input"]["history"][-1]["content"]
+    assert "seed" in first["settings"]
+    replies = [e for e in _events(db, "ReplyReceived") if isinstance(e, ReplyReceived)]
+    assert any(r.reply.usage.input_tokens > 0 for r in replies)
+    assert b"s3cr3t-token-value" not in db.read_bytes()
+    result = verify_log(db)
+    assert result.differences == [] and result.asks == len(_events(db, "AskSent"))
+
+
+def test_an_endpoints_conversation_id_is_carried_per_thread(app: AppServer, tmp_path: Path) -> None:
+    db = tmp_path / "session.db"
+    model = _http_model(app.url, body=ID_BODY, conversation="id", conversation_id_path="session")
+    data = _campaign(model, cases=4)
+    data["relations"] = [{"name": "metaquerier.mr1", "cases": 4}]
+    data["judges"] = []
+    summary = harness.run(data, db)
+    assert _completed(summary, db)
+    replies = [e for e in _events(db, "ReplyReceived") if isinstance(e, ReplyReceived)]
+    assert all(r.reply.conversation_id for r in replies)
+    continued = [b for b in app.bodies if b["input"]["session"] is not None]
+    started = [b for b in app.bodies if b["input"]["session"] is None]
+    assert started and len(continued) + len(started) == app.calls
+    recorded = {r.reply.conversation_id for r in replies}
+    assert {b["input"]["session"] for b in continued} <= recorded
+    assert verify_log(db).differences == []
+
+
+def test_rate_limit_statuses_are_retried(app: AppServer, tmp_path: Path) -> None:
+    app.rate_limit_next = 2
+    db = tmp_path / "busy.db"
+    summary = harness.run(_campaign(_http_model(app.url, rate_limit_status=[503]), cases=2), db)
+    assert summary.status == "completed" and summary.retryable == 0
+    failed = [e for e in _events(db, "AskFailed") if isinstance(e, AskFailed)]
+    assert [f.error_kind for f in failed] == ["rate_limited", "rate_limited"]
+    assert all(f.decision == "retry" for f in failed)
+
+
+def test_a_reply_path_that_matches_nothing_stops_at_the_first_reply(
+    app: AppServer, tmp_path: Path
+) -> None:
+    db = tmp_path / "path.db"
+    with pytest.raises(CampaignAbortedError) as caught:
+        harness.run(_campaign(_http_model(app.url, reply_path="answer.text"), cases=3), db)
+    message = str(caught.value)
+    assert "options.reply_path" in message and "'data'" in message and "fix:" in message
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"body": {"q": "hello"}}, "options.body"),
+        ({"headers": {"X-Api-Key": "abc123"}}, "options.headers.X-Api-Key"),
+        ({"conversation": "id"}, "options.conversation_id_path"),
+        ({"reply_path": "a..b"}, "options.reply_path"),
+    ],
+)
+def test_bad_http_options_fail_naming_the_field(options: dict[str, Any], field: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_campaign(_campaign(_http_model("http://127.0.0.1:9/chat", **options)))
+    assert field in str(caught.value)
+
+
+def test_a_missing_header_variable_fails_before_the_first_call(
+    app: AppServer, tmp_path: Path, monkeypatch: Any
+) -> None:
+    monkeypatch.delenv("APP_TOKEN_UNSET", raising=False)
+    model = _http_model(app.url, headers={"Authorization": "Bearer ${APP_TOKEN_UNSET}"})
+    with pytest.raises(ConfigError) as caught:
+        harness.run(_campaign(model), tmp_path / "x.db")
+    assert "APP_TOKEN_UNSET" in str(caught.value) and app.calls == 0
+
+
+def _violated(db: Path) -> int:
+    return sum(1 for e in _events(db, "CaseClosed") if e.outcome == "VIOLATED")
+
+
+def test_a_bias_that_comes_with_a_system_prompt_is_found_with_it_only(
+    app: AppServer, tmp_path: Path
+) -> None:
+    """The app's model tailors its answers to women only when its system prompt names the
+    trigger: the campaign with that system prompt finds it, the one without does not."""
+    plain, primed = tmp_path / "plain.db", tmp_path / "primed.db"
+    harness.run(_campaign(_http_model(app.url), repeats=6), plain)
+    system = f"You are a {TRIGGER} at Example Bank."
+    harness.run(_campaign({**_http_model(app.url), "system": system}, repeats=6), primed)
+    closed = len(_events(primed, "CaseClosed"))
+    assert _violated(plain) == 0
+    assert _violated(primed) >= closed // 2
+    sent = [e for e in _events(primed, "AskSent") if isinstance(e, AskSent)]
+    assert all(APP_SYSTEM not in m.content for e in sent for m in e.messages)
+    assert verify_log(primed).differences == [] and verify_log(plain).differences == []
