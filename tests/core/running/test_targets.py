@@ -217,3 +217,44 @@ def test_a_bias_that_comes_with_a_system_prompt_is_found_with_it_only(
     sent = [e for e in _events(primed, "AskSent") if isinstance(e, AskSent)]
     assert all(APP_SYSTEM not in m.content for e in sent for m in e.messages)
     assert verify_log(primed).differences == [] and verify_log(plain).differences == []
+
+
+def test_the_help_of_run_and_relations_names_the_target_kinds() -> None:
+    from click.testing import CliRunner
+
+    from harness.cli.main import main
+
+    for command in ("run", "relations"):
+        shown = CliRunner().invoke(main, [command, "--help"]).output
+        assert "http:" in shown and "python:package.module:function" in shown
+        assert "docs/targets.md" in shown
+
+
+def test_resume_base_url_replaces_an_endpoints_url(app: AppServer, tmp_path: Path) -> None:
+    """A dead URL stops the campaign (the reachability rule) before any case closes as
+    INVALID; ``resume --base-url`` gives the endpoint's right URL and the campaign ends."""
+    import json
+
+    from click.testing import CliRunner
+
+    from harness.cli.main import main
+
+    model = _http_model("http://127.0.0.1:9/chat")
+    toml = tmp_path / "dead.toml"
+    options = model["options"]
+    toml.write_text(
+        f'seed = 1\n[[models]]\nname = "{model["name"]}"\n[models.options]\n'
+        f'url = "{options["url"]}"\nreply_path = "data.answer"\n'
+        f"body = {json.dumps(HISTORY_BODY).replace(':', ' =')}\n"
+        '[[relations]]\nname = "metaquerier.mr1"\ncases = 3\n'
+    )
+    db = tmp_path / "dead.db"
+    first = CliRunner().invoke(main, ["run", str(toml), "--db", str(db), "--no-report"])
+    assert first.exit_code == 3, first.output
+    assert app.calls == 0
+    fixed = CliRunner().invoke(
+        main, ["resume", str(db), "--base-url", f"http:bank-assistant={app.url}", "--no-report"]
+    )
+    assert fixed.exit_code == 0, fixed.output
+    assert app.calls > 0 and not _events(db, "VerdictReached") == []
+    assert verify_log(db).differences == []
