@@ -193,9 +193,20 @@ def effective_models(started: CampaignStarted | None) -> list[str]:
             parts = [f"{k}={json.dumps(v)}" for k, v in sorted(params.items())]
             options = sorted((spec.get("options") or {}).items())
             parts += [f"{k}={json.dumps(v)}" for k, v in options]
+            # What the application wraps around the relation's prompts (docs/targets.md).
+            parts += [
+                f"{k}={_shortened(json.dumps(spec[k], ensure_ascii=False))}"
+                for k in ("system", "template", "prefix")
+                if spec.get(k)
+            ]
             label = spec.get("name", "?") + (" (judge)" if role == "judge" else "")
             out.append(f"{label}: {', '.join(parts) or 'backend defaults'}")
     return out
+
+
+def _shortened(text: str, most: int = 120) -> str:
+    """``text`` cut to ``most`` characters (a system prompt may be pages long)."""
+    return text if len(text) <= most else text[: most - 1] + "…"
 
 
 def self_judging_lines(started: CampaignStarted | None) -> list[str]:

@@ -169,3 +169,44 @@ def test_an_undressed_model_records_its_config_as_before() -> None:
     config = parse_campaign(_campaign())
     spec = config.resolved()["models"][0]
     assert "system" not in spec and "template" not in spec and "prefix" not in spec
+
+
+def test_the_cache_serves_a_dressed_request_only_to_the_same_dressing(tmp_path: Path) -> None:
+    plain, dressed, again = (tmp_path / f"{n}.db" for n in ("plain", "dressed", "again"))
+    harness.run(_campaign(), plain)
+    dressing = {"system": SYSTEM, "template": TEMPLATE}
+    harness.run(_campaign(**dressing), dressed, reuse=[plain])
+    assert _cached_roles(dressed).get("subject", 0) == 0  # judges' requests may match
+    subject_calls = sum(1 for e in _sent(dressed) if e.ask.role == "subject")
+    harness.run(_campaign(**dressing), again, reuse=[dressed])
+    assert _cached_roles(again).get("subject", 0) == subject_calls
+
+
+def _cached_roles(db: Path) -> dict[str, int]:
+    """Replies served from the cache, by the role of the ask they answered."""
+    from collections import Counter
+
+    from harness.store.fold import fold_case
+
+    roles: Counter[str] = Counter()
+    with EventReader(db) as log:
+        for _, events in log.cases(log.latest_campaign()):
+            for turn in fold_case(events).turns.values():
+                if turn.reply is not None and turn.reply.cached:
+                    roles[turn.ask.role] += 1
+    return dict(roles)
+
+
+def test_the_report_names_the_system_prompt_and_template(tmp_path: Path) -> None:
+    from harness.reporting.campaign_status import effective_models
+    from harness.vocabulary.events import CampaignStarted
+
+    db = tmp_path / "dressed.db"
+    harness.run(_campaign(system=SYSTEM, template=TEMPLATE), db)
+    with EventReader(db) as log:
+        started = next(
+            e.event for e in log.events(kinds=("CampaignStarted",))
+            if isinstance(e.event, CampaignStarted)
+        )
+    line = effective_models(started)[0]
+    assert "system=" in line and "Example Bank" in line and "template=" in line
