@@ -205,7 +205,8 @@ def test_the_report_names_the_system_prompt_and_template(tmp_path: Path) -> None
     harness.run(_campaign(system=SYSTEM, template=TEMPLATE), db)
     with EventReader(db) as log:
         started = next(
-            e.event for e in log.events(kinds=("CampaignStarted",))
+            e.event
+            for e in log.events(kinds=("CampaignStarted",))
             if isinstance(e.event, CampaignStarted)
         )
     line = effective_models(started)[0]
