@@ -1,7 +1,8 @@
 """``python:package.module:function`` targets: an application's own Python entry point as
 the model under test (docs/targets.md).
 
-The function is imported from the harness's own environment when the model is built (an
+The function is imported from the harness's own environment (an installed package, or a
+directory on PYTHONPATH) when the campaign is loaded and when the model is built (an
 import that fails is a `ConfigError` naming the field, before the first call). It is called
 with the request's messages (a list of ``{"role", "content"}`` dicts: the system prompt and
 template of the model already applied) and its sampling parameters (a dict of the ones
@@ -65,8 +66,8 @@ def resolve_target(identifier: str, where: str) -> Callable[..., Any]:
         raise ConfigError(
             f"module {module_name!r} cannot be imported ({type(exc).__name__}: {exc})",
             field=where,
-            fix="install the package in the harness's environment (or run from the "
-            "directory that holds it) and check the module's name",
+            fix="install the package in the harness's environment (pip install -e .), or "
+            "put its directory on PYTHONPATH, and check the module's name",
         ) from exc
     for part in attribute.split("."):
         try:
