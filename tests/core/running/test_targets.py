@@ -258,3 +258,27 @@ def test_resume_base_url_replaces_an_endpoints_url(app: AppServer, tmp_path: Pat
     assert fixed.exit_code == 0, fixed.output
     assert app.calls > 0 and _events(db, "VerdictReached") != []
     assert verify_log(db).differences == []
+
+
+def test_an_endpoint_that_stays_busy_is_an_outage(app: AppServer, tmp_path: Path) -> None:
+    """The vendors' outage rule holds for an endpoint: a run of rate limits pauses the
+    model, and one that outlasts its pauses stops the campaign (no case closed INVALID)."""
+    app.rate_limit_next = 10**6
+    db = tmp_path / "busy.db"
+    limits = {"outage_pause_s": 0.01, "outage_pauses": 1, "max_attempts": 50}
+    with pytest.raises(CampaignAbortedError) as caught:
+        harness.run(
+            _campaign(_http_model(app.url, rate_limit_status=[503]), cases=2, limits=limits), db
+        )
+    assert "http:bank-assistant" in str(caught.value)
+    assert _events(db, "CaseClosed") == []
+
+
+def test_an_endpoints_price_meters_its_spend(app: AppServer, tmp_path: Path) -> None:
+    db = tmp_path / "priced.db"
+    model = _http_model(app.url, price_in_per_mtok=1.0, price_out_per_mtok=2.0)
+    summary = harness.run(_campaign(model, cases=2, limits={"spend_ceiling_usd": 5.0}), db)
+    assert summary.status == "completed"
+    replies = [e for e in _events(db, "ReplyReceived") if isinstance(e, ReplyReceived)]
+    priced = [r.reply.cost_usd for r in replies if r.reply.cost_usd]
+    assert priced and all(cost > 0 for cost in priced)
