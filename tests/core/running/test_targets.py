@@ -282,3 +282,24 @@ def test_an_endpoints_price_meters_its_spend(app: AppServer, tmp_path: Path) -> 
     replies = [e for e in _events(db, "ReplyReceived") if isinstance(e, ReplyReceived)]
     priced = [r.reply.cost_usd for r in replies if r.reply.cost_usd]
     assert priced and all(cost > 0 for cost in priced)
+
+
+def test_replay_through_the_engine_serves_every_dressed_request(
+    app: AppServer, tmp_path: Path
+) -> None:
+    """``harness replay`` (no --verify) re-runs the campaign through the engine, the model's
+    system prompt and template applied again: every request is found in the log."""
+    import asyncio
+
+    from fixtures.log_snapshot import transcripts
+
+    from harness.verifying.replay import replay_into
+
+    db, out = tmp_path / "http.db", tmp_path / "replayed.db"
+    model = {**_http_model(app.url), "system": "Answer briefly.", "template": "Q: {prompt}"}
+    harness.run(_campaign(model), db)
+    calls = app.calls
+    run = asyncio.run(replay_into(db, out))
+    assert run.misses == 0 and run.served == len(_events(db, "AskSent"))
+    assert app.calls == calls  # nothing went to the endpoint
+    assert transcripts(out) == transcripts(db)
