@@ -53,7 +53,15 @@ from harness.vocabulary.events import (
     ReplyReceived,
     VerdictReached,
 )
-from harness.vocabulary.model import GenerationParams, Message, Model, ModelSpec, Reply
+from harness.vocabulary.model import (
+    GenerationParams,
+    Message,
+    Model,
+    ModelSpec,
+    Reply,
+    conversation_scope,
+    scope_of,
+)
 from harness.vocabulary.refusal import as_recorded
 from harness.vocabulary.relation import (
     Ask,
@@ -477,7 +485,8 @@ class Engine:
             received = turn.reply
             if received is not None and received.reply.conversation_id and turn.sent:
                 answer = Message(role="assistant", content=received.reply.text)
-                remember([*turn.sent[-1].messages, answer], received.reply.conversation_id)
+                scope = scope_of(state.case.case_id, turn.ask.thread)
+                remember([*turn.sent[-1].messages, answer], received.reply.conversation_id, scope)
 
     def _step(self, relation: Relation, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
         try:
@@ -591,6 +600,7 @@ class Engine:
         case = log.state.case
         model = self._model_for(case, ask)
         current_call.set(CallContext(case.case_id, turn, case.repeat))
+        conversation_scope.set(scope_of(case.case_id, ask.thread))
         lookup = None
         if self.cache is not None:
             cache, seed_derived = self.cache, self._seed_is_derived(model)

@@ -9,6 +9,7 @@ as subclasses of `harness.vocabulary.errors.ModelError`; nothing else may escape
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import json
 from collections.abc import Callable, Sequence
@@ -110,6 +111,19 @@ def recordable_reply(reply: Reply) -> Reply:
         updates["text"] = recordable_text(text)
         updates["raw_escaped"] = text.encode("unicode_escape").decode("ascii")
     return reply.model_copy(update=updates)
+
+
+conversation_scope: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "conversation_scope", default=None
+)
+"""The conversation a call belongs to (the engine sets its case and thread, `scope_of`): a
+model that keeps state per conversation (an ``http:`` endpoint's conversation id) keys it
+by this, never by the text alone, which two repeats of a case may share word for word."""
+
+
+def scope_of(case_id: str, thread: str) -> str:
+    """The `conversation_scope` of a case's thread."""
+    return f"{case_id}\x1f{thread}"
 
 
 @runtime_checkable

@@ -8,7 +8,9 @@ matches nothing in the first reply aborts the campaign naming the field and the 
 call can succeed); later, it is a malformed reply, retried. Conversation state: the whole
 conversation is sent each turn (``conversation = "history"``), or only the new prompt with
 the endpoint's own conversation id (``"id"``), which is recorded with each reply and
-carried per thread (`HttpTarget.remember` primes it on resume).
+carried per case and thread (`conversation_scope`; `HttpTarget.remember` primes it on
+resume). A forked thread has no conversation of its own on the endpoint: its turn fails,
+saying so.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from harness.vocabulary.model import (
     GenerationParams,
     Message,
     ModelSpec,
+    conversation_scope,
     request_key,
 )
 
@@ -100,16 +103,19 @@ class HttpTarget(VendorModel):
             )
         }
         self._answered = False
-        self._conversations: dict[str, str] = {}
+        self._conversations: dict[tuple[str | None, str], str] = {}
         self.client = httpx2.AsyncClient(
             limits=pool_limits(spec.max_in_flight),
             timeout=options.timeout or _DEFAULT_TIMEOUT_S,
         )
 
-    def remember(self, conversation: Sequence[Message], conversation_id: str) -> None:
-        """``conversation`` (a request and the reply to it) continues as ``conversation_id``
-        on the endpoint: what a resumed run reads back from the log."""
-        self._conversations[history_key(conversation)] = conversation_id
+    def remember(
+        self, conversation: Sequence[Message], conversation_id: str, scope: str | None
+    ) -> None:
+        """``conversation`` (a request and the reply to it) of the thread ``scope``
+        (`conversation_scope`) continues as ``conversation_id`` on the endpoint: what each
+        reply says, and what a resumed run reads back from the log."""
+        self._conversations[(scope, history_key(conversation))] = conversation_id
 
     def body(
         self, messages: Sequence[Message], params: GenerationParams, conversation_id: str | None
@@ -138,11 +144,12 @@ class HttpTarget(VendorModel):
         before = list(messages[:-1])
         if not any(m.role == "assistant" for m in before):
             return None  # the thread's first turn: the endpoint starts a conversation
-        found = self._conversations.get(history_key(before))
+        found = self._conversations.get((conversation_scope.get(), history_key(before)))
         if found is None:
             raise BadRequestError(
-                "no conversation id is known for this thread's earlier turns (they were "
-                "answered from a cache or another log); the endpoint would not know them"
+                "no conversation id is known for this thread's earlier turns (a thread forked "
+                "from another, or turns answered from a cache or another log); the endpoint "
+                'would not know them: use conversation = "history" for this relation'
             )
         return found
 
@@ -179,7 +186,8 @@ class HttpTarget(VendorModel):
         self._answered = True
         conversation_id = None if found_id is MISSING or found_id is None else str(found_id)
         if conversation_id is not None:
-            self.remember([*messages, Message(role="assistant", content=text)], conversation_id)
+            answered = [*messages, Message(role="assistant", content=text)]
+            self.remember(answered, conversation_id, conversation_scope.get())
         tokens_in, tokens_out = (
             self._found("input_tokens", document),
             self._found("output_tokens", document),

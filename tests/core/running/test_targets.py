@@ -139,7 +139,8 @@ def test_an_endpoints_conversation_id_is_carried_per_thread(app: AppServer, tmp_
     db = tmp_path / "session.db"
     model = _http_model(app.url, body=ID_BODY, conversation="id", conversation_id_path="session")
     data = _campaign(model, cases=4)
-    data["relations"] = [{"name": "metaquerier.mr1", "cases": 4}]
+    # Without the matched control: it forks the test's thread (see the test below).
+    data["relations"] = [{"name": "metaquerier.mr1", "cases": 4, "options": {"control": False}}]
     data["judges"] = []
     summary = harness.run(data, db)
     assert _completed(summary, db)
@@ -303,3 +304,64 @@ def test_replay_through_the_engine_serves_every_dressed_request(
     assert run.misses == 0 and run.served == len(_events(db, "AskSent"))
     assert app.calls == calls  # nothing went to the endpoint
     assert transcripts(out) == transcripts(db)
+
+
+def _id_campaign(url: str, **relation: Any) -> dict[str, Any]:
+    model = _http_model(url, body=ID_BODY, conversation="id", conversation_id_path="session")
+    data = _campaign({**model, "params": {"seed": 1, "temperature": 0.0}}, repeats=3)
+    data["relations"] = [{"name": "metaquerier.mr1", "cases": 2, **relation}]
+    data["judges"] = []
+    return data
+
+
+def test_repeats_that_read_alike_keep_their_own_conversations(
+    app: AppServer, tmp_path: Path
+) -> None:
+    """Repeats with a fixed seed send the same words and get the same replies: each still
+    continues the conversation the endpoint opened for it, never another repeat's."""
+    from harness.store.fold import fold_case
+
+    db = tmp_path / "repeats.db"
+    harness.run(_id_campaign(app.url, options={"control": False}), db)
+    ids_by_case: dict[str, set[str]] = {}
+    with EventReader(db) as log:
+        for case_id, events in log.cases(log.latest_campaign()):
+            turns = fold_case(events).turns.values()
+            ids_by_case[case_id] = {t.reply.reply.conversation_id for t in turns if t.reply}
+    assert all(len(ids) == 1 for ids in ids_by_case.values())  # one conversation a case
+    assert len({next(iter(ids)) for ids in ids_by_case.values()}) == len(ids_by_case)
+    continued = [b["input"]["session"] for b in app.bodies if b["input"]["session"]]
+    assert sorted(continued) == sorted(next(iter(ids)) for ids in ids_by_case.values())
+
+
+def test_a_forked_thread_fails_saying_why(app: AppServer, tmp_path: Path) -> None:
+    db = tmp_path / "fork.db"
+    harness.run(_id_campaign(app.url), db)  # the matched control forks the test's thread
+    failed = [e for e in _events(db, "AskFailed") if isinstance(e, AskFailed)]
+    assert failed and all(f.error_kind == "bad_request" for f in failed)
+    assert 'conversation = "history"' in failed[0].message
+
+
+def test_a_resumed_run_carries_the_recorded_conversation_ids(
+    app: AppServer, tmp_path: Path
+) -> None:
+    """Second turns left failed, retryable (the endpoint was busy) are sent again by a new
+    run, whose model knows no conversation: it reads each thread's id back from the log."""
+    import asyncio
+
+    from harness.running.runner import resume_campaign
+
+    app.busy_continued = True
+    db = tmp_path / "resumed.db"
+    data = _id_campaign(app.url, options={"control": False})
+    data["limits"] = {"max_attempts": 1, "outage_pauses": 100, "outage_pause_s": 0.01}
+    first = harness.run(data, db)
+    assert first.retryable > 0  # cases left open after their first turn
+    app.busy_continued = False
+    second = asyncio.run(resume_campaign(db))
+    assert second.retryable == 0 and second.failures == 0
+    replies = [e for e in _events(db, "ReplyReceived") if isinstance(e, ReplyReceived)]
+    opened = {r.reply.conversation_id for r in replies}
+    continued = [b["input"]["session"] for b in app.bodies if b["input"]["session"]]
+    assert continued and set(continued) <= opened
+    assert verify_log(db).differences == []

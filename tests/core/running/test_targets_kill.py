@@ -1,5 +1,6 @@
-"""Kill -9 a campaign whose subjects are an application over HTTP and the same application
-as a Python function, resume it until it ends: every case closes, the transcripts equal an
+"""Kill -9 a campaign whose subjects are an application over HTTP (sending the whole
+conversation, or keeping it by the endpoint's conversation id) and the same application as
+a Python function, resume it until it ends: every case closes, the transcripts equal an
 uninterrupted run's, and replay finds 0 differences."""
 
 from __future__ import annotations
@@ -39,6 +40,18 @@ input = {{ question = "{{prompt}}", history = "{{messages}}" }}
 settings = "{{params}}"
 
 [[models]]
+name = "http:bank-sessions"
+system = "You are a loan officer at Example Bank."
+max_in_flight = 4
+[models.options]
+url = "{url}"
+reply_path = "data.answer"
+conversation = "id"
+conversation_id_path = "session"
+[models.options.body]
+input = {{ question = "{{prompt}}", system = "{{system}}", session = "{{conversation_id}}" }}
+
+[[models]]
 name = "python:fixtures.target_app:answer"
 system = "You are a loan officer at Example Bank."
 max_in_flight = 4
@@ -50,6 +63,12 @@ params = {{ temperature = 0.0, seed = 0 }}
 [[relations]]
 name = "metafair.mr1"
 options = {{ jury = 1 }}
+
+# Two turns in one thread: a kill between them leaves an endpoint conversation to carry on.
+[[relations]]
+name = "metaquerier.mr1"
+cases = 5
+options = {{ control = false }}
 """
 
 
@@ -105,7 +124,7 @@ def test_kill_and_resume_a_campaign_against_an_application(tmp_path: Path) -> No
         proc = _harness("run", str(toml), "--db", str(db), "--no-report")
         kills = 0
         for k in range(KILLS):
-            while _closed(db) < 12 * (k + 1) and proc.poll() is None:
+            while _closed(db) < 40 * (k + 1) and proc.poll() is None:
                 time.sleep(0.01)
             if proc.poll() is None:
                 os.kill(proc.pid, signal.SIGKILL)
@@ -121,6 +140,8 @@ def test_kill_and_resume_a_campaign_against_an_application(tmp_path: Path) -> No
         app.wait()
     assert kills == KILLS
     killed_run, whole_run = transcripts(db), transcripts(base)
-    assert killed_run == whole_run and len(killed_run) == 2 * 5 * 8
+    assert killed_run == whole_run and len(killed_run) == 3 * (5 + 5) * 8
+    failed = [t for turns, _ in killed_run.values() for t in turns if t[4] is not None]
+    assert failed == []  # every conversation id was carried across the kills
     result = verify_log(db)
     assert result.differences == [] and result.open_cases == 0
