@@ -365,3 +365,20 @@ def test_a_resumed_run_carries_the_recorded_conversation_ids(
     continued = [b["input"]["session"] for b in app.bodies if b["input"]["session"]]
     assert continued and set(continued) <= opened
     assert verify_log(db).differences == []
+
+
+def test_a_compact_copy_keeps_the_conversation_ids(app: AppServer, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from harness.cli.main import main
+
+    db, compact = tmp_path / "ids.db", tmp_path / "compact.db"
+    harness.run(_id_campaign(app.url, options={"control": False}), db)
+    copied = CliRunner().invoke(main, ["copy", str(db), str(compact), "--compact"])
+    assert copied.exit_code == 0, copied.output
+
+    def ids(log: Path) -> list[str | None]:
+        return [e.reply.conversation_id for e in _events(log, "ReplyReceived")]
+
+    assert ids(compact) == ids(db) and all(ids(db))
+    assert verify_log(compact).differences == []
