@@ -252,6 +252,7 @@ def test_resume_base_url_replaces_an_endpoints_url(app: AppServer, tmp_path: Pat
     db = tmp_path / "dead.db"
     first = CliRunner().invoke(main, ["run", str(toml), "--db", str(db), "--no-report"])
     assert first.exit_code == 3, first.output
+    assert "options.url" in " ".join(first.output.split())
     assert app.calls == 0
     fixed = CliRunner().invoke(
         main, ["resume", str(db), "--base-url", f"http:bank-assistant={app.url}", "--no-report"]
