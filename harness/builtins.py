@@ -11,7 +11,8 @@ from harness.plugins.registry import Family
 # By reference, like any family's parts: a command imports only the modules it runs.
 CORE = Family(
     name="core",
-    summary="the harness itself: sim, local, vendor and replay models; shared report sections",
+    summary="the harness itself: sim, local, vendor, replay, http and python models; shared "
+    "report sections",
     model_backends={
         "sim": Lazy("sim", "harness.models.sim:build_sim"),
         "local": Lazy("local", "harness.models.local:build_local"),
@@ -21,6 +22,9 @@ CORE = Family(
         "openai-compat": Lazy("openai-compat", "harness.models.providers:build_openai_compat"),
         "anthropic": Lazy("anthropic", "harness.models.providers:build_anthropic"),
         "google": Lazy("google", "harness.models.providers:build_gemini"),
+        # An application under test (docs/targets.md): its HTTP endpoint, its Python function.
+        "http": Lazy("http", "harness.models.providers:build_http"),
+        "python": Lazy("python", "harness.models.python_target:build_python"),
     },
     report_sections=Deferred(
         "harness.reporting.report:CORE_SECTIONS",

@@ -189,7 +189,9 @@ def refuse_resume_of_import(log: EventReader, campaign: str | None = None) -> No
 def model_parameters(started: CampaignStarted | None) -> list[dict[str, Any]]:
     """Each model and judge with what it was called with: ``name``, ``role`` (model or
     judge), ``params`` (the campaign's defaults under its own parameters) and ``options``
-    (its backend options), as the campaign recorded them."""
+    (its backend options), as the campaign recorded them, and ``system``, ``template`` and
+    ``prefix`` when the model has them (what an application wraps around the relation's
+    prompts, docs/targets.md)."""
     if started is None:
         return []
     config: dict[str, Any] = started.config
@@ -199,15 +201,18 @@ def model_parameters(started: CampaignStarted | None) -> list[dict[str, Any]]:
         for spec in config.get(key) or []:
             params = dict(defaults)
             params.update({k: v for k, v in (spec.get("params") or {}).items() if v is not None})
-            out.append(
-                {
-                    "name": spec.get("name", "?"),
-                    "role": role,
-                    "params": dict(sorted(params.items())),
-                    "options": dict(sorted((spec.get("options") or {}).items())),
-                }
-            )
+            entry: dict[str, Any] = {
+                "name": spec.get("name", "?"),
+                "role": role,
+                "params": dict(sorted(params.items())),
+                "options": dict(sorted((spec.get("options") or {}).items())),
+            }
+            entry.update({k: spec[k] for k in _WRAPPING if spec.get(k)})
+            out.append(entry)
     return out
+
+
+_WRAPPING = ("system", "template", "prefix")
 
 
 def effective_models(started: CampaignStarted | None) -> list[str]:
@@ -217,9 +222,19 @@ def effective_models(started: CampaignStarted | None) -> list[str]:
     for model in model_parameters(started):
         parts = [f"{k}={json.dumps(v)}" for k, v in model["params"].items()]
         parts += [f"{k}={json.dumps(v)}" for k, v in model["options"].items()]
+        parts += [
+            f"{k}={_shortened(json.dumps(model[k], ensure_ascii=False))}"
+            for k in _WRAPPING
+            if k in model
+        ]
         label = model["name"] + (" (judge)" if model["role"] == "judge" else "")
         out.append(f"{label}: {', '.join(parts) or 'backend defaults'}")
     return out
+
+
+def _shortened(text: str, most: int = 120) -> str:
+    """``text`` cut to ``most`` characters (a system prompt may be pages long)."""
+    return text if len(text) <= most else text[: most - 1] + "…"
 
 
 def self_judging_lines(started: CampaignStarted | None) -> list[str]:

@@ -31,7 +31,7 @@ from harness.vocabulary.config_bounds import (
 from harness.vocabulary.config_errors import config_error
 from harness.vocabulary.errors import ConfigError, FamilyNotInstalledError, strip_url_credentials
 from harness.vocabulary.extras import require_extra
-from harness.vocabulary.model import GenerationParams, ModelSpec
+from harness.vocabulary.model import PROMPT_PLACEHOLDER, GenerationParams, ModelSpec
 from harness.vocabulary.relation import ChangedDefault
 
 
@@ -146,17 +146,23 @@ def _without_url_credentials(value: Any) -> Any:
 
 
 def parse_campaign(
-    data: dict[str, Any], *, source: str = "campaign", recorded: bool = False
+    data: dict[str, Any],
+    *,
+    source: str = "campaign",
+    recorded: bool = False,
+    base: Path | None = None,
 ) -> CampaignConfig:
     """A campaign from its file's data. ``recorded``: the data is a log's recorded campaign
     (replay, resume): options a relation added later are read with the value the log ran
     with (`RelationBase.changed_defaults`), and what a log may hold although a new campaign
     is refused (a self-judging jury recorded before the rule) is not refused; a log that
-    records no ``order`` ran its cases in file order and keeps it."""
+    records no ``order`` ran its cases in file order and keeps it. ``base``: the directory a
+    model's ``system_file`` is relative to (default: the current one)."""
     # Depth and finiteness first, for the options too (free-form dicts pydantic passes on).
     check_config_tree(data, source=source)
     if recorded and "order" not in data:  # recorded before the order existed: file order
         data = {**data, "order": "file"}
+    data = _inline_system_files(data, base or Path())
     try:
         config = CampaignConfig.model_validate(data)
     except ValidationError as exc:
@@ -167,7 +173,86 @@ def parse_campaign(
     _check_references(config)
     if not recorded:
         check_self_judging(config)
+        # A recorded campaign is replayed without calling its functions: no import then.
+        _check_python_targets(config)
     return config
+
+
+def _check_python_targets(config: CampaignConfig) -> None:
+    """Every ``python:`` model's function imports, before the first call."""
+    from harness.models.python_target import check_python_options, resolve_target
+
+    for group in ("models", "judges"):
+        for i, spec in enumerate(getattr(config, group)):
+            if spec.scheme == "python":
+                check_python_options(spec, f"{group}[{i}]")
+                name = "backend" if spec.backend else "name"
+                resolve_target(spec.identifier, f"{group}[{i}].{name}")
+
+
+def _inline_system_files(data: dict[str, Any], base: Path) -> dict[str, Any]:
+    """``system_file`` read into ``system`` (of models; a judge's is refused by
+    `_check_dressing`): the recorded campaign holds the text itself, so a log replays and
+    resumes without the file, and a changed file is a changed config."""
+    out = dict(data)
+    for group in ("models", "judges"):
+        specs = data.get(group)
+        if not isinstance(specs, list):
+            continue
+        inlined: list[Any] = []
+        for i, spec in enumerate(specs):
+            if not isinstance(spec, dict) or "system_file" not in spec:
+                inlined.append(spec)
+                continue
+            where = f"{group}[{i}].system_file"
+            if "system" in spec:
+                raise ConfigError(
+                    "a model has both system and system_file",
+                    field=where,
+                    fix="keep one: the prompt itself (system) or the file that holds it",
+                )
+            name = spec["system_file"]
+            if not isinstance(name, str) or not name:
+                raise ConfigError(
+                    "system_file must be a file's path", field=where, fix='e.g. "prompts/sys.txt"'
+                )
+            try:
+                text = read_user_text(base / name, "system prompt file")
+            except ConfigError as exc:
+                raise ConfigError(
+                    f"{exc.args[0].split(' (fix:')[0]}",
+                    field=where,
+                    fix="give the path of a UTF-8 text file, relative to the campaign file",
+                ) from exc
+            spec = {k: v for k, v in spec.items() if k != "system_file"}
+            spec["system"] = text
+            inlined.append(spec)
+        out[group] = inlined
+    return out
+
+
+def _check_dressing(config: CampaignConfig) -> None:
+    """A template must say where the prompt goes; judges are never dressed (a judge reads
+    its rubric's request as written, whatever the subject's application wraps around)."""
+    for i, spec in enumerate(config.models):
+        if spec.template is not None and PROMPT_PLACEHOLDER not in spec.template:
+            raise ConfigError(
+                f"the template of {spec.name} has no {PROMPT_PLACEHOLDER} placeholder: the "
+                "ask's text would never be sent",
+                field=f"models[{i}].template",
+                fix=f"put {PROMPT_PLACEHOLDER} where the user's text goes, e.g. "
+                f'template = "Customer message: {PROMPT_PLACEHOLDER}"',
+            )
+    for i, spec in enumerate(config.judges):
+        for name in ("system", "template", "prefix"):
+            if getattr(spec, name):
+                raise ConfigError(
+                    f"judge {spec.name} has a {name}: judges read their rubric's request "
+                    "as written",
+                    field=f"judges[{i}].{name}",
+                    fix=f"remove {name} from the judge (system prompts and templates belong "
+                    "to the [[models]] under test)",
+                )
 
 
 def _pinned_options(config: CampaignConfig, *, recorded: bool) -> CampaignConfig:
@@ -268,6 +353,7 @@ def _check_references(config: CampaignConfig) -> None:
                 )
     check_vendor_options(config)
     _check_params(config)
+    _check_dressing(config)
     for i, rel in enumerate(config.relations):
         relation = build_relation(rel.name, rel.options, field=f"relations[{i}]")
         needed = int(getattr(relation, "judges_needed", 0))
@@ -364,7 +450,7 @@ def read_toml_file(path: Path, what: str) -> dict[str, Any]:
 
 def load_campaign(path: str | Path) -> CampaignConfig:
     path = Path(path)
-    return parse_campaign(read_toml_file(path, "campaign file"), source=str(path))
+    return parse_campaign(read_toml_file(path, "campaign file"), source=str(path), base=path.parent)
 
 
 EMBEDDED = ("demo", "sim")

@@ -53,7 +53,15 @@ from harness.vocabulary.events import (
     ReplyReceived,
     VerdictReached,
 )
-from harness.vocabulary.model import GenerationParams, Message, Model, ModelSpec, Reply
+from harness.vocabulary.model import (
+    GenerationParams,
+    Message,
+    Model,
+    ModelSpec,
+    Reply,
+    conversation_scope,
+    scope_of,
+)
 from harness.vocabulary.refusal import as_recorded
 from harness.vocabulary.relation import (
     Ask,
@@ -195,6 +203,8 @@ class Engine:
         self.judges = list(judges)
         specs = {s.name: s for s in [*config.models, *config.judges]}
         self.specs: dict[str, ModelSpec] = specs
+        # The subjects' own specs: a judge of the same name must not take a subject's place.
+        self._subjects: dict[str, ModelSpec] = {s.name: s for s in config.models}
         self._merged_params: dict[str, GenerationParams] = {}
         self._turn_seed = turn_seeder(config.seed)
         self.gates: dict[str, CallGate] = dict(gates or {})
@@ -399,6 +409,7 @@ class Engine:
                 case = case.model_copy(update={"data": data})
             log = CaseLog(self.store, self.campaign_id, state)
             self.progress.case_started(case)
+            self._carry_conversations(state)
             resumed = await self._finish_logged_turns(log, case, relation)
             if resumed is None:
                 return None
@@ -463,6 +474,19 @@ class Engine:
             done.update({t.index: t for t in turns if t is not None})
             transcript = Transcript(turns=tuple(done[i] for i in sorted(done)))
         return transcript
+
+    def _carry_conversations(self, state: CaseState) -> None:
+        """The endpoint conversation ids a resumed case recorded (an ``http:`` target with
+        ``conversation = "id"``), handed back to its model so its threads go on."""
+        remember = getattr(self.models.get(state.case.model), "remember", None)
+        if remember is None:
+            return
+        for turn in state.turns.values():
+            received = turn.reply
+            if received is not None and received.reply.conversation_id and turn.sent:
+                answer = Message(role="assistant", content=received.reply.text)
+                scope = scope_of(state.case.case_id, turn.ask.thread)
+                remember([*turn.sent[-1].messages, answer], received.reply.conversation_id, scope)
 
     def _step(self, relation: Relation, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
         try:
@@ -553,7 +577,10 @@ class Engine:
         return await self._resend(log, logged)
 
     async def _ask(self, log: CaseLog, ask: Ask, turn: int, messages: list[Message]) -> Turn | None:
-        model = self._model_for(log.state.case, ask)
+        case = log.state.case
+        model = self._model_for(case, ask)
+        if ask.role != "judge":  # the subject's application wraps its requests; a judge's never
+            messages = self._subjects[case.model].dress(messages)
         params = self._params_for(model, log.state.case, ask, turn)
         return await self._call(log, ask, turn, messages, params, first_attempt=1)
 
@@ -573,6 +600,7 @@ class Engine:
         case = log.state.case
         model = self._model_for(case, ask)
         current_call.set(CallContext(case.case_id, turn, case.repeat))
+        conversation_scope.set(scope_of(case.case_id, ask.thread))
         lookup = None
         if self.cache is not None:
             cache, seed_derived = self.cache, self._seed_is_derived(model)

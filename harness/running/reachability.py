@@ -51,7 +51,8 @@ class ReachabilityWatch:
             f"{model}: {self._streak[model]} calls in a row failed and none has succeeded; "
             f"last error: {error}. The campaign stopped before closing cases as INVALID; "
             f"nothing recorded is paid again. Fix: harness resume LOG --base-url "
-            f"'{model}=URL' (recorded in the log, replacing options.base_url), or fix the "
+            f"'{model}=URL' (recorded in the log, replacing options.base_url, or an http: "
+            "target's options.url), or fix the "
             "SDK's environment variable and run harness resume LOG; a wrong model name "
             "needs a new campaign (harness run FILE --new-campaign)"
         )

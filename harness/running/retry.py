@@ -10,7 +10,7 @@ import random
 from dataclasses import dataclass
 from typing import Literal
 
-from harness.vocabulary.errors import AuthenticationError, ModelError
+from harness.vocabulary.errors import AuthenticationError, ModelError, TargetConfigError
 from harness.vocabulary.events import AskFailed
 
 
@@ -54,6 +54,10 @@ class RetryPolicy:
         Only a failure that retrying cannot change (a 400, a refusal) is given up."""
         if isinstance(error, AuthenticationError):
             return RetryDecision("abort", 0.0, "authentication failed: no call can succeed")
+        if isinstance(error, TargetConfigError):
+            return RetryDecision(
+                "abort", 0.0, "the target's options are wrong: no call can succeed"
+            )
         if not error.retryable:
             return RetryDecision("give_up", 0.0, f"{error.kind} is not retryable")
         if attempt >= self.max_attempts:

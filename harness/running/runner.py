@@ -265,7 +265,7 @@ def load_resume_point(db: LogLike, campaign: str | None = None) -> ResumePoint:
 
 # The endpoint options `harness resume --base-url/--api-key-env` may change; a change is
 # recorded in CampaignResumed.config_overrides under `endpoint_key` and kept by later resumes.
-ENDPOINT_OPTIONS = ("base_url", "api_key_env")
+ENDPOINT_OPTIONS = ("base_url", "api_key_env", "url")  # url: an http: target's
 
 
 def endpoint_key(model: str, option: str) -> str:

@@ -202,9 +202,14 @@ class _AskTail(BaseModel):
 
 
 def quick_verify(
-    rows: Sequence[Row], relations: dict[str, Relation], campaign_seed: int
+    rows: Sequence[Row],
+    relations: dict[str, Relation],
+    campaign_seed: int,
+    dressed: frozenset[str] = frozenset(),
 ) -> QuickCounts | None:
-    """The counts of a case verified without a difference, or None (see the module)."""
+    """The counts of a case verified without a difference, or None (see the module).
+    ``dressed``: models whose requests carry a system prompt or template (`ModelSpec.dress`):
+    their cases take the exact path, which builds requests as the engine does."""
     if len(rows) < 3 or rows[0].kind != "CaseOpened":
         return None
     versions = _CURRENT_VERSION
@@ -221,6 +226,8 @@ def quick_verify(
     if opened is None:
         return None
     case = opened.case
+    if case.model in dressed:
+        return None
     relation = relations.get(case.relation)
     if relation is None:
         return None

@@ -132,6 +132,7 @@ def verify_case(
     campaign_seed: int,
     counts: VerifyResult,
     order: dict[int, tuple[int, int]] | None = None,
+    dress: ModelSpec | None = None,
 ) -> list[Mismatch]:
     """Re-derive one case from its recorded transcript; stop at its first difference (what
     follows would depend on replies to asks that were never sent).
@@ -221,6 +222,8 @@ def verify_case(
                     )
                 ]
             wanted = messages_for(ask, transcript)
+            if dress is not None and ask.role != "judge":
+                wanted = dress.dress(wanted)
             if rec.sent and _json(rec.sent[0].messages) != _json(wanted):
                 return [
                     Mismatch(cid, "request", rec.turn, _json(rec.sent[0].messages), _json(wanted))
@@ -298,6 +301,8 @@ def _verify_cases(
 ) -> VerifyResult:
     """Verifies the cases whose ids are in [first, end) (None: unbounded)."""
     result = VerifyResult(campaign)
+    specs = {spec.name: spec for spec in config.models}
+    dressed = frozenset(name for name, spec in specs.items() if spec.dressed)
     chains = _Chains(log.connection, campaign, shown, first, end)
     for case_id, rows in raw_cases(log.connection, campaign, shown, first, end):
         result.cases += 1
@@ -305,7 +310,7 @@ def _verify_cases(
         if broken is not None:
             result.differences.append(broken)
             continue
-        quick = quick_verify(rows, relations, config.seed)
+        quick = quick_verify(rows, relations, config.seed, dressed)
         if quick is not None:
             result.asks += quick.asks
             result.verdicts += quick.verdicts
@@ -326,7 +331,9 @@ def _verify_cases(
             )
             continue
         order = turn_positions(events)
-        result.differences.extend(verify_case(state, relation, config.seed, result, order))
+        result.differences.extend(
+            verify_case(state, relation, config.seed, result, order, specs.get(state.case.model))
+        )
     result.differences.extend(chains.without_events())
     return result
 

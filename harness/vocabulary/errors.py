@@ -162,6 +162,13 @@ class AuthenticationError(ModelError):
     kind = "authentication"
 
 
+class TargetConfigError(ModelError):
+    """The first reply of an application under test shows its options are wrong (a
+    response path that matches nothing): the campaign aborts, naming the field and the fix."""
+
+    kind = "target_config"
+
+
 class PermissionDeniedError(ModelError):
     kind = "permission_denied"
 

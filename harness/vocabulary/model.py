@@ -9,6 +9,7 @@ as subclasses of `harness.vocabulary.errors.ModelError`; nothing else may escape
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import json
 from collections.abc import Callable, Sequence
@@ -21,6 +22,9 @@ from harness.vocabulary.answer_shape import AnswerFormat, AnswerShape
 from harness.vocabulary.config_bounds import MAX_IN_FLIGHT
 
 Role = Literal["system", "user", "assistant"]
+
+PROMPT_PLACEHOLDER = "{prompt}"
+"""Where an ask's prompt goes in a model's ``template`` (and an ``http:`` request body)."""
 
 
 class Message(BaseModel):
@@ -62,6 +66,10 @@ class Reply(BaseModel):
     # (`recordable_reply`), set only when ``text`` had to be repaired; left out of the JSON
     # when None, so every other reply is written exactly as before (ReplyReceived v2).
     raw_escaped: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    # The conversation id an ``http:`` target's endpoint returned (``conversation = "id"``):
+    # recorded with the reply of its thread's turn, so a resumed run carries it on. Left out
+    # of the JSON when None, like ``raw_escaped``.
+    conversation_id: str | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
 def _encodable(text: str) -> bool:
@@ -105,6 +113,19 @@ def recordable_reply(reply: Reply) -> Reply:
     return reply.model_copy(update=updates)
 
 
+conversation_scope: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "conversation_scope", default=None
+)
+"""The conversation a call belongs to (the engine sets its case and thread, `scope_of`): a
+model that keeps state per conversation (an ``http:`` endpoint's conversation id) keys it
+by this, never by the text alone, which two repeats of a case may share word for word."""
+
+
+def scope_of(case_id: str, thread: str) -> str:
+    """The `conversation_scope` of a case's thread."""
+    return f"{case_id}\x1f{thread}"
+
+
 @runtime_checkable
 class Model(Protocol):
     """A chat model. ``name`` is the campaign-level identifier (``"sim:default"``)."""
@@ -132,6 +153,42 @@ class ModelSpec(BaseModel):
     max_in_flight: int = Field(default=8, ge=1, le=MAX_IN_FLIGHT)
     backend: str | None = None
     answer_format: AnswerFormat | None = None
+    # What the application under test wraps around a user's text (docs/targets.md): its
+    # system prompt, a template with PROMPT_PLACEHOLDER where an ask's prompt goes, and
+    # messages sent before the conversation (few-shot examples). Part of every request the
+    # subject is sent, so of the logged request, its key, the cache and replay; never of a
+    # judge's. Left out of the recorded config when unset: old config hashes are unchanged.
+    system: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    template: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    prefix: tuple[Message, ...] = Field(default=(), exclude_if=lambda value: not value)
+
+    @property
+    def dressed(self) -> bool:
+        """True when requests to this model are wrapped (`dress`)."""
+        return bool(self.system or self.template or self.prefix)
+
+    def dress(self, messages: list[Message]) -> list[Message]:
+        """``messages`` (a relation's request, `harness.store.fold.messages_for`) as the
+        application sends them: its system prompt first (joined with a relation's own, which
+        follows it), then the prefix messages, then the conversation with every user
+        message put in the template. The same list when nothing is set."""
+        if not self.dressed:
+            return messages
+        rest = messages
+        own: str | None = None
+        if rest and rest[0].role == "system":
+            own, rest = rest[0].content, rest[1:]
+        system = "\n\n".join(text for text in (self.system, own) if text)
+        out = [Message(role="system", content=system)] if system else []
+        out.extend(self.prefix)
+        template = self.template
+        for message in rest:
+            if template is not None and message.role == "user":
+                message = Message(
+                    role="user", content=template.replace(PROMPT_PLACEHOLDER, message.content)
+                )
+            out.append(message)
+        return out
 
     @property
     def target(self) -> str:

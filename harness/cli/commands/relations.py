@@ -13,7 +13,15 @@ from harness.plugins.family_parts import relation_classes
 @click.command("relations")
 @click.option("--verbose", is_flag=True, help="Show each relation's options, defaults and meaning.")
 def command(verbose: bool) -> None:
-    """List the relations, one line each."""
+    """List the relations, one line each.
+
+    Every relation runs against any target a campaign names in [[models]]: a bare model
+    (sim:, local:, openai:, anthropic:, google:, openai-compat:), an application's own JSON
+    endpoint (http:NAME with options url, body, reply_path) or its Python function
+    (python:package.module:function), each with an optional system prompt and template
+    around the relation's prompts (system, system_file, template with {prompt}). Relations
+    never see them; see docs/targets.md.
+    """
     classes = relation_classes()
     width = max(len(n) for n in classes)
     for name, cls in classes.items():

@@ -87,7 +87,9 @@ def command(
     updates: dict[str, object] = {}
     if spend_ceiling is not None:
         updates["limits.spend_ceiling_usd"] = spend_ceiling
-    updates.update(_endpoint_updates(base_urls, "base_url", "--base-url"))
+    # An http: target's address is its url option: --base-url replaces that one.
+    http = {s.name for s in [*point.config.models, *point.config.judges] if s.scheme == "http"}
+    updates.update(_endpoint_updates(base_urls, "base_url", "--base-url", http))
     updates.update(_endpoint_updates(key_envs, "api_key_env", "--api-key-env"))
     # The log is folded and the plan built once, here, and handed to the runner.
     plan = Plan(updated_config(point.config, updates))
@@ -141,7 +143,9 @@ def command(
     finish(summary, to_close)
 
 
-def _endpoint_updates(pairs: tuple[str, ...], option: str, flag: str) -> dict[str, object]:
+def _endpoint_updates(
+    pairs: tuple[str, ...], option: str, flag: str, http: set[str] | frozenset[str] = frozenset()
+) -> dict[str, object]:
     """``MODEL=VALUE`` pairs as the config overrides of one endpoint option (None: unset)."""
     updates: dict[str, object] = {}
     for pair in pairs:
@@ -152,5 +156,5 @@ def _endpoint_updates(pairs: tuple[str, ...], option: str, flag: str) -> dict[st
                 field=flag,
                 fix=f"give {flag} openai:gpt-4o-mini=..., the model's name as in the campaign",
             )
-        updates[endpoint_key(model, option)] = value.strip() or None
+        updates[endpoint_key(model, "url" if model in http else option)] = value.strip() or None
     return updates

@@ -117,7 +117,14 @@ def command(
     force: bool,
     allow_unpriced: bool,
 ) -> None:
-    """Run CAMPAIGN (a TOML file, or 'demo' / 'sim'; default: the embedded local-model demo)."""
+    """Run CAMPAIGN (a TOML file, or 'demo' / 'sim'; default: the embedded local-model demo).
+
+    Targets ([[models]] name): sim:, local:, openai:, anthropic:, google:, openai-compat:,
+    http:NAME (an application's own JSON endpoint: options url, body, reply_path) and
+    python:package.module:function (an application's function). Any of them may take a
+    system prompt (system or system_file) and a template with {prompt} where each ask's
+    text goes: both are part of the logged request. See docs/targets.md.
+    """
     config, stem = resolve_campaign(campaign)
     db_path = db or Log.at(config.store or f"{stem}.db", field="store")
     if workers > 1:

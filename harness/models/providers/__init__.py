@@ -1,6 +1,7 @@
 """Vendor models through the official SDKs, with rate, token and cost budgets.
 
-The backends ``openai``, ``anthropic``, ``google`` and ``openai-compat`` are registered by
+The backends ``openai``, ``anthropic``, ``google``, ``openai-compat`` and ``http`` (an
+application's own endpoint, docs/targets.md) are registered by
 `harness.builtins` (see `harness.plugins.assembly.build_model`). Budgets: `build_budgets` /
 `build_gate` make `VendorGate` objects (the engine's `CallGate`); `estimate_cost` shows
 what a campaign may cost before the first call. See docs/vendors.md.
@@ -52,6 +53,8 @@ _LAZY = {
     "VendorModel": ("_base", "VendorModel"),
     "build_anthropic": ("_anthropic", "build_anthropic"),
     "build_gemini": ("_google", "build_gemini"),
+    "build_http": ("_http", "build_http"),
+    "HttpTarget": ("_http", "HttpTarget"),
     "build_openai": ("_openai", "build_openai"),
     "build_openai_compat": ("_openai", "build_openai_compat"),
     "retry_after_from_body": ("_errors", "retry_after_from_body"),
@@ -82,6 +85,7 @@ __all__ = [
     "Endpoint",
     "GateSnapshot",
     "GeminiModel",
+    "HttpTarget",
     "OpenAIChatModel",
     "Price",
     "RateBudget",
@@ -92,6 +96,7 @@ __all__ = [
     "build_budgets",
     "build_gate",
     "build_gemini",
+    "build_http",
     "build_openai",
     "build_openai_compat",
     "build_vendor_gate",

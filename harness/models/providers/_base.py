@@ -36,6 +36,7 @@ class RawReply:
     output_tokens: int | None
     finish_reason: str | None
     request_id: str | None
+    conversation_id: str | None = None  # an http: target's own (``conversation = "id"``)
 
 
 def split_system(messages: Sequence[Message]) -> tuple[str | None, list[Message]]:
@@ -60,7 +61,7 @@ class VendorModel(ABC):
         self.options = options
         # The URL the SDK is given explicitly: the one logged and shown is the one used.
         self.endpoint = endpoint_for(spec, options)
-        self._secrets = (key,)
+        self._secrets: tuple[str, ...] = (key,)
         self.price: Price | None = price_for(
             spec.scheme, spec.identifier, options.price_in_per_mtok, options.price_out_per_mtok
         )
@@ -98,6 +99,7 @@ class VendorModel(ABC):
                 request_id=raw.request_id,
                 latency_s=latency,
                 cost_usd=self.price.cost(usage) if self.price is not None else None,
+                conversation_id=raw.conversation_id,
             )
         )
 

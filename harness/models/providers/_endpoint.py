@@ -35,6 +35,7 @@ URL_SHAPES = {
     "anthropic": "the Anthropic SDK wants the bare host, without /v1 (https://api.anthropic.com)",
     "google": "the Gemini SDK wants the bare host, without /v1beta "
     "(https://generativelanguage.googleapis.com)",
+    "http": "an http: target wants the full URL of the application's endpoint",
 }
 
 
@@ -60,6 +61,9 @@ def endpoint_for(spec: ModelSpec, options: VendorOptions | None = None) -> Endpo
     """The effective base URL of one vendor model: its ``base_url`` option, else the SDK's
     environment variable, else the SDK's default."""
     options = options if options is not None else parse_options(spec)
+    url = getattr(options, "url", None)  # an http: target's endpoint (HttpOptions)
+    if isinstance(url, str):
+        return Endpoint(spec.scheme, url, "options.url")
     if options.base_url:
         return Endpoint(spec.scheme, options.base_url, "options.base_url")
     env = ENV_VARS.get(spec.scheme)
