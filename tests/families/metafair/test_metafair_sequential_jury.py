@@ -8,6 +8,12 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +24,10 @@ from hypothesis import strategies as st
 from harness.plugins.assembly import build_report
 from harness.reporting.judge_calibration import jury_ratings
 from harness.reporting.tables import VerdictRow
-from harness.running.campaign import parse_campaign
+from harness.running.campaign import load_campaign, parse_campaign
 from harness.running.runner import run_campaign
 from harness.store.reader import EventReader
+from harness.store.schema import connect
 from harness.verifying.replay import verify_log
 from harness.vocabulary.relation import Transcript, Turn
 from relations.metafair.judges.jury import (
@@ -223,3 +230,85 @@ def test_on_sim_the_sequential_jury_saves_calls_keeps_labels_and_replays(
     assert row["calls_saved"] == row["full_jury_calls"] - row["judge_calls"] > 0
     # The judge calls the log holds are the table's, repair turns aside.
     assert row["judge_calls"] <= _judge_calls(seq_db)
+
+
+# --- kill -9 and resume in the middle of sequential juries -----------------------------------
+
+KILL_CAMPAIGN = """
+name = "seq-kill"
+seed = 5
+repeats = 3
+[[models]]
+name = "sim:planted"
+max_in_flight = 4
+options = {{ latency_s = 0.01, tailoring = {{ woman = 0.6 }} }}
+{judges}
+[[relations]]
+name = "metafair.mr1"
+options = {{ jury = 3 }}
+[[relations]]
+name = "metafair.mr9"
+options = {{ jury = 3 }}
+"""
+JUDGE = """[[judges]]
+name = "sim:judge-{x}"
+params = {{ temperature = 0.0, seed = 0 }}
+options = {{ latency_s = 0.01, judge_false_positive_rate = {e}, judge_false_negative_rate = {e} }}
+"""
+
+
+def _sent(db: Path) -> int:
+    try:
+        conn = connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            row = conn.execute("SELECT count(*) FROM events WHERE kind = 'AskSent'").fetchone()
+            return int(row[0])
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return 0
+
+
+@pytest.mark.slow
+def test_kill_9_and_resume_mid_jury_ends_as_an_uninterrupted_run(tmp_path: Path) -> None:
+    judges = "".join(JUDGE.format(x=x, e=e) for x, e in zip("abc", (0.2, 0.25, 0.15), strict=True))
+    toml = tmp_path / "kill.toml"
+    toml.write_text(KILL_CAMPAIGN.format(judges=judges))
+    whole = tmp_path / "whole.db"
+    assert asyncio.run(run_campaign(load_campaign(toml), whole)).status == "completed"
+    db = tmp_path / "killed.db"
+    rng = random.Random(36)
+    command = ["run", str(toml), "--db", str(db), "--no-report"]
+    kills = 0
+    for _ in range(6):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "from harness.cli import main; main()", *command],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        target = _sent(db) + rng.randint(5, 25)
+        deadline = time.monotonic() + 120
+        while _sent(db) < target and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            kills += 1
+        proc.wait()
+        command = ["resume", str(db), "--no-report"]
+    final = subprocess.run(
+        [sys.executable, "-c", "from harness.cli import main; main()", *command],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert final.returncode == 0, final.stderr
+    assert kills >= 3
+    assert _verdicts(db) == _verdicts(whole)
+    with EventReader(db) as log:
+        twice = log.connection.execute(
+            "SELECT count(*) FROM (SELECT case_id, turn FROM events WHERE kind = "
+            "'ReplyReceived' GROUP BY case_id, turn HAVING count(*) > 1)"
+        ).fetchone()[0]
+    assert twice == 0  # no completed call paid twice
+    assert _judge_calls(db) >= _judge_calls(whole)  # re-sends only of calls in flight
+    assert verify_log(db).differences == []
