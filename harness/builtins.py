@@ -31,6 +31,7 @@ CORE = Family(
         "harness.reporting.judge_agreement:JUDGE_SECTIONS",
         "harness.reporting.excess:EXCESS_SECTIONS",
         "harness.reporting.judge_calibration:CALIBRATION_SECTIONS",
+        "harness.plugins.label_section:LABEL_SECTIONS",
     ),
     commands=(
         Lazy("run", "harness.cli.commands.run:command"),

@@ -116,8 +116,9 @@ def paired_power(test_only: float, control_only: float, n: int, alpha: float = A
 
 
 @dataclass
-class _Pairs:
-    """Paired counts of one row: [both, test only, control only, neither], unpaired."""
+class PairTally:
+    """Paired counts of one row: [both, test only, control only, neither], unpaired, and the
+    kinds of control seen."""
 
     counts: list[int]
     unpaired: int = 0
@@ -164,7 +165,7 @@ def excess_rows(verdicts: Iterable[tuple[str, str, str, dict[str, Any]]]) -> lis
     """The rows of the excess table from (model, relation, outcome, evidence) of each case:
     per (model, relation) over all its cases, and per group where the controls name one;
     a (model, relation) whose cases carry no control gets one "no control" row."""
-    pairs: dict[tuple[str, str, str], _Pairs] = defaultdict(lambda: _Pairs([0, 0, 0, 0]))
+    pairs: dict[tuple[str, str, str], PairTally] = defaultdict(lambda: PairTally([0, 0, 0, 0]))
     seen: set[tuple[str, str]] = set()
     for model, relation, outcome, evidence in verdicts:
         seen.add((model, relation))
@@ -189,33 +190,33 @@ def excess_rows(verdicts: Iterable[tuple[str, str, str, dict[str, Any]]]) -> lis
             )
             continue
         for key in keys:
-            got = pairs[key]
-            both, test_only, control_only, neither = got.counts
-            e = paired_excess(both, test_only, control_only, neither)
-            rows.append(
-                [
-                    model,
-                    relation,
-                    key[2],
-                    ", ".join(sorted(got.kinds or ())),
-                    e.n,
-                    got.unpaired,
-                    report_number(e.rate),
-                    report_number(e.control_rate),
-                    report_number(e.excess),
-                    report_number(e.low),
-                    report_number(e.high),
-                    test_only,
-                    control_only,
-                    "mcnemar-exact" if e.n else "none",
-                    # The smallest p its discordant pairs allow (Tarone's rule).
-                    report_number(mcnemar_min_p(test_only, control_only), 6) if e.n else None,
-                    report_number(e.p, 6) if e.n else None,
-                    None,
-                    None,
-                ]
-            )
+            rows.append([model, relation, key[2], *excess_cells(pairs[key])])
     return rows
+
+
+def excess_cells(got: PairTally) -> list[Any]:
+    """The cells of a row of the excess table from its "control" column on: the control's
+    kinds, the pairs, the rates, the excess with its interval and the exact McNemar test."""
+    both, test_only, control_only, neither = got.counts
+    e = paired_excess(both, test_only, control_only, neither)
+    return [
+        ", ".join(sorted(got.kinds or ())),
+        e.n,
+        got.unpaired,
+        report_number(e.rate),
+        report_number(e.control_rate),
+        report_number(e.excess),
+        report_number(e.low),
+        report_number(e.high),
+        test_only,
+        control_only,
+        "mcnemar-exact" if e.n else "none",
+        # The smallest p its discordant pairs allow (Tarone's rule).
+        report_number(mcnemar_min_p(test_only, control_only), 6) if e.n else None,
+        report_number(e.p, 6) if e.n else None,
+        None,
+        None,
+    ]
 
 
 def control_excess(ctx: ReportContext) -> list[Table]:

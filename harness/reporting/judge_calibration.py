@@ -100,7 +100,14 @@ def jury_ratings(row: VerdictRow, names: Sequence[str]) -> Rated | None:
         return None
     ratings = {JURY: binary_label(row.outcome)}
     judges = []
-    for i, vote in enumerate(votes if isinstance(votes, list) else labels):
+    cast: list[Any] = votes if isinstance(votes, list) else labels
+    sequential: Any = ev.get("sequential_jury")
+    if isinstance(sequential, dict) and sequential.get("audit") is False:
+        # A sequential jury asks its later judges only where the first ones left the label
+        # open: outside the audit share their votes are no fair sample of their work, so a
+        # judge's statistics read only the judges asked on every case.
+        cast = cast[: int(sequential.get("always", len(cast)))]
+    for i, vote in enumerate(cast):
         name = names[i] if i < len(names) else f"judge{i}"
         ratings[name] = binary_label(vote.get("verdict") if isinstance(vote, dict) else vote)
         judges.append(name)

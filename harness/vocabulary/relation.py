@@ -171,6 +171,12 @@ class RelationBase:
     # left one out is read with the value it ran with, so old logs resume and replay exactly
     # as they ran (`harness.running.campaign.parse_campaign`).
     changed_defaults: ClassVar[Mapping[str, ChangedDefault]] = {}
+    # Keys of the case data (`make_case`) that label a case: the group it is about, an
+    # occupation, a topic. The report tabulates each for free (`harness.reporting.label_rates`):
+    # the violation rate per value against the other values, and the excess over the matched
+    # control per value, corrected with the relation's other claims. A case whose data lacks
+    # a key is left out of that key's rows; a list value is one value (its items joined).
+    labels: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, options: BaseModel | None = None) -> None:
         self.options = options if options is not None else self.Options()

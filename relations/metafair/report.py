@@ -334,12 +334,73 @@ def violations_by_attribute(ctx: ReportContext) -> list[Table]:
     ]
 
 
+def jury_calls(ctx: ReportContext) -> list[Table]:
+    """What the sequential jury saved (`relations.metafair.judges.jury`): judges asked
+    against the full juries' judges, over the test's jury and its control's."""
+    tally: dict[tuple[str, str], list[int]] = {}
+    for v in ctx.relation_verdicts_of(lambda r: r.startswith("metafair.")):
+        ev = v.evidence
+        seq = ev.get("sequential_jury")
+        if not isinstance(seq, dict):
+            continue
+        readings = ev.get("judgings")
+        per_judge = len(readings[0]) if isinstance(readings, list) and readings else 1
+        jury, asked = int(seq.get("of", 0)), int(seq.get("asked", 0))
+        control = ev.get("control")
+        if isinstance(control, dict) and "judges_asked" in control:
+            asked += int(control["judges_asked"])
+            jury *= 2
+        t = tally.setdefault((v.model, v.relation), [0, 0, 0, 0, 0, 0])
+        t[0] += 1
+        t[1] += bool(seq.get("audit"))
+        t[2] += int(seq.get("asked", 0)) < int(seq.get("of", 0))
+        t[3] += asked * per_judge
+        t[4] += jury * per_judge
+        t[5] += (jury - asked) * per_judge
+    rows = []
+    for (model, relation), (cases, audit, stopped, asked, full, saved) in sorted(
+        tally.items(), key=lambda kv: (kv[0][0], _mr(kv[0][1]))
+    ):
+        rows.append(
+            [model, relation, cases, audit, stopped, asked, full, saved,
+             rounded(saved / full) if full else None]
+        )  # fmt: skip
+    if not rows:
+        return []
+    return [
+        Table(
+            "metafair_jury_calls",
+            "Meta-Fair: judge calls the sequential jury saved",
+            [
+                "model",
+                "relation",
+                "cases",
+                "audit_cases",
+                "stopped_early",
+                "judge_calls",
+                "full_jury_calls",
+                "calls_saved",
+                "saved_share",
+            ],
+            rows,
+            note="a sequential jury asks the first ceil(n/2) judges, and the others only while "
+            "their votes could still change the label; the audit share of cases gets the "
+            "full jury (agreement and calibration read those); judge_calls: readings the "
+            "judges asked made (the test's jury and its control's), full_jury_calls: what "
+            "every judge would have made, calls_saved their difference (repair turns not "
+            "counted); the label is the full jury's with the same votes",
+            unit="a verdict (repeats counted apart)",
+        )
+    ]
+
+
 REPORT_SECTIONS = (
     ReportSection("metafair_violations_by_attribute", 35, violations_by_attribute),
     ReportSection("metafair_bias_by_attribute", 36, bias_by_attribute),
     ReportSection("metafair_severity", 37, severity),
     ReportSection("metafair_invalid", 38, invalid),
     ReportSection("metafair_jury_agreement", 39, jury_agreement),
+    ReportSection("metafair_jury_calls", 39, jury_calls),
     *JUDGE_QUALITY_SECTIONS,
     *NONDETERMINISM_SECTIONS,
 )

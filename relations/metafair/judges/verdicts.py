@@ -88,9 +88,18 @@ def _judged_tests(ctx: ReportContext) -> list[Judged]:
         )  # fmt: skip
         judged.no_majority = bool(ev.get("no_majority"))
         judged.uncited = bool(ev.get("uncited"))
-        for i, vote in enumerate(ev.get("votes") or ()):
+        # A sequential jury's later judges vote only where the first ones left the label open:
+        # outside its audit share, only the judges asked on every case are read for the
+        # judges' agreement and quality (`relations.metafair.judges.jury`).
+        sequential = ev.get("sequential_jury")
+        kept = (
+            int(sequential.get("always", 0))
+            if isinstance(sequential, dict) and sequential.get("audit") is False
+            else None
+        )
+        for i, vote in enumerate((ev.get("votes") or ())[:kept]):
             judged.votes[f"judge{i}"] = (str(vote.get("verdict")), str(vote.get("severity", "N/A")))
-        for i, labels in enumerate(ev.get("judgings") or ()):
+        for i, labels in enumerate((ev.get("judgings") or ())[:kept]):
             judged.judgings[f"judge{i}"] = [str(x) for x in labels]
         out[v.case_id] = judged
     if not out:

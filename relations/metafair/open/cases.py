@@ -62,6 +62,22 @@ class OpenOptions(BaseModel):
         '"majority_of_valid": the majority of the valid votes (logs recorded before the '
         "rule, where one valid vote could decide a jury)",
     )
+    # False is what a log recorded without the option ran with; new campaigns get true
+    # (_OpenRelation.changed_defaults) unless the file says false.
+    sequential_jury: bool = Field(
+        default=False,
+        description="ask the judges in order and stop once the votes so far fix the jury's "
+        "label (the first ceil(n/2) at once, the others only while the label is open); "
+        "the audit share of cases gets the full jury. On by default in new campaigns",
+    )
+    jury_audit: float = Field(
+        default=0.1,
+        ge=0.0,
+        le=1.0,
+        description="with sequential_jury: the share of cases (drawn from each case's seed) "
+        "that get the full jury, on which every judge's agreement and calibration are "
+        "measured",
+    )
     cite_difference: bool = Field(
         default=True,
         description="judges quote the difference between the two responses they rely on "

@@ -38,9 +38,11 @@ from relations.metafair.judges.jury import (
     JuryRule,
     Vote,
     decide,
+    is_audit,
     jury_step,
     jury_verdict,
     mark_citations,
+    needed_votes,
 )
 from relations.metafair.judges.prompts import Method, inverted_data, judge_prompt, pair_data
 from relations.metafair.open.cases import (
@@ -79,14 +81,25 @@ def _prompt(text: str, instruction: str) -> str:
     return f"{text} {instruction}".strip()
 
 
-def _jury_outcome(readings: list[list[Any]], rule: JuryRule) -> dict[str, str]:
+def _jury_outcome(
+    readings: list[list[Any]], rule: JuryRule, jury: int, sequential: bool = False
+) -> dict[str, Any]:
     """A control's outcome from its jury's readings, read as the test's verdict is (the
-    same jury rule)."""
-    decision = decide([r[0] for r in readings], rule)
+    same jury rule; a sequential jury's control says how many judges it asked)."""
+    decision = decide([r[0] for r in readings], rule, jury=jury)
     outcome = {"BIASED": Outcome.VIOLATED, "UNBIASED": Outcome.HELD}.get(
         decision.verdict, Outcome.INVALID
     )
-    return {"outcome": outcome.value, "judge_label": decision.verdict}
+    found: dict[str, Any] = {"outcome": outcome.value, "judge_label": decision.verdict}
+    if sequential:
+        found["judges_asked"] = len(readings)
+    return found
+
+
+def _stops_early(case: Case, options: OpenOptions) -> bool:
+    """Whether the case's juries are sequential: the campaign asks for it and the case is
+    not one of the audit share that gets the full jury."""
+    return options.sequential_jury and not is_audit(case.seed, options.jury_audit, case.repeat)
 
 
 def _response_invalid(
@@ -122,6 +135,8 @@ class _OpenRelation(RelationBase):
     changed_defaults: ClassVar[Mapping[str, ChangedDefault]] = {
         "jury_rule": ChangedDefault(recorded="majority_of_valid", new="majority_of_jury"),
         "cite_difference": ChangedDefault(recorded=False, new=True),
+        # Logs recorded before the sequential jury asked every judge.
+        "sequential_jury": ChangedDefault(recorded=False, new=True),
     }
 
     def __init__(self, options: BaseModel | None = None) -> None:
@@ -191,14 +206,25 @@ class _OpenRelation(RelationBase):
             opts.judge_max_tokens,
             opts.judgings,
             cite=self.cites,
+            sequential=_stops_early(case, opts),
+            rule=opts.jury_rule,
         )
         if asks:
             return asks
         votes = [r[0] for r in readings]
         if self.cites:
             votes = self.mark_citations(votes, transcript)
-        decision = decide(votes, opts.jury_rule)
+        decision = decide(votes, opts.jury_rule, jury=opts.jury)
         evidence = base_evidence(data, self.method)
+        if opts.sequential_jury:
+            # Which votes a judge's statistics may read: the first ``always`` judges vote on
+            # every case, the others on every case only in the audit share.
+            evidence["sequential_jury"] = {
+                "audit": not _stops_early(case, opts),
+                "asked": len(votes),
+                "of": opts.jury,
+                "always": needed_votes(opts.jury),
+            }
         return jury_verdict(decision, evidence, readings, rule=opts.jury_rule)
 
     @property
@@ -281,11 +307,13 @@ class PairRelation(_OpenRelation):
                 opts.judgings,
                 prefix="control_judge",
                 cite=self.cites,
+                sequential=_stops_early(case, opts),
+                rule=opts.jury_rule,
             )
         if isinstance(main, list) or control_asks:
             return [*(main if isinstance(main, list) else []), *control_asks]
         if control_ok:
-            found |= _jury_outcome(readings, opts.jury_rule)
+            found |= _jury_outcome(readings, opts.jury_rule, opts.jury, opts.sequential_jury)
         else:
             found |= {"outcome": Outcome.INVALID.value, "reason": "control reply missing"}
         return main.model_copy(update={"evidence": main.evidence | {"control": found}})
@@ -481,13 +509,14 @@ class InvertedRelation(_OpenRelation):
             control_asks, readings = jury_step(
                 transcript, prompt, opts.jury, opts.judge_max_tokens, opts.judgings,
                 prefix="control_judge", cite=self.cites,
+                sequential=_stops_early(case, opts), rule=opts.jury_rule,
             )  # fmt: skip
         if isinstance(main_or_asks, list) or control_asks:
             return [*(main_or_asks if isinstance(main_or_asks, list) else []), *control_asks]
         if control_refused:
             found |= {"outcome": Outcome.REFUSED.value}
         elif readings:
-            found |= _jury_outcome(readings, opts.jury_rule)
+            found |= _jury_outcome(readings, opts.jury_rule, opts.jury, opts.sequential_jury)
         else:
             found |= {"outcome": Outcome.INVALID.value, "reason": "control check unreadable"}
         return main_or_asks.model_copy(
