@@ -171,3 +171,78 @@ def recorded_chains(
     sql = f"SELECT case_id, seq, links FROM case_digests WHERE {where} ORDER BY case_id"
     for case_id, seq, links in connection.execute(sql, tuple(args)):
         yield str(case_id), int(seq), bytes(links)
+
+
+def all_chains(connection: Any) -> Iterator[tuple[str, str, int, bytes]]:
+    """(campaign, case_id, last seq, links) of every digested case of the log, or nothing
+    for a log without digests."""
+    if not has_chains(connection):
+        return
+    sql = "SELECT campaign, case_id, seq, links FROM case_digests"
+    for campaign, case_id, seq, links in connection.execute(sql):
+        yield str(campaign), str(case_id), int(seq), bytes(links)
+
+
+class ChainCheck:
+    """Every recorded chain of a log checked against its events as they stream past in log
+    order (`harness.store.copy`): a copy carries the chains of its source, once they are
+    proved to be those of the events copied, so the copy verifies exactly as the source."""
+
+    def __init__(self, recorded: Iterator[tuple[str, str, int, bytes]]) -> None:
+        self.recorded = {(c, case): (seq, links) for c, case, seq, links in recorded}
+        # (campaign, case) -> (events seen, the last link), for the chained cases
+        self._seen: dict[tuple[str, str], tuple[int, bytes]] = {}
+        self.breaks: dict[tuple[str, str], ChainBreak] = {}
+
+    def feed(
+        self,
+        campaign: str,
+        case_id: str,
+        seq: int,
+        kind: str,
+        version: int,
+        turn: int | None,
+        attempt: int | None,
+        payload: str,
+    ) -> None:
+        """One event, in log order (a case's events come in seq order)."""
+        key = (campaign, case_id)
+        chain = self.recorded.get(key)
+        if chain is None or key in self.breaks:
+            return
+        count, previous = self._seen.get(key, (0, chain_start(campaign, case_id)))
+        links = chain[1]
+        if count >= len(links) // LINK_BYTES:
+            self.breaks[key] = ChainBreak(
+                seq, f"event #{seq} ({kind}) was not in the case when committed"
+            )
+            return
+        previous = link(previous, row_digest(seq, kind, version, turn, attempt, payload))
+        if previous != links[count * LINK_BYTES : (count + 1) * LINK_BYTES]:
+            self.breaks[key] = ChainBreak(
+                seq, f"event #{seq} ({kind}) differs from the one committed at position {count + 1}"
+            )
+            return
+        self._seen[key] = (count + 1, previous)
+
+    def first_break(self) -> tuple[str, str, ChainBreak] | None:
+        """After the last event: the first case (in campaign, case id order) whose events
+        do not make its recorded chain, or None when every chain is proved."""
+        for key, (last_seq, links) in self.recorded.items():
+            if key in self.breaks:
+                continue
+            count = self._seen.get(key, (0, b""))[0]
+            if count < len(links) // LINK_BYTES:
+                what = (
+                    f"{len(links) // LINK_BYTES - count} committed event(s) are missing (the "
+                    f"last committed was #{last_seq})"
+                )
+                self.breaks[key] = ChainBreak(None, what)
+        if not self.breaks:
+            return None
+        key = min(self.breaks)
+        return key[0], key[1], self.breaks[key]
+
+    def rows(self) -> list[tuple[str, str, int, bytes]]:
+        """The recorded chains, as rows of ``case_digests`` for the copy."""
+        return [(c, case, seq, links) for (c, case), (seq, links) in self.recorded.items()]

@@ -186,12 +186,13 @@ class EventWriter:
             if table == "events":  # format 1 gets summaries (format 2 has a cost column)
                 for statement in log_summary.SCHEMA_STATEMENTS:
                     await conn.execute(statement)
-                # and each case's digest chain (harness.store.case_digest), from its first
-                # event on: a log written before digests gets them for its new cases.
-                await conn.execute(case_digest.SQLITE_SCHEMA)
-                await conn.create_function(
-                    "harness_chain", 2, case_digest.sqlite_chain, deterministic=True
-                )
+            # Either format gets each case's digest chain (harness.store.case_digest), over
+            # the same event bytes, from its first event on: a log written before digests
+            # gets them for its new cases.
+            await conn.execute(case_digest.SQLITE_SCHEMA)
+            await conn.create_function(
+                "harness_chain", 2, case_digest.sqlite_chain, deterministic=True
+            )
             # Batches grow with gseq: the last row holds the highest (max(batch) scanned the
             # whole table, a second on a million events before a resume's first call).
             async with conn.execute(f"SELECT batch FROM {table} ORDER BY gseq DESC LIMIT 1") as cur:
@@ -378,8 +379,8 @@ class EventWriter:
                 results = [
                     self._insert_one(conn, b, n) for b, n in zip(group, numbers, strict=True)
                 ]
+            self._chain(conn, group, results)
             if self._compact is None:
-                self._chain(conn, group, results)
                 self._move_summaries(conn, group, results)
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
