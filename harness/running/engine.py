@@ -617,16 +617,18 @@ class Engine:
 
     async def _record(self, log: CaseLog, outcome: CallOutcome) -> CallOutcome:
         """Commit a turn's outcome. A reply the log cannot encode (a backend that let
-        unencodable content through `recordable_reply`) is recorded as a failure that is not
-        retried, with its reason: the call was paid for, and a crash here would have had
-        every resume send and pay for it again."""
+        unencodable content through `recordable_reply`) is recorded as a failure with its
+        reason, suspended: the turn stays open (failed, retryable), since what the vendor
+        or the encoding did is never a verdict. Not retried in this run (a crash here would
+        have had every resume send and pay for it again, in a loop); `harness resume` sends
+        it once more, as any suspended turn: nothing of the reply was recorded to reuse."""
         try:
             committed = log.append(outcome.event)
         except (ValueError, TypeError, UnicodeError) as exc:  # the event did not encode
             if not isinstance(outcome.event, ReplyReceived):
                 raise
             error = ModelError(f"the reply cannot be recorded ({type(exc).__name__}: {exc})")
-            decision = RetryDecision("give_up", 0.0, "a reply that cannot be recorded")
+            decision = RetryDecision("suspend", 0.0, "a reply that cannot be recorded")
             failed = failure_event(outcome.event.turn, outcome.event.attempt, error, decision)
             failed = failed.model_copy(update={"error_kind": "unrecordable_reply"})
             outcome = CallOutcome(failed, error=error, decision=decision)

@@ -435,23 +435,29 @@ async def test_a_reply_that_cannot_be_recorded_is_a_failure_not_a_crash(
     make_campaign, db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A backend whose reply still does not encode (here: the repair switched off) becomes
-    # an AskFailed with its reason; the engine goes on; the paid call is never re-sent.
+    # an AskFailed with its reason; the engine goes on; the call is not re-sent in the run.
+    # Not a verdict either: the case stays open (failed, retryable), and resume sends it.
     import harness.running.calls as calls_module
 
+    repair = calls_module.recordable_reply
     monkeypatch.setattr(calls_module, "recordable_reply", lambda reply: reply)
     config = config_for(make_campaign, "testkit.chain", 2, {"turns": 1})
     model = ScriptedModel(answer=lambda m: "\ud800")
     summary = await run_campaign(config, db_path, overrides={MODEL: model})
-    assert summary.cases_closed == 2 and summary.outcomes == {"INVALID": 2}
+    assert summary.cases_closed == 0 and summary.outcomes == {} and summary.retryable == 2
+    assert model.calls == 2
     failed = events_of(db_path, AskFailed)
-    assert [(f.error_kind, f.decision) for f in failed] == [("unrecordable_reply", "give_up")] * 2
+    assert [(f.error_kind, f.decision) for f in failed] == [("unrecordable_reply", "suspend")] * 2
     assert all("cannot be recorded" in f.message for f in failed)
     with EventReader(db_path) as log:  # no hole where the reply was refused
         for case_id in {s.case_id for s in log.events(kinds=("CaseOpened",))}:
             seqs = [s.seq for s in log.case_events(log.latest_campaign(), case_id)]
             assert seqs == list(range(1, len(seqs) + 1))
+    # The backend fixed: resume sends each open turn once and closes it.
+    monkeypatch.setattr(calls_module, "recordable_reply", repair)
     again = await resume_campaign(db_path, overrides={MODEL: model})
-    assert model.calls == 2 and again.calls == 0
+    assert again.calls == 2 and model.calls == 4 and again.cases_closed == 2
+    assert again.retryable == 0 and sum(again.outcomes.values()) == 2
 
 
 async def test_suspended_turns_keep_every_other_case_going(make_campaign, db_path: Path) -> None:
