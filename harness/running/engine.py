@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
+from typing import Literal, NamedTuple, Protocol
 
 from harness.models.gates import CallGate, InFlightGate
 from harness.running.cache import cache_key
@@ -302,7 +302,7 @@ class Engine:
                     "",
                     await self.store.next_seq(self.campaign_id, ""),
                     CampaignFinished(
-                        status=self.summary.status,  # type: ignore[arg-type]
+                        status=self._finished_status(),
                         reason=self.summary.reason,
                         cases_closed=self.summary.cases_closed,
                     ),
@@ -312,6 +312,15 @@ class Engine:
         if self._abort is not None:
             raise CampaignAbortedError(self.summary.reason) from self._abort
         return self.summary
+
+    def _finished_status(self) -> Literal["completed", "unfinished", "stopped", "aborted"]:
+        """The status CampaignFinished records: a run that went to its end with cases left
+        failed, retryable is ``unfinished``, never ``completed`` (CampaignFinished v2)."""
+        if self.summary.status == "aborted":
+            return "aborted"
+        if self.summary.status == "stopped":
+            return "stopped"
+        return "unfinished" if self.summary.retryable else "completed"
 
     async def _worker(self, cases: Iterator[tuple[Case, Relation]]) -> None:
         # The previous case's closing commit is awaited after the next case ran: by then it

@@ -109,8 +109,16 @@ class CaseClosed(_Event):
 
 
 class CampaignFinished(_Event):
+    """How a run of the campaign ended (a later CampaignResumed reopens it).
+
+    v2 adds the status ``unfinished``: the run went to its end with cases left failed,
+    retryable (AskFailed ``suspend``); a v1 row said ``completed`` for that, with the count
+    in ``reason``, and is read unchanged (`harness.reporting.campaign_status` calls such a
+    campaign unfinished from its open cases, as before)."""
+
+    SCHEMA_VERSION: ClassVar[int] = 2
     kind: Literal["CampaignFinished"] = "CampaignFinished"
-    status: Literal["completed", "stopped", "aborted"]
+    status: Literal["completed", "unfinished", "stopped", "aborted"]
     reason: str = ""
     cases_closed: int = 0
 
@@ -224,6 +232,8 @@ def reads_as_current(kind: str, version: int) -> bool:
 register_additive("ReplyReceived", 1)
 # AskFailed v1 -> v2: the decision ``suspend``.
 register_additive("AskFailed", 1)
+# CampaignFinished v1 -> v2: the status ``unfinished``.
+register_additive("CampaignFinished", 1)
 
 
 def dump_json(model: BaseModel) -> str:

@@ -468,10 +468,21 @@ async def test_suspended_turns_keep_every_other_case_going(make_campaign, db_pat
     model.failures["case 2 turn 1"] = [RateLimitedError("429", retry_after=0.0)] * 2
     first = await run_campaign(config, db_path, overrides={MODEL: model})
     assert first.cases_closed == 3 and first.retryable == 1 and first.outcomes == {"HELD": 3}
+    # Recorded as unfinished (CampaignFinished v2), not completed; the run's own status
+    # (how it ended, for the exit code) is still "completed" with a retryable count.
+    [finished] = events_of(db_path, CampaignFinished)
+    assert first.status == "completed" and finished.status == "unfinished"
+    assert "1 cases failed, retryable" in finished.reason
+    with EventReader(db_path) as log:
+        versions = log.connection.execute(
+            "SELECT schema_version FROM events WHERE kind = 'CampaignFinished'"
+        ).fetchall()
+    assert versions == [(2,)]
     calls_before = model.calls
     second = await resume_campaign(db_path, overrides={MODEL: model})
     assert second.cases_closed == 1 and second.outcomes == {"HELD": 1}
     assert model.calls == calls_before + 1  # only the suspended turn is sent again
+    assert [f.status for f in events_of(db_path, CampaignFinished)] == ["unfinished", "completed"]
 
 
 async def test_resume_after_a_disk_full_stop_counts_every_re_sent_call(
