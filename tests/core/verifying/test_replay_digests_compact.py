@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harness.running.campaign import parse_campaign
 from harness.running.runner import run_campaign
@@ -187,3 +190,41 @@ def test_a_copy_into_postgresql_carries_the_chains(
     back = tmp_path / "back.db"
     copy_log(pg_url, back, compact=True)
     assert _chains(back) == _chains(source)
+
+
+_ROW = st.tuples(
+    st.sampled_from(["a", "b", "c"]),  # case
+    st.sampled_from(["AskSent", "ReplyReceived"]),
+    st.text(max_size=30),  # payload
+    st.booleans(),  # a commit ends after this row
+)
+
+
+@given(st.lists(_ROW, min_size=1, max_size=25))
+@settings(max_examples=60, deadline=None)
+def test_one_statement_a_case_chains_as_one_an_event(
+    events: list[tuple[str, str, str, bool]],
+) -> None:
+    # The SQLite writer's params (a case's events of a commit in one statement) give the
+    # table the per-event params (as PostgreSQL's writer runs them) give, commit by commit.
+    seqs: dict[str, int] = {}
+    commits: list[list[EncodedEvent]] = [[]]
+    for case, kind, payload, ends in events:
+        seqs[case] = seqs.get(case, 0) + 1
+        commits[-1].append(("c", case, seqs[case], kind, 1, 0, 1, payload))
+        if ends:
+            commits.append([])
+    tables = []
+    for merged in (True, False):
+        conn = sqlite3.connect(":memory:")
+        conn.execute(case_digest.SQLITE_SCHEMA)
+        conn.create_function("harness_chain", 2, case_digest.sqlite_chain, deterministic=True)
+        for rows in commits:
+            params = case_digest.sqlite_write_params if merged else case_digest.write_params
+            starts, extends = params(rows)
+            conn.executemany(case_digest.SQLITE_START, starts)
+            conn.executemany(case_digest.SQLITE_EXTEND, extends)
+        tables.append(conn.execute("SELECT * FROM case_digests ORDER BY case_id").fetchall())
+        conn.close()
+    assert tables[0] == tables[1]
+    assert len(tables[0]) == len(seqs)
