@@ -154,8 +154,12 @@ def sqlite_write_params(
             entry[0], entry[1] = seq, digests + digest
         else:
             extended[key] = [seq, digest]
-    starts = [(c, case, seq, links) for (c, case), (seq, links) in started.items()]
-    extends = [(seq, digests, c, case) for (c, case), (seq, digests) in extended.items()]
+    starts: list[tuple[object, ...]] = [
+        (c, case, seq, links) for (c, case), (seq, links) in started.items()
+    ]
+    extends: list[tuple[object, ...]] = [
+        (seq, digests, c, case) for (c, case), (seq, digests) in extended.items()
+    ]
     return starts, extends
 
 

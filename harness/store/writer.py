@@ -406,7 +406,7 @@ class EventWriter:
             if not isinstance(result, BaseException)
             for row in b.rows
         ]
-        starts, extends = case_digest.write_params(rows)
+        starts, extends = case_digest.sqlite_write_params(rows)
         if starts:
             conn.executemany(case_digest.SQLITE_START, starts)
         if extends:
