@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
+from typing import Literal, NamedTuple, Protocol
 
 from harness.models.gates import CallGate, InFlightGate
 from harness.running.cache import cache_key
@@ -312,7 +312,7 @@ class Engine:
                     "",
                     await self.store.next_seq(self.campaign_id, ""),
                     CampaignFinished(
-                        status=self.summary.status,  # type: ignore[arg-type]
+                        status=self._finished_status(),
                         reason=self.summary.reason,
                         cases_closed=self.summary.cases_closed,
                     ),
@@ -322,6 +322,15 @@ class Engine:
         if self._abort is not None:
             raise CampaignAbortedError(self.summary.reason) from self._abort
         return self.summary
+
+    def _finished_status(self) -> Literal["completed", "unfinished", "stopped", "aborted"]:
+        """The status CampaignFinished records: a run that went to its end with cases left
+        failed, retryable is ``unfinished``, never ``completed`` (CampaignFinished v2)."""
+        if self.summary.status == "aborted":
+            return "aborted"
+        if self.summary.status == "stopped":
+            return "stopped"
+        return "unfinished" if self.summary.retryable else "completed"
 
     async def _worker(self, cases: Iterator[tuple[Case, Relation]]) -> None:
         # The previous case's closing commit is awaited after the next case ran: by then it
@@ -645,16 +654,18 @@ class Engine:
 
     async def _record(self, log: CaseLog, outcome: CallOutcome) -> CallOutcome:
         """Commit a turn's outcome. A reply the log cannot encode (a backend that let
-        unencodable content through `recordable_reply`) is recorded as a failure that is not
-        retried, with its reason: the call was paid for, and a crash here would have had
-        every resume send and pay for it again."""
+        unencodable content through `recordable_reply`) is recorded as a failure with its
+        reason, suspended: the turn stays open (failed, retryable), since what the vendor
+        or the encoding did is never a verdict. Not retried in this run (a crash here would
+        have had every resume send and pay for it again, in a loop); `harness resume` sends
+        it once more, as any suspended turn: nothing of the reply was recorded to reuse."""
         try:
             committed = log.append(outcome.event)
         except (ValueError, TypeError, UnicodeError) as exc:  # the event did not encode
             if not isinstance(outcome.event, ReplyReceived):
                 raise
             error = ModelError(f"the reply cannot be recorded ({type(exc).__name__}: {exc})")
-            decision = RetryDecision("give_up", 0.0, "a reply that cannot be recorded")
+            decision = RetryDecision("suspend", 0.0, "a reply that cannot be recorded")
             failed = failure_event(outcome.event.turn, outcome.event.attempt, error, decision)
             failed = failed.model_copy(update={"error_kind": "unrecordable_reply"})
             outcome = CallOutcome(failed, error=error, decision=decision)

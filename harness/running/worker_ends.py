@@ -67,9 +67,10 @@ async def record_end(
     summary: RunSummary,
 ) -> bool:
     """Record CampaignFinished if the campaign ended with this process: completed when
-    every planned case is closed (whoever sees it last); stopped or aborted, as one process
-    records it, when this process stopped or aborted and no other is running the campaign
-    (the others go on, and the last to leave records the end). True if recorded."""
+    every planned case is closed (whoever sees it last); else, when no other process is
+    running the campaign (the others go on, and the last to leave records the end),
+    stopped or aborted as this process did, or unfinished (cases left open, failed,
+    retryable). True if recorded."""
     campaign = leases.campaign
     async with leases.finish_lock():
         with open_reader(db) as log:
@@ -78,10 +79,15 @@ async def record_end(
             return False  # recorded already, and nobody joined since
         if closed >= planned:
             ended = CampaignFinished(status="completed", reason="", cases_closed=closed)
-        elif summary.status != "completed" and not await runners.others_running():
+        elif not await runners.others_running():
+            # The last to leave, with cases still open: a run that went to its end left
+            # them failed, retryable (CampaignFinished v2 "unfinished"), or it stopped or
+            # aborted.
+            status = summary.status if summary.status in ("stopped", "aborted") else "unfinished"
+            reason = summary.reason or f"{planned - closed} planned cases not closed"
             ended = CampaignFinished(
-                status=summary.status,  # type: ignore[arg-type]
-                reason=summary.reason,
+                status=status,  # type: ignore[arg-type]
+                reason=reason,
                 cases_closed=closed,
             )
         else:

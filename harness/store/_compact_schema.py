@@ -294,6 +294,48 @@ WHERE v.kind = {_kind("VerdictReached")};
 """
 
 
+# Each case's digest chain (`harness.store.case_digest`), keyed by the case's integer key:
+# the same chain as format 1's ``case_digests`` table, which survives as a view (readers,
+# `harness copy` and hand-made edits use it unchanged), without the campaign and case id
+# texts in every row (they were a third of a BiasLens import's format-2 log).
+_CASE_KEY = (
+    "(SELECT c.key FROM cases c JOIN campaigns p ON p.key = c.campaign"
+    " WHERE p.name = {campaign} AND c.name = {case})"
+)
+CHAIN_STATEMENTS_2 = (
+    "CREATE TABLE IF NOT EXISTS case_chains (case_key INTEGER PRIMARY KEY,"
+    " seq INTEGER NOT NULL, links BLOB NOT NULL)",
+    "CREATE VIEW IF NOT EXISTS case_digests AS SELECT p.name AS campaign, c.name AS case_id,"
+    " h.seq AS seq, h.links AS links FROM case_chains h JOIN cases c ON c.key = h.case_key"
+    " JOIN campaigns p ON p.key = c.campaign",
+    "CREATE TRIGGER IF NOT EXISTS case_digests_insert INSTEAD OF INSERT ON case_digests BEGIN"
+    " INSERT OR IGNORE INTO campaigns (name) VALUES (NEW.campaign);"
+    " INSERT OR IGNORE INTO cases (campaign, name)"
+    " VALUES ((SELECT key FROM campaigns WHERE name = NEW.campaign), NEW.case_id);"
+    " INSERT OR REPLACE INTO case_chains (case_key, seq, links) VALUES ("
+    + _CASE_KEY.format(campaign="NEW.campaign", case="NEW.case_id")
+    + ", NEW.seq, NEW.links); END",
+    "CREATE TRIGGER IF NOT EXISTS case_digests_update INSTEAD OF UPDATE ON case_digests BEGIN"
+    " UPDATE case_chains SET seq = NEW.seq, links = NEW.links WHERE case_key = "
+    + _CASE_KEY.format(campaign="OLD.campaign", case="OLD.case_id")
+    + "; END",
+    "CREATE TRIGGER IF NOT EXISTS case_digests_delete INSTEAD OF DELETE ON case_digests BEGIN"
+    " DELETE FROM case_chains WHERE case_key = "
+    + _CASE_KEY.format(campaign="OLD.campaign", case="OLD.case_id")
+    + "; END",
+)
+# The writer's statements, with the parameters of `case_digest.SQLITE_START` / `_EXTEND`.
+CHAIN_START_2 = (
+    "INSERT OR REPLACE INTO case_chains (case_key, seq, links) VALUES ("
+    + _CASE_KEY.format(campaign="?", case="?")
+    + ", ?, ?)"
+)
+CHAIN_EXTEND_2 = (
+    "UPDATE case_chains SET seq = ?, links = harness_chain(links, ?) WHERE case_key = "
+    + _CASE_KEY.format(campaign="?", case="?")
+)
+
+
 def has_blocks(conn: Any) -> bool:
     """Whether the format-2 log on ``conn`` has this module's current layout (texts packed
     in blocks, batch timestamps, typed inline tokens); a log written before keeps writing

@@ -17,7 +17,7 @@ from harness.store import _sqlar as sqlar
 from harness.store._compact_payloads import COLUMNS, PayloadBuilder, source
 from harness.store._compact_schema import has_blocks
 from harness.store.schema import READER_PRAGMAS, apply_pragmas, check_log_format, unreadable_log
-from harness.vocabulary.errors import StoreError
+from harness.vocabulary.errors import EventDecodeError, StoreError
 from harness.vocabulary.events import CampaignStarted, Event, decode_event
 
 # What `EventReader.summary` returns: a campaign's closed cases and spend, for resume.
@@ -135,6 +135,9 @@ class EventReader:
                 )
         except sqlite3.Error as exc:
             raise StoreError(f"reading {self.path} failed: {exc}") from exc
+        except EventDecodeError as exc:  # which row: the message alone names no place
+            where = f"case {case_id}" if case_id else "the campaign's events"
+            raise EventDecodeError(f"{self.path}: {where}, event #{seq}: {exc}") from exc
 
     _COLS = "gseq, campaign, case_id, seq, kind, schema_version, ts, payload"
 

@@ -29,7 +29,14 @@ from harness.store import _log_summary as log_summary
 from harness.store import _sqlar as sqlar
 from harness.store import case_digest
 from harness.store._compact_rows import CompactInserter
-from harness.store._compact_schema import LOG_FORMAT_2, PLANNER_STATS, SCHEMA_2
+from harness.store._compact_schema import (
+    CHAIN_EXTEND_2,
+    CHAIN_START_2,
+    CHAIN_STATEMENTS_2,
+    LOG_FORMAT_2,
+    PLANNER_STATS,
+    SCHEMA_2,
+)
 from harness.store.fresh_log import FreshLog
 from harness.store.schema import (
     BULK_PRAGMAS,
@@ -186,12 +193,14 @@ class EventWriter:
             if table == "events":  # format 1 gets summaries (format 2 has a cost column)
                 for statement in log_summary.SCHEMA_STATEMENTS:
                     await conn.execute(statement)
-                # and each case's digest chain (harness.store.case_digest), from its first
-                # event on: a log written before digests gets them for its new cases.
-                await conn.execute(case_digest.SQLITE_SCHEMA)
-                await conn.create_function(
-                    "harness_chain", 2, case_digest.sqlite_chain, deterministic=True
-                )
+            # Either format gets each case's digest chain (harness.store.case_digest), over
+            # the same event bytes, from its first event on: a log written before digests
+            # gets them for its new cases.
+            for statement in CHAIN_STATEMENTS_2 if table == "log" else (case_digest.SQLITE_SCHEMA,):
+                await conn.execute(statement)
+            await conn.create_function(
+                "harness_chain", 2, case_digest.sqlite_chain, deterministic=True
+            )
             # Batches grow with gseq: the last row holds the highest (max(batch) scanned the
             # whole table, a second on a million events before a resume's first call).
             async with conn.execute(f"SELECT batch FROM {table} ORDER BY gseq DESC LIMIT 1") as cur:
@@ -378,8 +387,8 @@ class EventWriter:
                 results = [
                     self._insert_one(conn, b, n) for b, n in zip(group, numbers, strict=True)
                 ]
+            self._chain(conn, group, results)
             if self._compact is None:
-                self._chain(conn, group, results)
                 self._move_summaries(conn, group, results)
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
@@ -393,9 +402,11 @@ class EventWriter:
             results = [error] * len(group)
         return results
 
-    @staticmethod
     def _chain(
-        conn: sqlite3.Connection, group: list[_Batch], results: list[list[int] | BaseException]
+        self,
+        conn: sqlite3.Connection,
+        group: list[_Batch],
+        results: list[list[int] | BaseException],
     ) -> None:
         """Extend the digest chain of every case the committed batches append to, in their
         transaction (`harness.store.case_digest`)."""
@@ -405,11 +416,12 @@ class EventWriter:
             if not isinstance(result, BaseException)
             for row in b.rows
         ]
-        starts, extends = case_digest.write_params(rows)
+        starts, extends = case_digest.sqlite_write_params(rows)
+        compact = self._compact is not None
         if starts:
-            conn.executemany(case_digest.SQLITE_START, starts)
+            conn.executemany(CHAIN_START_2 if compact else case_digest.SQLITE_START, starts)
         if extends:
-            conn.executemany(case_digest.SQLITE_EXTEND, extends)
+            conn.executemany(CHAIN_EXTEND_2 if compact else case_digest.SQLITE_EXTEND, extends)
 
     def _move_summaries(
         self,

@@ -109,8 +109,16 @@ class CaseClosed(_Event):
 
 
 class CampaignFinished(_Event):
+    """How a run of the campaign ended (a later CampaignResumed reopens it).
+
+    v2 adds the status ``unfinished``: the run went to its end with cases left failed,
+    retryable (AskFailed ``suspend``); a v1 row said ``completed`` for that, with the count
+    in ``reason``, and is read unchanged (`harness.reporting.campaign_status` calls such a
+    campaign unfinished from its open cases, as before)."""
+
+    SCHEMA_VERSION: ClassVar[int] = 2
     kind: Literal["CampaignFinished"] = "CampaignFinished"
-    status: Literal["completed", "stopped", "aborted"]
+    status: Literal["completed", "unfinished", "stopped", "aborted"]
     reason: str = ""
     cases_closed: int = 0
 
@@ -224,6 +232,8 @@ def reads_as_current(kind: str, version: int) -> bool:
 register_additive("ReplyReceived", 1)
 # AskFailed v1 -> v2: the decision ``suspend``.
 register_additive("AskFailed", 1)
+# CampaignFinished v1 -> v2: the status ``unfinished``.
+register_additive("CampaignFinished", 1)
 
 
 def dump_json(model: BaseModel) -> str:
@@ -254,6 +264,24 @@ def decode_event(kind: str, version: int, payload: str | bytes) -> Event:
     return event
 
 
+def _one_line(exc: ValidationError) -> str:
+    """What is wrong with a payload, in one line: pydantic's own message spans several, with
+    the payload's text and a web address (a damaged row's text is data, never a message)."""
+    errors = exc.errors(include_url=False, include_input=False)
+    if not errors:
+        return "does not validate"
+    first = errors[0]
+    others = len(errors) - 1
+    more = f" ({others} more problem{'s' if others > 1 else ''})" if others else ""
+    if first["type"] == "json_invalid":
+        why = str((first.get("ctx") or {}).get("error", first["msg"]))
+        return " ".join(f"is not valid JSON: {why}{more}".split())
+    if first["type"] == "union_tag_not_found":
+        return f"is not an event: it has no 'kind' field{more}"
+    where = ".".join(str(part) for part in first["loc"][1:]) or "the payload"
+    return " ".join(f"does not validate: {where}: {first['msg']}{more}".split())
+
+
 def _decode_checked(cls: type[_Event], kind: str, version: int, payload: str | bytes) -> Event:
     try:
         if version == cls.SCHEMA_VERSION or reads_as_current(kind, version):
@@ -273,7 +301,7 @@ def _decode_checked(cls: type[_Event], kind: str, version: int, payload: str | b
         upcast_event: Event = _VALIDATOR.validate_python(data)  # Any from pydantic-core
         return upcast_event
     except ValidationError as exc:
-        raise EventDecodeError(f"{kind} v{version} payload does not validate: {exc}") from exc
+        raise EventDecodeError(f"{kind} v{version} payload {_one_line(exc)}") from exc
     except (KeyError, AttributeError) as exc:  # an upcaster met a payload it cannot read
         raise EventDecodeError(f"{kind} v{version} payload cannot be upcast: {exc!r}") from exc
     except (ValueError, TypeError, RecursionError) as exc:

@@ -88,7 +88,7 @@ def export(
 @click.option(
     "--compact",
     is_flag=True,
-    help="Write log format 2 (texts stored once: about 1.5x the CSV instead of 10x), at about "
+    help="Write log format 2 (texts stored once: about 1.7x the CSV instead of 10x), at about "
     "twice the CPU to import and to report; see README 'The event log'.",
 )
 def import_biaslens(src: Path, db: Path | None, models: tuple[str, ...], compact: bool) -> None:

@@ -16,6 +16,7 @@ from harness.cli.commands._render import (
 )
 from harness.cli.log_params import LogFileParam, LogParam
 from harness.cli.progress import RichProgress
+from harness.models.providers import check_priced
 from harness.plugins.family_parts import report_sections
 from harness.reporting.html import check_html_output, write_html_report
 from harness.running.cache import open_cache
@@ -54,6 +55,13 @@ from harness.vocabulary.errors import ConfigError
 )
 @click.option("--report/--no-report", default=True)
 @click.option(
+    "--allow-unpriced",
+    is_flag=True,
+    help="Resume with a vendor model its price list does not list (and no price is given "
+    "for) priced 'unknown', as 'harness run --allow-unpriced' (not recorded: asked again "
+    "at every resume).",
+)
+@click.option(
     "--reuse",
     multiple=True,
     type=LogFileParam(exists=True),
@@ -75,6 +83,7 @@ def command(
     base_urls: tuple[str, ...],
     key_envs: tuple[str, ...],
     report: bool,
+    allow_unpriced: bool,
     reuse: tuple[Path, ...],
     html_out: str | None,
     force: bool,
@@ -92,8 +101,15 @@ def command(
     updates.update(_endpoint_updates(base_urls, "base_url", "--base-url", http))
     updates.update(_endpoint_updates(key_envs, "api_key_env", "--api-key-env"))
     # The log is folded and the plan built once, here, and handed to the runner.
-    plan = Plan(updated_config(point.config, updates))
+    config = updated_config(point.config, updates)
+    # The rule of `harness run`, before any call: a price list of this version may not list
+    # a model a campaign ran with (or it was run with --allow-unpriced, which is not
+    # recorded: spending with no known price is agreed to by each process that spends).
+    unpriced = check_priced(config, allow_unpriced=allow_unpriced)
+    plan = Plan(config)
     total = plan.total_cases
+    for name in unpriced:
+        click.echo(f"{name}: not in the price list; its cost is unknown", err=True)
     click.echo(
         f"resuming {point.campaign}: {len(point.closed)} of {total} cases closed, "
         f"{len(point.open_cases)} open",

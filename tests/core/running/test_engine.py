@@ -435,23 +435,29 @@ async def test_a_reply_that_cannot_be_recorded_is_a_failure_not_a_crash(
     make_campaign, db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A backend whose reply still does not encode (here: the repair switched off) becomes
-    # an AskFailed with its reason; the engine goes on; the paid call is never re-sent.
+    # an AskFailed with its reason; the engine goes on; the call is not re-sent in the run.
+    # Not a verdict either: the case stays open (failed, retryable), and resume sends it.
     import harness.running.calls as calls_module
 
+    repair = calls_module.recordable_reply
     monkeypatch.setattr(calls_module, "recordable_reply", lambda reply: reply)
     config = config_for(make_campaign, "testkit.chain", 2, {"turns": 1})
     model = ScriptedModel(answer=lambda m: "\ud800")
     summary = await run_campaign(config, db_path, overrides={MODEL: model})
-    assert summary.cases_closed == 2 and summary.outcomes == {"INVALID": 2}
+    assert summary.cases_closed == 0 and summary.outcomes == {} and summary.retryable == 2
+    assert model.calls == 2
     failed = events_of(db_path, AskFailed)
-    assert [(f.error_kind, f.decision) for f in failed] == [("unrecordable_reply", "give_up")] * 2
+    assert [(f.error_kind, f.decision) for f in failed] == [("unrecordable_reply", "suspend")] * 2
     assert all("cannot be recorded" in f.message for f in failed)
     with EventReader(db_path) as log:  # no hole where the reply was refused
         for case_id in {s.case_id for s in log.events(kinds=("CaseOpened",))}:
             seqs = [s.seq for s in log.case_events(log.latest_campaign(), case_id)]
             assert seqs == list(range(1, len(seqs) + 1))
+    # The backend fixed: resume sends each open turn once and closes it.
+    monkeypatch.setattr(calls_module, "recordable_reply", repair)
     again = await resume_campaign(db_path, overrides={MODEL: model})
-    assert model.calls == 2 and again.calls == 0
+    assert again.calls == 2 and model.calls == 4 and again.cases_closed == 2
+    assert again.retryable == 0 and sum(again.outcomes.values()) == 2
 
 
 async def test_suspended_turns_keep_every_other_case_going(make_campaign, db_path: Path) -> None:
@@ -462,10 +468,21 @@ async def test_suspended_turns_keep_every_other_case_going(make_campaign, db_pat
     model.failures["case 2 turn 1"] = [RateLimitedError("429", retry_after=0.0)] * 2
     first = await run_campaign(config, db_path, overrides={MODEL: model})
     assert first.cases_closed == 3 and first.retryable == 1 and first.outcomes == {"HELD": 3}
+    # Recorded as unfinished (CampaignFinished v2), not completed; the run's own status
+    # (how it ended, for the exit code) is still "completed" with a retryable count.
+    [finished] = events_of(db_path, CampaignFinished)
+    assert first.status == "completed" and finished.status == "unfinished"
+    assert "1 cases failed, retryable" in finished.reason
+    with EventReader(db_path) as log:
+        versions = log.connection.execute(
+            "SELECT schema_version FROM events WHERE kind = 'CampaignFinished'"
+        ).fetchall()
+    assert versions == [(2,)]
     calls_before = model.calls
     second = await resume_campaign(db_path, overrides={MODEL: model})
     assert second.cases_closed == 1 and second.outcomes == {"HELD": 1}
     assert model.calls == calls_before + 1  # only the suspended turn is sent again
+    assert [f.status for f in events_of(db_path, CampaignFinished)] == ["unfinished", "completed"]
 
 
 async def test_resume_after_a_disk_full_stop_counts_every_re_sent_call(

@@ -164,11 +164,16 @@ async def test_a_suspended_case_on_postgresql_stays_open_and_is_counted(
     with open_reader(pg_url) as log:
         status = campaign_status(log, campaign)
     assert status.retryable == 1 and status.status == "unfinished", status
+    # The last worker to leave records it so (CampaignFinished v2), not "completed".
+    assert first.finished and _closed_and_ends(pg_url, campaign)[1] == [
+        ("CampaignFinished", "unfinished")
+    ]
     second = await run_worker(
         pg_url, campaign=campaign, lease_s=5, overrides={MODEL: _Model(answered)}
     )
     assert second.run.cases_closed == 1
-    closed, _ = _closed_and_ends(pg_url, campaign)
+    closed, ends = _closed_and_ends(pg_url, campaign)
     assert closed == 4 and max(answered.values()) == 1
+    assert ends == [("CampaignFinished", "unfinished"), ("CampaignFinished", "completed")]
     with open_reader(pg_url) as log:
         assert campaign_status(log, campaign).retryable == 0

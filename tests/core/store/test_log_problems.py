@@ -117,3 +117,37 @@ async def test_a_second_writer_is_told_another_process_writes_the_log(tmp_path: 
             await second.append([PendingEvent("c", "case", 1, Note(topic="b", data={}))])
     assert "another process is writing this log" in str(err.value)
     assert "UNIQUE constraint" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("payload", "said"),
+    [
+        ("{not json", "payload is not valid JSON: key must be a string at line 1 column 2"),
+        ('{"reply": 1}', "payload is not an event: it has no 'kind' field"),
+        ("[1, 2", "payload is not valid JSON: "),
+    ],
+)
+def test_show_on_a_payload_that_is_no_event_says_so_in_one_line(
+    log: Path, tmp_path: Path, payload: str, said: str
+) -> None:
+    db = tmp_path / "edited.db"
+    db.write_bytes(log.read_bytes())
+    with sqlite3.connect(db) as conn:
+        case, seq = conn.execute(
+            "SELECT case_id, seq FROM events WHERE kind = 'ReplyReceived' ORDER BY gseq LIMIT 1"
+        ).fetchone()
+        conn.execute(
+            "UPDATE events SET payload = ? WHERE case_id = ? AND seq = ?", (payload, case, seq)
+        )
+    conn.close()
+    shown = subprocess.run(
+        [sys.executable, "-c", "from harness.cli import main; main()", "show", str(db), case],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert shown.returncode == 2, shown.stderr  # ExitCode.USAGE: a HarnessError
+    lines = shown.stderr.strip().splitlines()
+    assert len(lines) == 1, shown.stderr
+    assert lines[0].startswith(f"error: {db}: case {case}, event #{seq}: ReplyReceived v2 ")
+    assert said in lines[0] and "pydantic" not in lines[0]

@@ -127,3 +127,49 @@ def test_fixture_log_of_schema_v2_loads_resumes_and_verifies(tmp_path: Path) -> 
     copy = tmp_path / "copy.db"
     shutil.copy(FIXTURE_V2, copy)
     assert load_resume_point(copy).open_cases == {}
+
+
+FIXTURE_V3 = FIXTURE.with_name("events_v3.db")
+
+
+def test_campaign_finished_v1_reads_unchanged_and_v2_records_unfinished(tmp_path: Path) -> None:
+    # CampaignFinished v2 adds the status "unfinished" (a run that ended with cases left
+    # failed, retryable): a v1 row ("completed", even with such cases) is read byte for byte
+    # as it was, and the v2 fixture (tests/fixtures/make_fixture_log_v3.py) loads, resumes
+    # and verifies.
+    from harness.reporting.campaign_status import campaign_status
+    from harness.verifying.replay import verify_log
+    from harness.vocabulary.events import CampaignFinished, reads_as_current
+
+    assert reads_as_current("CampaignFinished", 1)
+    v1 = '{"kind":"CampaignFinished","status":"completed","reason":"","cases_closed":3}'
+    event = decode_event("CampaignFinished", 1, v1)
+    assert isinstance(event, CampaignFinished) and event.status == "completed"
+    assert encode_event(event) == ("CampaignFinished", 2, v1)  # the same bytes, as v2
+    with EventReader(FIXTURE_V2) as log:  # a v1 "completed" after a run that left one open
+        ends = [e.event for e in log.events(kinds=("CampaignFinished",))]
+        assert [(e.status, e.cases_closed) for e in ends] == [("completed", 3), ("completed", 1)]
+        assert campaign_status(log).status == "completed"
+    assert FIXTURE_V3.exists(), "tests/fixtures/events_v3.db is committed with the repository"
+    with EventReader(FIXTURE_V3) as log:
+        rows = log.connection.execute(
+            "SELECT schema_version, json_extract(payload, '$.status') FROM events"
+            " WHERE kind = 'CampaignFinished' ORDER BY seq"
+        ).fetchall()
+        ends = [e.event for e in log.events(kinds=("CampaignFinished",))]
+        assert campaign_status(log).status == "completed"
+    assert rows == [(2, "unfinished"), (2, "completed")]
+    assert [e.status for e in ends] == ["unfinished", "completed"]
+    assert "1 cases failed, retryable" in ends[0].reason
+    result = verify_log(FIXTURE_V3)
+    assert result.cases == 3 and not result.differences, result.differences
+    copy = tmp_path / "copy.db"
+    shutil.copy(FIXTURE_V3, copy)
+    assert load_resume_point(copy).open_cases == {}
+    # A log cut after the first run reads as unfinished from its own record.
+    with connect(copy) as conn:
+        conn.execute("DELETE FROM events WHERE case_id = '' AND seq > 2")
+    conn.close()
+    with EventReader(copy) as log:
+        status = campaign_status(log)
+    assert status.status == "unfinished" and "retryable" in status.reason, status

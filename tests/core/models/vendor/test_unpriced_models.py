@@ -97,3 +97,40 @@ def test_the_cli_names_the_model_before_the_first_call(tmp_path: Path) -> None:
         assert vendor.total > 0
     finally:
         vendor.stop()
+
+
+def test_resume_applies_the_same_rule_and_does_not_record_the_allowance(tmp_path: Path) -> None:
+    # --allow-unpriced is agreed to by each process that spends: a resume of a campaign run
+    # with it is refused before any call unless given it again.
+    vendor = CountingVendor((0.0, 1.0)).start()
+    try:
+        allowed = _run(tmp_path, "openai:gpt-4o-mimi", vendor.url, "--allow-unpriced")
+        assert allowed.returncode == 0, allowed.stderr
+        import sqlite3
+
+        with sqlite3.connect(tmp_path / "out.db") as conn:  # a case left open, as by a crash
+            last = conn.execute("SELECT max(case_id) FROM events").fetchone()[0]
+            conn.execute("DELETE FROM events WHERE case_id = ? AND kind != 'CaseOpened'", (last,))
+        conn.close()
+        paid = vendor.total
+
+        def resume(*extra: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [*HARNESS, "resume", "out.db", "--no-report", *extra],
+                capture_output=True,
+                text=True,
+                cwd=tmp_path,
+                timeout=120,
+                env={**os.environ, "OPENAI_API_KEY": "sk-test"},
+            )
+
+        refused = resume()
+        assert refused.returncode == 2, refused.stderr
+        assert "openai:gpt-4o-mimi is not in the openai price list" in refused.stderr
+        assert "--allow-unpriced" in refused.stderr and vendor.total == paid
+        resumed = resume("--allow-unpriced")
+        assert resumed.returncode == 0, resumed.stderr
+        assert "openai:gpt-4o-mimi: not in the price list; its cost is unknown" in resumed.stderr
+        assert vendor.total > paid
+    finally:
+        vendor.stop()

@@ -228,3 +228,43 @@ outage_pauses = 1
     assert second.exit_code == ExitCode.COMPLETED, second.output
     listed = runner.invoke(main, ["campaigns", str(db)])
     assert "completed" in listed.output, listed.output
+
+
+@pytest.mark.parametrize("scheme", sorted(MODEL))
+async def test_a_reply_that_cannot_be_recorded_is_no_verdict(
+    tmp_path: Path,
+    vendor: FakeVendor,
+    canary_keys: dict[str, str],
+    scheme: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The vendor's lone surrogate with every repair switched off (a backend that lets
+    # unencodable text through): the reply cannot be recorded. Before, that closed the
+    # case INVALID (a vendor/encoding failure as a verdict); now it stays open, failed,
+    # retryable, and the status and exit code say so; resume completes it.
+    import harness.models.providers._base as providers_base
+    import harness.running.calls as calls_module
+
+    repairs = calls_module.recordable_reply, providers_base.recordable_reply
+    monkeypatch.setattr(calls_module, "recordable_reply", lambda reply: reply)
+    monkeypatch.setattr(providers_base, "recordable_reply", lambda reply: reply)
+    db = tmp_path / "unrecordable.db"
+    vendor.queue("surrogate", "surrogate")
+    first = await run_campaign(_config(scheme, vendor), db)
+    assert first.retryable == 2 and first.cases_closed == CASES - 2, first
+    assert "INVALID" not in first.outcomes
+    assert _finish(first) == ExitCode.UNFINISHED
+    with EventReader(db) as log:
+        status = campaign_status(log)
+    assert status.status == "unfinished" and status.retryable == 2, status
+    failed = [e.event for e in _events(db) if isinstance(e.event, AskFailed)]
+    assert [(f.error_kind, f.decision) for f in failed] == [("unrecordable_reply", "suspend")] * 2
+    assert all("cannot be recorded" in f.message for f in failed)
+    monkeypatch.setattr(calls_module, "recordable_reply", repairs[0])  # the backend fixed
+    monkeypatch.setattr(providers_base, "recordable_reply", repairs[1])
+    second = await resume_campaign(db)
+    assert second.retryable == 0 and second.cases_closed == 2
+    assert _finish(second) == ExitCode.COMPLETED and second.outcomes == Counter({"HELD": 2})
+    # The two unrecorded replies were sent once more (nothing of them was kept); no turn
+    # with a recorded reply was.
+    _assert_paid_once(db, vendor)
