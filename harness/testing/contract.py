@@ -21,7 +21,7 @@ arbitrary, hostile and refusing replies and failed turns:
    a judge only within the relation's ``judges_needed``; the calls stay within what the
    relation declares in ``planned_calls`` (when it does);
 6. the verdict's evidence is JSON (no NaN, no tuples, no objects) and the verdict
-   round-trips through JSON;
+   round-trips through JSON; an INVALID or REFUSED verdict says why (a reason);
 7. a recorded case replays identically (`harness.testing.driving.replay_case`).
 """
 
@@ -42,6 +42,7 @@ from harness.vocabulary.model import recordable_text
 from harness.vocabulary.relation import (
     Ask,
     Case,
+    Outcome,
     PlannedCalls,
     Relation,
     RelationBase,
@@ -169,6 +170,8 @@ class _Checker:
             )
 
     def check_verdict(self, case: Case, transcript: Transcript, verdict: Verdict) -> None:
+        if verdict.outcome in (Outcome.INVALID, Outcome.REFUSED) and not verdict.reason.strip():
+            self.fail(f"an {verdict.outcome.value} verdict without a reason", case, transcript, "")
         try:
             back = _json_round_trip(verdict.evidence)
         except (TypeError, ValueError) as exc:

@@ -50,9 +50,25 @@ def _options(name: str, tmp_path: Path) -> dict[str, Any]:
 
 @pytest.mark.parametrize("name", sorted(relation_classes()))
 def test_every_registered_relation_keeps_the_contract(name: str, tmp_path: Path) -> None:
+    """Each relation with its default options (or those above)."""
     relation = relation_classes()[name]
     options = _options(name, tmp_path)
     assert relation_of(relation, options).case_count() != 0, (
         f"{name} has no case with these options: give it options above"
     )
     check_relation(relation, options, max_examples=30)
+
+
+# Options other than the defaults, where they change what a case holds or how it is asked.
+OTHER_OPTIONS = [
+    ("metaquerier.mr1", {"list_size": 2, "genders": ["male"]}),
+    ("metaquerier.mr2", {"list_size": 12, "insert_size": 5, "genders": ["female", "male"]}),
+    ("metafair.mr8", {"dimensions": ["religion", "physical_appearance"]}),
+    ("metafair.mr1", {"jury": 5, "judgings": 2, "jury_rule": "majority_of_valid"}),
+    ("metafair.mr3", {"jury": 1, "control": False}),
+]
+
+
+@pytest.mark.parametrize(("name", "options"), OTHER_OPTIONS)
+def test_relations_keep_the_contract_with_other_options(name: str, options: dict[str, Any]) -> None:
+    check_relation(relation_classes()[name], options, max_examples=20)
