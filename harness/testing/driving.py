@@ -19,7 +19,7 @@ from harness.running.plan import case_id_for
 from harness.store.fold import messages_for
 from harness.testing.fake_model import FakeModel
 from harness.vocabulary.errors import ModelError, RelationError
-from harness.vocabulary.model import GenerationParams, Model
+from harness.vocabulary.model import GenerationParams, Model, recordable_reply
 from harness.vocabulary.relation import (
     Ask,
     Case,
@@ -126,7 +126,8 @@ async def drive_case_async(
                 reply = await target.complete(messages_for(ask, before), sent)
             except ModelError as exc:
                 return Turn(index=index, ask=ask, error=f"{exc.kind}: {exc}")
-            return Turn(index=index, ask=ask, reply=reply.text)
+            # The text as the engine records it (`recordable_reply`: no lone surrogate).
+            return Turn(index=index, ask=ask, reply=recordable_reply(reply).text)
 
         turns = await asyncio.gather(
             *(send(first + i, a, transcript) for i, a in enumerate(result))

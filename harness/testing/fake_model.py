@@ -7,7 +7,8 @@ test. It answers from, in this order of precedence:
 
 - ``replies``: a sequence of replies in order (a ``str``, a `Reply`, or an exception to
   raise), one per call; a call past the end fails the test with `ScriptExhausted`;
-- or a function of the messages (``answer(messages) -> str | Reply``; it may raise);
+- or a function of the messages (``answer(messages) -> str | Reply``; it may raise, or
+  return an exception to raise);
 - or another model to wrap (``wraps=SimModel(...)``): its answers, counted and watched.
 
 Every call is recorded (`calls`, `requests`, `prompts`, `max_in_flight`), and ``fail_first``
@@ -21,12 +22,12 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from harness.vocabulary.model import GenerationParams, Message, Model, Reply, recordable_reply
+from harness.vocabulary.model import GenerationParams, Message, Model, Reply
 
 __all__ = ["FakeModel", "ScriptExhausted", "SentRequest"]
 
 ScriptedReply = str | Reply | BaseException
-Answer = Callable[[Sequence[Message]], str | Reply]
+Answer = Callable[[Sequence[Message]], ScriptedReply]
 
 
 class ScriptExhausted(AssertionError):
@@ -54,8 +55,10 @@ class FakeModel:
     override of a campaign's model). ``delay``: seconds each call waits before answering.
     ``fail_first``: errors raised by the first calls in order, one each; with
     ``per_prompt=True`` each distinct prompt meets them anew (a retry of that prompt
-    consumes them). ``on_call(messages, params)``: called at the start of every call (to
-    look at the log, the clock or the collector at that moment); it may raise.
+    consumes them). `failures` maps a prompt to the errors its next calls raise first (set
+    it to fail one prompt only). ``on_call(messages, params)``: called at the start of every
+    call (to look at the log, the clock or the collector at that moment); it may raise.
+    With neither replies nor ``wraps``, every call answers the empty string.
     """
 
     def __init__(
@@ -83,7 +86,7 @@ class FakeModel:
             self._script = list(replies)
         self._fail_first = list(fail_first)
         self._per_prompt = per_prompt
-        self._pending: dict[str, list[BaseException]] = {}
+        self.failures: dict[str, list[BaseException]] = {}
         self.requests: list[SentRequest] = []
         self.prompts: Counter[str] = Counter()
         self.in_flight = 0
@@ -106,13 +109,13 @@ class FakeModel:
                 self.on_call(messages, params)
             if self.delay:
                 await asyncio.sleep(self.delay)
-            pending = (
-                self._pending.setdefault(request.prompt, list(self._fail_first))
-                if self._per_prompt
-                else self._fail_first
-            )
+            pending = self.failures.get(request.prompt)
+            if pending is None and self._per_prompt:
+                pending = self.failures.setdefault(request.prompt, list(self._fail_first))
             if pending:
                 raise pending.pop(0)
+            if self._fail_first and not self._per_prompt:
+                raise self._fail_first.pop(0)
             return await self._reply(messages, params)
         finally:
             self.in_flight -= 1
@@ -130,11 +133,11 @@ class FakeModel:
                 f"(prompt {self.requests[-1].prompt[:80]!r})"
             )
         else:
-            found = "[]"
+            found = ""
         if isinstance(found, BaseException):
             raise found
-        # Like every backend, the reply is what the log can record (`recordable_reply`).
-        return recordable_reply(found if isinstance(found, Reply) else Reply(text=found))
+        # As given, unrepaired: the engine's own repair (`recordable_reply`) is under test too.
+        return found if isinstance(found, Reply) else Reply(text=found)
 
     async def aclose(self) -> None:
         self.closed = True

@@ -230,6 +230,12 @@ def test_drive_case_sends_the_shape_when_structured_and_the_history_of_a_thread(
     assert free.outcome is Outcome.HELD
 
 
+def test_drive_case_records_replies_as_the_engine_does() -> None:
+    relation = SwapYesNo()
+    transcript, verdict = drive_case(relation, case_for(relation, 0), ["Yes\ud800", "Yes"])
+    assert transcript.turns[0].reply == "Yes\ufffd" and verdict.outcome is Outcome.INVALID
+
+
 def test_drive_case_stops_a_relation_that_never_decides() -> None:
     with pytest.raises(RelationError, match="no verdict after 3 steps"):
         drive_case(Loops(), case_for(Loops(), 0), FakeModel(lambda m: "x"), max_steps=3)
@@ -276,9 +282,18 @@ async def test_fake_model_scripts_failures_delays_wrapping_and_exhaustion() -> N
     assert seen == [1]
     await wrapper.aclose()
     assert wrapper.closed and scripted.closed
-    # A reply no log can store is made recordable, as every backend makes it.
+    # Text is sent as scripted, unrepaired (the engine's repair is what a test may check)...
     lone = await FakeModel(["a\ud800"]).complete(hello, params)
-    assert lone.text == "a\ufffd" and lone.raw_escaped is not None
+    assert lone.text == "a\ud800"
+    # ...and an exception the answer function returns is raised.
+    with pytest.raises(RateLimitedError):
+        await FakeModel(lambda m: RateLimitedError("always")).complete(hello, params)
+    one_prompt = FakeModel(lambda m: "fine")
+    one_prompt.failures["other"] = [RateLimitedError("only this prompt")]
+    assert (await one_prompt.complete(hello, params)).text == "fine"
+    with pytest.raises(RateLimitedError):
+        await one_prompt.complete(other, params)
+    assert (await one_prompt.complete(other, params)).text == "fine"
 
 
 # --- strategies ------------------------------------------------------------------------
