@@ -4,6 +4,7 @@ agreement and Cohen's kappa in the report match what the planted truth predicts.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,6 +17,7 @@ from harness.running.runner import run_campaign
 from harness.store.fold import fold_case
 from harness.store.reader import EventReader
 from harness.store.writer import EventWriter, PendingEvent
+from harness.testing import FakeModel
 from harness.verifying.rejudge import judge_spec, rejudge
 from harness.vocabulary.events import AskSent, CaseClosed
 from harness.vocabulary.model import GenerationParams, Message, Reply, request_key
@@ -146,21 +148,6 @@ async def test_judge_call_in_flight_at_a_crash_is_resent(campaign_db: Path) -> N
     assert max(after.turns) == turn  # no new turn was opened
 
 
-class GarbageJudge:
-    name = "fake:garbage"
-
-    def __init__(self, texts: Sequence[str]) -> None:
-        self.texts = list(texts)
-        self.calls = 0
-
-    async def complete(self, messages: Sequence[Message], params: GenerationParams) -> Reply:
-        self.calls += 1
-        return Reply(text=self.texts[self.calls % len(self.texts)])
-
-    async def aclose(self) -> None:
-        return None
-
-
 def test_unparseable_judge_output_is_invalid_with_reason() -> None:
     rubric = ConversationBiasRubric()
     cases = {
@@ -178,9 +165,11 @@ def test_unparseable_judge_output_is_invalid_with_reason() -> None:
 
 
 async def test_garbage_judge_yields_invalid_verdicts_not_a_crash(campaign_db: Path) -> None:
-    judge = GarbageJudge(["no idea", '{"verdict": "BIASED", "explanation": "x"}'])
+    # Unreadable and readable answers in turn.
+    answers = itertools.cycle(['{"verdict": "BIASED", "explanation": "x"}', "no idea"])
+    judge = FakeModel(lambda messages: next(answers), name="fake:garbage")
     spec = judge_spec("sim:garbage")
-    summary = await rejudge(campaign_db, spec, model=judge)  # type: ignore[arg-type]
+    summary = await rejudge(campaign_db, spec, model=judge)
     print(f"garbage judge: {summary.outcomes}")
     assert summary.judged == 90
     assert summary.outcomes is not None
