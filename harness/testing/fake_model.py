@@ -7,8 +7,8 @@ test. It answers from, in this order of precedence:
 
 - ``replies``: a sequence of replies in order (a ``str``, a `Reply`, or an exception to
   raise), one per call; a call past the end fails the test with `ScriptExhausted`;
-- or a function of the messages (``answer(messages) -> str | Reply``; it may raise, or
-  return an exception to raise);
+- or a function of the messages (``answer(messages) -> str | Reply``, or a coroutine
+  function, which may wait on an event; it may raise, or return an exception to raise);
 - or another model to wrap (``wraps=SimModel(...)``): its answers, counted and watched.
 
 Every call is recorded (`calls`, `requests`, `prompts`, `max_in_flight`), and ``fail_first``
@@ -18,8 +18,9 @@ raises given errors before answering (on the first calls, or per prompt).
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from harness.vocabulary.model import GenerationParams, Message, Model, Reply
@@ -27,7 +28,7 @@ from harness.vocabulary.model import GenerationParams, Message, Model, Reply
 __all__ = ["FakeModel", "ScriptExhausted", "SentRequest"]
 
 ScriptedReply = str | Reply | BaseException
-Answer = Callable[[Sequence[Message]], ScriptedReply]
+Answer = Callable[[Sequence[Message]], ScriptedReply | Awaitable[ScriptedReply]]
 
 
 class ScriptExhausted(AssertionError):
@@ -124,7 +125,8 @@ class FakeModel:
         if self._wraps is not None:
             return await self._wraps.complete(messages, params)
         if self._answer is not None:
-            found: ScriptedReply = self._answer(messages)
+            answered = self._answer(messages)
+            found: ScriptedReply = await answered if inspect.isawaitable(answered) else answered
         elif self._script:
             found = self._script.pop(0)
         elif self._script is not None:

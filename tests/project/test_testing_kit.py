@@ -9,7 +9,7 @@ import random
 import re
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import pytest
@@ -288,6 +288,19 @@ async def test_fake_model_scripts_failures_delays_wrapping_and_exhaustion() -> N
     # ...and an exception the answer function returns is raised.
     with pytest.raises(RateLimitedError):
         await FakeModel(lambda m: RateLimitedError("always")).complete(hello, params)
+    # A coroutine function answers too, after whatever it waits for.
+    gate = asyncio.Event()
+
+    async def gated(messages: Sequence[Message]) -> str:
+        await gate.wait()
+        return "opened"
+
+    waiting = FakeModel(gated)
+    call = asyncio.ensure_future(waiting.complete(hello, params))
+    await asyncio.sleep(0.01)
+    assert waiting.in_flight == 1 and not call.done()
+    gate.set()
+    assert (await call).text == "opened" and waiting.in_flight == 0
     one_prompt = FakeModel(lambda m: "fine")
     one_prompt.failures["other"] = [RateLimitedError("only this prompt")]
     assert (await one_prompt.complete(hello, params)).text == "fine"

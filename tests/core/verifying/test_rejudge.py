@@ -20,7 +20,7 @@ from harness.store.writer import EventWriter, PendingEvent
 from harness.testing import FakeModel
 from harness.verifying.rejudge import judge_spec, rejudge
 from harness.vocabulary.events import AskSent, CaseClosed
-from harness.vocabulary.model import GenerationParams, Message, Reply, request_key
+from harness.vocabulary.model import GenerationParams, Message, request_key
 from harness.vocabulary.relation import Outcome
 from relations._common.conversation_rubric import ConversationBiasRubric
 from relations.metaquerier.sim import DEFAULT_ASSOCIATIONS
@@ -192,23 +192,6 @@ def test_rejudge_command(campaign_db: Path) -> None:
     assert "Agreement between raters" in result.output
 
 
-class HangingJudge:
-    """A judge whose calls never return: they are under way when the re-judge is cancelled."""
-
-    name = "sim:judge"
-
-    def __init__(self) -> None:
-        self.started = asyncio.Event()
-
-    async def complete(self, messages: Sequence[Message], params: GenerationParams) -> Reply:
-        self.started.set()
-        await asyncio.Event().wait()
-        raise AssertionError("unreachable")
-
-    async def aclose(self) -> None:
-        return None
-
-
 def _judge_attempts(db: Path, kind: str) -> list[tuple[str, int, int]]:
     """(case, turn, attempt) of the judge turns' events of one kind."""
     with EventReader(db) as log:
@@ -226,10 +209,17 @@ def _judge_attempts(db: Path, kind: str) -> list[tuple[str, int, int]]:
 
 
 async def test_a_judge_call_cancelled_at_a_stop_is_recorded_and_resent(campaign_db: Path) -> None:
-    judge = HangingJudge()
+    # A judge whose calls never return: they are under way when the re-judge is cancelled.
+    started = asyncio.Event()
+
+    async def hang(messages: Sequence[Message]) -> str:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    judge = FakeModel(hang, name="sim:judge", on_call=lambda m, p: started.set())
     spec = judge_spec("sim:judge", max_in_flight=3)
-    task = asyncio.create_task(rejudge(campaign_db, spec, model=judge))  # type: ignore[arg-type]
-    await asyncio.wait_for(judge.started.wait(), timeout=30)
+    task = asyncio.create_task(rejudge(campaign_db, spec, model=judge))
+    await asyncio.wait_for(started.wait(), timeout=30)
     await asyncio.sleep(0.05)  # let every worker's call get under way
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
