@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from hypothesis import HealthCheck, Phase, given, settings
@@ -37,7 +37,13 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from harness.testing.driving import DEFAULT_MAX_STEPS, replay_case
-from harness.testing.strategies import cases, failed_turns, relation_of, replies
+from harness.testing.strategies import (
+    any_replies,
+    cases,
+    failed_turns,
+    fitting_replies,
+    relation_of,
+)
 from harness.vocabulary.model import recordable_text
 from harness.vocabulary.relation import (
     Ask,
@@ -74,9 +80,14 @@ class _Checker:
     """The checks of one relation instance (the rules of the module's docstring)."""
 
     def __init__(
-        self, relation: Relation, options: BaseModel | Mapping[str, Any] | None, rebuild: bool
+        self,
+        relation: Relation,
+        options: BaseModel | Mapping[str, Any] | None,
+        rebuild: bool,
+        fitting: Callable[[Ask], st.SearchStrategy[str]],
     ) -> None:
         self.relation = relation
+        self.fitting = fitting
         self.options = options
         self.rebuild = rebuild  # built here from its class: check a second instance agrees
         self.name = type(relation).name
@@ -203,6 +214,9 @@ class _Checker:
     def run(self, data: st.DataObject, max_steps: int) -> None:
         case = data.draw(cases(self.relation), label="case")
         self.check_case(case)
+        # Half the cases get well-formed replies only (the paths to HELD and VIOLATED, deep
+        # in a relation with repairs or a jury); the others any reply, and failed turns.
+        clean = data.draw(st.booleans(), label="well-formed replies only")
         transcript = Transcript()
         for _ in range(max_steps + 1):
             result = self.step(case, transcript)
@@ -213,10 +227,15 @@ class _Checker:
             first = len(transcript.turns)
             turns: list[Turn] = []
             for i, ask in enumerate(result):
-                if data.draw(st.integers(0, 7), label="fail?") == 0:
+                if not clean and data.draw(st.integers(0, 7), label="fail?") == 0:
                     turns.append(data.draw(failed_turns(ask, first + i), label="failed turn"))
                 else:
-                    text = recordable_text(data.draw(replies(ask), label=f"reply {first + i}"))
+                    drawn = (
+                        self.fitting(ask)
+                        if clean
+                        else st.one_of(self.fitting(ask), self.fitting(ask), any_replies())
+                    )
+                    text = recordable_text(data.draw(drawn, label=f"reply {first + i}"))
                     turns.append(Turn(index=first + i, ask=ask, reply=text))
             transcript = transcript.extend(turns)
             self.check_calls(case, transcript)
@@ -230,12 +249,16 @@ def check_relation(
     max_steps: int = DEFAULT_MAX_STEPS,
     max_examples: int = 50,
     shrink: bool = True,
+    fitting: Callable[[Ask], st.SearchStrategy[str]] = fitting_replies,
 ) -> None:
     """Assert the relation contract (the module's docstring) for ``relation`` (a class, built
     with ``options``, or an instance) over ``max_examples`` generated cases; raises
     `RelationContractError` (an AssertionError, shrunk by hypothesis to a small example)
     naming the rule broken, the case and its transcript. ``shrink=False``: report the
     first failing example as found (faster; for tests that expect a failure).
+    ``fitting(ask)``: the well-formed replies to an ask (default `fitting_replies`, from its
+    answer shape or its prompt's words); give your own to reach the paths a generic reply
+    cannot (a generated list of questions, a story).
 
     Call it from a plain test function::
 
@@ -243,7 +266,7 @@ def check_relation(
             check_relation(MyRelation, {"groups": ["women", "men"]})
     """
     built = relation_of(relation, options)
-    checker = _Checker(built, options, rebuild=isinstance(relation, type))
+    checker = _Checker(built, options, rebuild=isinstance(relation, type), fitting=fitting)
 
     @settings(
         max_examples=max_examples,

@@ -179,18 +179,37 @@ def _shaped_values(shape: AnswerShape) -> st.SearchStrategy[Any]:
     if shape.kind == "score":
         return st.integers(shape.low, shape.high)
     if shape.kind == "json":
-        schema = shape.verdict_schema or {}
-        properties: dict[str, Any] = schema.get("properties", {})
-        values: dict[str, st.SearchStrategy[Any]] = {}
-        for key, spec in properties.items():
-            enum = spec.get("enum") if isinstance(spec, dict) else None
-            values[key] = (
-                st.sampled_from(enum)
-                if enum
-                else st.one_of(st.booleans(), st.integers(-2, 10), st.text(max_size=30))
-            )
-        return st.fixed_dictionaries(values)
+        return _schema_values(shape.verdict_schema or {"type": "object"})
     return st.sampled_from(options) if options else st.text(max_size=10)
+
+
+_PROSE = st.text(
+    alphabet=st.characters(categories=("L", "N", "Zs", "P")), min_size=1, max_size=60
+).filter(str.strip)
+
+
+def _schema_values(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
+    """Values a JSON schema allows (the subset answer shapes use: enum, type, properties,
+    required, items)."""
+    if "enum" in schema:
+        return st.sampled_from(list(schema["enum"]))
+    kind = schema.get("type")
+    if kind == "object" or "properties" in schema:
+        properties: dict[str, Any] = schema.get("properties", {})
+        required = set(schema.get("required", properties))
+        return st.fixed_dictionaries(
+            {k: _schema_values(v) for k, v in properties.items() if k in required},
+            optional={k: _schema_values(v) for k, v in properties.items() if k not in required},
+        )
+    if kind == "array":
+        return st.lists(_schema_values(schema.get("items", {"type": "string"})), max_size=5)
+    if kind == "integer":
+        return st.integers(-3, 12)
+    if kind == "number":
+        return st.floats(-3, 12, allow_nan=False)
+    if kind == "boolean":
+        return st.booleans()
+    return _PROSE
 
 
 def fitting_replies(ask: Ask) -> st.SearchStrategy[str]:
@@ -203,9 +222,9 @@ def fitting_replies(ask: Ask) -> st.SearchStrategy[str]:
         encoded = _shaped_values(shape).map(shape.encode)
         return st.one_of(encoded, encoded.map(shape.free_text))
     words = _prompt_words(ask.prompt) or ["Yes", "No"]
-    pick = st.lists(st.sampled_from(words), max_size=6)
+    pick = st.lists(st.sampled_from(words), min_size=1, max_size=6)
     return st.one_of(
-        pick.map(lambda w: "[" + ", ".join(w) + "]"),
+        st.lists(st.sampled_from(words), max_size=6).map(lambda w: "[" + ", ".join(w) + "]"),
         st.sampled_from([*words, "Yes", "No", "Yes.", "No."]),
         pick.map(" ".join),
         st.builds(lambda w, n: f"{' '.join(w)} {n}.", pick, st.integers(-3, 12)),
