@@ -282,4 +282,13 @@ def check_relation(
     def holds(data: st.DataObject) -> None:
         checker.run(data, max_steps)
 
-    holds()
+    try:
+        holds()
+    except ExceptionGroup as group:
+        # Hypothesis found several distinct failures: one error naming every rule broken.
+        broken = [e for e in group.exceptions if isinstance(e, RelationContractError)]
+        if len(broken) != len(group.exceptions):
+            raise
+        raise RelationContractError(
+            f"{len(broken)} distinct failures:\n\n" + "\n\n".join(map(str, broken))
+        ) from group

@@ -5,6 +5,7 @@ the strategies generate what they promise, and a planted handler plants its rate
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import re
 import subprocess
@@ -93,7 +94,7 @@ class SwapYesNo(RelationBase):
 
 class Raises(SwapYesNo):
     def read(self, text: str) -> str | None:
-        return text.split()[0].lower()  # IndexError on an empty reply
+        return str(json.loads(text)["answer"]).lower()  # raises on a free answer ("Yes")
 
 
 class Impure(SwapYesNo):
