@@ -10,6 +10,7 @@ log records them), so an author does not have to guess them.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -216,7 +217,7 @@ def fitting_replies(ask: Ask) -> st.SearchStrategy[str]:
     """Replies that fit ``ask``: with an answer shape, a value it allows, as the structured
     JSON answer or as the free answer the relation's parser reads ("[a, b]", "Yes", "3");
     without one, words and list items of the prompt in the forms answers take (a list, a
-    word, a sentence)."""
+    word, a sentence, a JSON list, numbered questions)."""
     shape = ask.answer
     if shape is not None:
         encoded = _shaped_values(shape).map(shape.encode)
@@ -228,6 +229,12 @@ def fitting_replies(ask: Ask) -> st.SearchStrategy[str]:
         st.sampled_from([*words, "Yes", "No", "Yes.", "No."]),
         pick.map(" ".join),
         st.builds(lambda w, n: f"{' '.join(w)} {n}.", pick, st.integers(-3, 12)),
+        pick.map(lambda w: json.dumps(w, ensure_ascii=False)),  # a JSON list
+        st.lists(pick, min_size=1, max_size=5).map(  # numbered questions, one a line
+            lambda lines: "\n".join(
+                f"{i}. {' '.join(w).capitalize()}?" for i, w in enumerate(lines, 1)
+            )
+        ),
     )
 
 
