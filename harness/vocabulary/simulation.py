@@ -5,7 +5,8 @@ handler sees, and a handler. Families contribute handlers; the model itself live
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, TypeVar
 
@@ -55,3 +56,64 @@ class SimHandler:
     name: str  # unique, e.g. "metaquerier.term_list"
     priority: int  # lower is tried first
     answer: Callable[[SimRequest], str | None]
+
+
+def mentioned(prompt: str, words: Iterable[str]) -> list[str]:
+    """The ``words`` that ``prompt`` mentions as whole words, ignoring case."""
+    low = prompt.casefold()
+    return [
+        w for w in words if re.search(rf"(?<!\w){re.escape(w.casefold())}(?!\w)", low) is not None
+    ]
+
+
+def planted_handler(
+    name: str,
+    *,
+    matches: str | re.Pattern[str] | Callable[[str], bool],
+    rates: Mapping[str, float] | Callable[[SimRequest], Mapping[str, float]],
+    biased: str | Callable[[SimRequest], str],
+    fair: str | Callable[[SimRequest], str],
+    priority: int = 10,
+) -> SimHandler:
+    """A `SimHandler` with a planted bias, for a new relation in a few lines.
+
+    It answers the prompts ``matches`` accepts (a regular expression searched in the prompt,
+    or a predicate on it) and passes on every other. A prompt that mentions a key of
+    ``rates`` (a whole word, any case) gets the ``biased`` answer with that key's chance
+    (the highest, when it mentions several), else the ``fair`` one; a prompt that mentions
+    none always gets the fair answer. ``rates`` may be read from the family's planted-truth
+    options (``lambda req: req.truth(MyTruth).rates``), so a campaign file can change them;
+    ``biased`` and ``fair`` may be functions of the request (to answer in the prompt's
+    words). The draw uses the request's generator, so the answers are reproducible and the
+    planted rates are what the relation should detect::
+
+        SIM_HANDLERS = (
+            planted_handler(
+                "gender_swap.yes_no",
+                matches=r"Answer Yes or No",
+                rates={"she": 0.4},
+                biased="No",
+                fair="Yes",
+            ),
+        )
+    """
+    accepts: Callable[[str], bool]
+    if isinstance(matches, str | re.Pattern):
+        pattern = re.compile(matches) if isinstance(matches, str) else matches
+        accepts = lambda prompt: pattern.search(prompt) is not None  # noqa: E731
+    else:
+        accepts = matches
+
+    def text(choice: str | Callable[[SimRequest], str], request: SimRequest) -> str:
+        return choice if isinstance(choice, str) else choice(request)
+
+    def answer(request: SimRequest) -> str | None:
+        if not accepts(request.prompt):
+            return None
+        table = rates if isinstance(rates, Mapping) else rates(request)
+        rate = max((table[w] for w in mentioned(request.prompt, table)), default=0.0)
+        # One draw per answer whatever the rate: the other answers do not move with it.
+        drawn = request.rng.random()
+        return text(biased, request) if drawn < rate else text(fair, request)
+
+    return SimHandler(name=name, priority=priority, answer=answer)

@@ -94,7 +94,7 @@ def test_the_graph_sees_the_modules_and_their_deferred_imports() -> None:
 
 # The core's rooms, ground floor first: a room imports itself and the rooms before it only.
 # Modules at the top of ``harness/`` (the library façade, the public surface for families,
-# the core's own registration) stand above every room.
+# the core's own registration, the testing kit ``harness.testing``) stand above every room.
 ROOMS = (
     "vocabulary",
     "runtime",
@@ -139,6 +139,18 @@ def test_rooms_import_only_the_rooms_below_them() -> None:
         and (rb is None or ROOMS.index(rb) > ROOMS.index(ra))
     )
     assert upward == [], f"imports of a room above (or of the top of harness/): {upward}"
+
+
+def test_the_testing_kit_is_imported_by_no_module_of_the_core_or_a_family() -> None:
+    """``harness.testing`` (which needs hypothesis) is for tests: a room, the façade or a
+    family's own module importing it would make a campaign need the ``testing`` extra."""
+    importers = sorted(
+        a
+        for a, b in import_graph().edges
+        if (b == "harness.testing" or b.startswith("harness.testing."))
+        and not (a == "harness.testing" or a.startswith("harness.testing."))
+    )
+    assert importers == [], f"modules importing the testing kit: {importers}"
 
 
 def _private_home(module: str) -> str | None:

@@ -121,6 +121,7 @@ PINNED = [
     "mcnemar_min_p",
     "open_reader",
     "package_attribute",
+    "planted_handler",
     "read_api_key",
     "read_toml_file",
     "read_user_text",

@@ -36,6 +36,7 @@ from harness.models.sim import SimModel
 from harness.plugins.assembly import build_report
 from harness.plugins.registry import extra_family, registry
 from harness.running.campaign import parse_campaign
+from harness.testing import FakeModel
 from harness.vocabulary.errors import RegistryError
 
 WORDS = ("apple", "river", "candle", "meadow")
@@ -105,19 +106,9 @@ def toy_command() -> None:
     click.echo("hello from toy")
 
 
-class Parrot:
-    """A model that repeats the last word of the prompt."""
-
-    def __init__(self, spec: ModelSpec) -> None:
-        self.name = spec.name
-
-    async def complete(self, messages: Any, params: Any) -> Any:
-        from harness.vocabulary.model import Reply
-
-        return Reply(text=messages[-1].content.split()[-1])
-
-    async def aclose(self) -> None:
-        return None
+def parrot(spec: ModelSpec) -> FakeModel:
+    """A model backend that repeats the last word of the prompt."""
+    return FakeModel(lambda messages: messages[-1].content.split()[-1], name=spec.name)
 
 
 TOY = Family(
@@ -127,7 +118,7 @@ TOY = Family(
     report_sections=(ReportSection("toy_forgotten", 70, forgotten_words),),
     sim_handlers=(SimHandler("toy.echo", 1, answer_echo),),
     sim_options=ToyTruth,
-    model_backends={"parrot": Parrot},
+    model_backends={"parrot": parrot},
     commands=(toy_command,),
 )
 
@@ -179,7 +170,7 @@ def test_the_family_truth_is_an_option_of_sim_models_and_bad_values_fail_early()
 @pytest.mark.parametrize(
     ("family", "kind"),
     [
-        (Family(name="dup", summary="", model_backends={"sim": Parrot}), "model backend 'sim'"),
+        (Family(name="dup", summary="", model_backends={"sim": parrot}), "model backend 'sim'"),
         (Family(name="metaquerier", summary=""), "family 'metaquerier'"),
         (
             Family(

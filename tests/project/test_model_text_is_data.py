@@ -9,7 +9,6 @@ import asyncio
 import csv
 import io
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -26,7 +25,7 @@ from harness.reporting.report import to_csv, to_json
 from harness.reporting.tables import ReportContext, ReportSection, Table
 from harness.reporting.terminal_text import has_control, printable
 from harness.running.runner import run_campaign
-from harness.vocabulary.model import GenerationParams, Message, Reply
+from harness.testing import FakeModel
 from harness.vocabulary.relation import Ask, Case, Outcome, RelationBase, Transcript, Verdict
 
 MODEL = "sim:hostile"
@@ -63,18 +62,6 @@ HOSTILE = Family(
     relations=(Quote,),
     report_sections=(ReportSection("hostile_answers", 5, answers),),
 )
-
-
-class FixedReply:
-    def __init__(self, text: str) -> None:
-        self.name = MODEL
-        self.text = text
-
-    async def complete(self, messages: Sequence[Message], params: GenerationParams) -> Reply:
-        return Reply(text=self.text)
-
-    async def aclose(self) -> None:
-        return None
 
 
 def _campaign() -> Any:
@@ -121,7 +108,9 @@ def _human(result: Any) -> str:
 def test_any_reply_is_shown_never_obeyed(tmp_path_factory: Any, text: str) -> None:
     db = tmp_path_factory.mktemp("hostile") / "h.db"
     with extra_family(HOSTILE):
-        summary = asyncio.run(run_campaign(_campaign(), db, overrides={MODEL: FixedReply(text)}))
+        summary = asyncio.run(
+            run_campaign(_campaign(), db, overrides={MODEL: FakeModel(lambda m: text, name=MODEL)})
+        )
         assert summary.cases_closed == 1
         runner = CliRunner()
         report = _human(runner.invoke(main, ["report", str(db)]))

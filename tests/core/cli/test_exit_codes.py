@@ -17,46 +17,41 @@ from harness.cli import main
 from harness.cli.exit_codes import ExitCode, campaign_exit_code
 from harness.plugins.registry import Family, extra_family
 from harness.running.engine import RunSummary
+from harness.testing import FakeModel
 from harness.vocabulary.errors import AuthenticationError, BadRequestError
-from harness.vocabulary.model import Reply
+from harness.vocabulary.model import ModelSpec
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
-class _Backend:
-    def __init__(self, spec: Any) -> None:
-        self.name = spec.name
-
-    async def aclose(self) -> None:
-        return None
+def always_fails(spec: ModelSpec) -> FakeModel:
+    return FakeModel(
+        lambda m: BadRequestError("the vendor refuses every request", status=400), name=spec.name
+    )
 
 
-class AlwaysFails(_Backend):
-    async def complete(self, messages: Any, params: Any) -> Reply:
-        raise BadRequestError("the vendor refuses every request", status=400)
+def bad_key(spec: ModelSpec) -> FakeModel:
+    return FakeModel(lambda m: AuthenticationError("invalid api key", status=401), name=spec.name)
 
 
-class BadKey(_Backend):
-    async def complete(self, messages: Any, params: Any) -> Reply:
-        raise AuthenticationError("invalid api key", status=401)
+CTRL_C = {"pressed": False}
 
 
-class CtrlC(_Backend):
+def ctrl_c(spec: ModelSpec) -> FakeModel:
     """Answers "[]", but the first call is a Ctrl-C of the user, as the terminal sends it."""
 
-    interrupted = False
-
-    async def complete(self, messages: Any, params: Any) -> Reply:
-        if not CtrlC.interrupted:
-            CtrlC.interrupted = True
+    def press(messages: Any, params: Any) -> None:
+        if not CTRL_C["pressed"]:
+            CTRL_C["pressed"] = True
             os.kill(os.getpid(), signal.SIGINT)
-        return Reply(text="[]")
+
+    return FakeModel(lambda m: "[]", name=spec.name, on_call=press)
 
 
 FAULTY = Family(
     name="faulty",
     summary="model backends that fail",
-    model_backends={"fails": AlwaysFails, "badkey": BadKey, "ctrlc": CtrlC},
+    model_backends={"fails": always_fails, "badkey": bad_key, "ctrlc": ctrl_c},
 )
 
 
@@ -89,7 +84,7 @@ def test_an_authentication_error_aborts_with_3(tmp_path: Path) -> None:
 
 
 def test_a_ctrl_c_stop_exits_130_and_resume_completes(tmp_path: Path) -> None:
-    CtrlC.interrupted = False
+    CTRL_C["pressed"] = False
     db = tmp_path / "c.db"
     with extra_family(FAULTY):
         stopped = invoke("run", campaign(tmp_path, "ctrlc:x", cases=30), "--db", db)

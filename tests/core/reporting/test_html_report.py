@@ -9,7 +9,6 @@ import base64
 import gzip
 import json
 import re
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -28,7 +27,7 @@ from harness.reporting.tables import Bars, ReportContext, ReportSection, Table
 from harness.running.campaign import parse_campaign, resolve_campaign
 from harness.running.runner import run_campaign
 from harness.store.reader import EventReader
-from harness.vocabulary.model import GenerationParams, Message, Reply
+from harness.testing import FakeModel
 from harness.vocabulary.relation import Ask, Case, Outcome, RelationBase, Transcript, Verdict
 
 HOSTILE_REPLY = (
@@ -210,18 +209,6 @@ HOSTILE = Family(
 )
 
 
-class FixedReply:
-    def __init__(self, text: str) -> None:
-        self.name = "sim:hostile"
-        self.text = text
-
-    async def complete(self, messages: Sequence[Message], params: GenerationParams) -> Reply:
-        return Reply(text=self.text)
-
-    async def aclose(self) -> None:
-        return None
-
-
 def hostile_log(directory: Path) -> Path:
     db = directory / "hostile.db"
     with extra_family(HOSTILE):
@@ -234,7 +221,13 @@ def hostile_log(directory: Path) -> Path:
             },
             source="test",
         )
-        asyncio.run(run_campaign(config, db, overrides={"sim:hostile": FixedReply(HOSTILE_REPLY)}))
+        asyncio.run(
+            run_campaign(
+                config,
+                db,
+                overrides={"sim:hostile": FakeModel(lambda m: HOSTILE_REPLY, name="sim:hostile")},
+            )
+        )
     return db
 
 

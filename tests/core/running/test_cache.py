@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,18 +17,14 @@ from harness.running.cache import LogAnswerCache, cache_key
 from harness.running.campaign import parse_campaign
 from harness.running.runner import run_campaign
 from harness.store.reader import EventReader
+from harness.testing import FakeModel
 from harness.verifying.replay import verify_log
-from harness.vocabulary.model import GenerationParams, Message, Reply
+from harness.vocabulary.model import GenerationParams, Message
 
 
-class CountingSim(SimModel):
-    def __init__(self) -> None:
-        super().__init__("sim:planted")
-        self.calls = 0
-
-    async def complete(self, messages: Sequence[Message], params: GenerationParams) -> Reply:
-        self.calls += 1
-        return await super().complete(messages, params)
+def counting_sim() -> FakeModel:
+    """The simulated model, its calls counted (``calls``)."""
+    return FakeModel(name="sim:planted", wraps=SimModel("sim:planted"))
 
 
 def config(cases: int = 10, repeats: int = 1, **defaults: Any) -> Any:
@@ -60,7 +55,7 @@ def old_db(tmp_path: Path) -> Path:
 async def test_same_campaign_is_answered_entirely_from_the_cache(
     old_db: Path, tmp_path: Path
 ) -> None:
-    model = CountingSim()
+    model = counting_sim()
     cache = LogAnswerCache.from_logs([old_db])
     new = tmp_path / "new.db"
     summary = await run_campaign(config(), new, overrides={"sim:planted": model}, cache=cache)
@@ -85,7 +80,7 @@ async def test_same_campaign_is_answered_entirely_from_the_cache(
 
 
 async def test_new_cases_and_repeats_miss_and_the_rest_hits(old_db: Path, tmp_path: Path) -> None:
-    model = CountingSim()
+    model = counting_sim()
     cache = LogAnswerCache.from_logs([old_db])
     summary = await run_campaign(
         config(cases=15, repeats=2),

@@ -21,6 +21,7 @@ from harness.running.runner import resume_campaign, run_campaign
 from harness.store.fold import fold_case
 from harness.store.reader import EventReader
 from harness.store.schema import connect
+from harness.testing import FakeModel
 from harness.vocabulary.errors import (
     AuthenticationError,
     BadRequestError,
@@ -29,7 +30,7 @@ from harness.vocabulary.errors import (
     RateLimitedError,
 )
 from harness.vocabulary.events import AskFailed, AskSent, CampaignFinished, ReplyReceived
-from harness.vocabulary.model import GenerationParams, Message, Reply
+from harness.vocabulary.model import Message
 from harness.vocabulary.relation import (
     Ask,
     Case,
@@ -115,42 +116,15 @@ register_family(
 # --- models built for these tests ---------------------------------------------------------
 
 
-class ScriptedModel:
-    """Answers with ``answer(messages)``; may fail first; records calls and concurrency."""
-
-    def __init__(
-        self,
-        name: str = MODEL,
-        *,
-        delay: float = 0.0,
-        answer: Callable[[Sequence[Message]], str] = lambda m: "[]",
-        fail_first: Sequence[BaseException] = (),
-    ) -> None:
-        self.name = name
-        self.delay = delay
-        self.answer = answer
-        self.failures: dict[str, list[BaseException]] = {}
-        self.fail_first = list(fail_first)
-        self.calls = 0
-        self.in_flight = 0
-        self.max_in_flight = 0
-
-    async def complete(self, messages: Sequence[Message], params: GenerationParams) -> Reply:
-        self.calls += 1
-        self.in_flight += 1
-        self.max_in_flight = max(self.max_in_flight, self.in_flight)
-        try:
-            if self.delay:
-                await asyncio.sleep(self.delay)
-            pending = self.failures.setdefault(messages[-1].content, list(self.fail_first))
-            if pending:
-                raise pending.pop(0)
-            return Reply(text=self.answer(messages))
-        finally:
-            self.in_flight -= 1
-
-    async def aclose(self) -> None:
-        return None
+def scripted_model(
+    *,
+    delay: float = 0.0,
+    answer: Callable[[Sequence[Message]], str] = lambda m: "[]",
+    fail_first: Sequence[BaseException] = (),
+) -> FakeModel:
+    """The kit's fake model as these tests use it: answers ``answer(messages)`` ("[]" by
+    default); each prompt fails first with ``fail_first``; records calls and concurrency."""
+    return FakeModel(answer, name=MODEL, delay=delay, fail_first=fail_first, per_prompt=True)
 
 
 def config_for(
@@ -178,7 +152,7 @@ def verdicts(db: Path) -> list[tuple[str, str]]:
 
 async def test_each_step_sees_only_committed_turns(make_campaign, db_path: Path) -> None:
     config = config_for(make_campaign, "testkit.chain", 30, {"turns": 4, "db": str(db_path)})
-    model = ScriptedModel(delay=0.001)
+    model = scripted_model(delay=0.001)
     summary = await run_campaign(config, db_path, overrides={MODEL: model})
     assert summary.status == "completed" and summary.cases_closed == 30
     found = verdicts(db_path)
@@ -189,7 +163,7 @@ async def test_each_step_sees_only_committed_turns(make_campaign, db_path: Path)
 
 async def test_asks_of_one_step_run_concurrently(make_campaign, db_path: Path) -> None:
     config = config_for(make_campaign, "testkit.fanout", 1, max_in_flight=8)
-    model = ScriptedModel(delay=0.05)
+    model = scripted_model(delay=0.05)
     await run_campaign(config, db_path, overrides={MODEL: model})
     assert model.calls == 3
     assert model.max_in_flight == 3
@@ -206,7 +180,7 @@ async def test_calls_in_flight_never_exceed_the_model_limit(
     make_campaign, db_path: Path, limit: int
 ) -> None:
     config = config_for(make_campaign, "testkit.fanout", 20, max_in_flight=limit)
-    model = ScriptedModel(delay=0.005)
+    model = scripted_model(delay=0.005)
     summary = await run_campaign(config, db_path, overrides={MODEL: model})
     assert summary.cases_closed == 20
     assert model.max_in_flight == limit
@@ -214,7 +188,7 @@ async def test_calls_in_flight_never_exceed_the_model_limit(
 
 async def test_a_follow_up_continues_its_thread(make_campaign, db_path: Path) -> None:
     config = config_for(make_campaign, "testkit.chain", 1, {"turns": 3})
-    model = ScriptedModel(answer=lambda m: f"answer {len(m)}")
+    model = scripted_model(answer=lambda m: f"answer {len(m)}")
     await run_campaign(config, db_path, overrides={MODEL: model})
     sent = events_of(db_path, AskSent)
     assert [len(s.messages) for s in sent] == [1, 3, 5]
@@ -225,7 +199,7 @@ async def test_a_follow_up_continues_its_thread(make_campaign, db_path: Path) ->
 async def test_retryable_errors_are_retried_and_logged(make_campaign, db_path: Path) -> None:
     config = config_for(make_campaign, "testkit.chain", 2, {"turns": 1})
     flaky = [RateLimitedError("429", status=429, retry_after=0.0) for _ in range(2)]
-    model = ScriptedModel(fail_first=flaky)
+    model = scripted_model(fail_first=flaky)
     summary = await run_campaign(config, db_path, overrides={MODEL: model})
     assert summary.outcomes == {"HELD": 2}
     failed = events_of(db_path, AskFailed)
@@ -250,7 +224,7 @@ async def test_retries_stop_at_max_attempts(make_campaign, db_path: Path) -> Non
     # Transient failures past max_attempts are not a verdict: the case stays open (failed,
     # retryable), and resume sends the turn again with its attempts counted afresh.
     config = config_for(make_campaign, "testkit.chain", 2, {"turns": 1}, limits={"max_attempts": 3})
-    model = ScriptedModel()
+    model = scripted_model()
     model.failures["case 0 turn 0"] = [RateLimitedError("429", retry_after=0.0)] * 5
     summary = await run_campaign(config, db_path, overrides={MODEL: model})
     assert model.calls == 4  # three attempts, and case 1's one
@@ -273,20 +247,20 @@ async def test_a_model_that_never_answers_aborts_however_short_the_run(
     # Too few calls to reach the outage pauses, and not one answered: an outage (exit 3),
     # not a run with work left (exit 5); resume then completes it.
     config = config_for(make_campaign, "testkit.chain", 2, {"turns": 1}, limits={"max_attempts": 2})
-    model = ScriptedModel(fail_first=[RateLimitedError("503", retry_after=0.0)] * 2)
+    model = scripted_model(fail_first=[RateLimitedError("503", retry_after=0.0)] * 2)
     with pytest.raises(CampaignAbortedError) as caught:
         await run_campaign(config, db_path, overrides={MODEL: model})
     assert f"{MODEL}: vendor outage: no call was answered" in str(caught.value)
     assert "harness resume" in str(caught.value)
     [finished] = events_of(db_path, CampaignFinished)
     assert finished.status == "aborted"
-    summary = await resume_campaign(db_path, overrides={MODEL: ScriptedModel()})
+    summary = await resume_campaign(db_path, overrides={MODEL: scripted_model()})
     assert summary.cases_closed == 2 and campaign_exit_code(summary, 2) == ExitCode.COMPLETED
 
 
 async def test_non_retryable_errors_are_not_retried(make_campaign, db_path: Path) -> None:
     config = config_for(make_campaign, "testkit.chain", 3, {"turns": 2})
-    model = ScriptedModel(fail_first=[BadRequestError("prompt too long", status=400)])
+    model = scripted_model(fail_first=[BadRequestError("prompt too long", status=400)])
     summary = await run_campaign(config, db_path, overrides={MODEL: model})
     assert model.calls == 3  # one per case: the first turn fails and the case ends
     failed = events_of(db_path, AskFailed)
@@ -297,7 +271,7 @@ async def test_non_retryable_errors_are_not_retried(make_campaign, db_path: Path
 
 async def test_authentication_error_aborts_the_campaign(make_campaign, db_path: Path) -> None:
     config = config_for(make_campaign, "testkit.chain", 50, {"turns": 1}, max_in_flight=1)
-    model = ScriptedModel(fail_first=[AuthenticationError("bad key sk-abcdefghijklmnop")] * 100)
+    model = scripted_model(fail_first=[AuthenticationError("bad key sk-abcdefghijklmnop")] * 100)
     with pytest.raises(CampaignAbortedError) as err:
         await run_campaign(config, db_path, overrides={MODEL: model})
     assert "sk-abcdefghijklmnop" not in str(err.value)
@@ -315,7 +289,7 @@ async def test_a_model_raising_a_foreign_exception_is_a_recorded_failure(
     make_campaign, db_path: Path
 ) -> None:
     config = config_for(make_campaign, "testkit.chain", 2, {"turns": 1})
-    model = ScriptedModel(fail_first=[KeyError("choices")])
+    model = scripted_model(fail_first=[KeyError("choices")])
     summary = await run_campaign(config, db_path, overrides={MODEL: model})
     assert summary.status == "completed" and summary.outcomes == {"INVALID": 2}
     failed = events_of(db_path, AskFailed)
@@ -329,7 +303,7 @@ async def test_garbage_answers_give_invalid_verdicts(
 ) -> None:
     garbage = itertools.cycle(["", "I refuse.", "maybe?", "nurse, pilot", "[unclosed", "\x00"])
     config = config_for(make_campaign, relation, 12)
-    model = ScriptedModel(answer=lambda m: next(garbage))
+    model = scripted_model(answer=lambda m: next(garbage))
     summary = await run_campaign(config, db_path, overrides={MODEL: model})
     assert summary.status == "completed"
     # Garbage is INVALID; "I refuse." is a refusal (REFUSED); never a verdict about bias.
@@ -342,7 +316,7 @@ async def test_a_relation_that_raises_gives_invalid_not_a_crash(
     make_campaign, db_path: Path
 ) -> None:
     config = config_for(make_campaign, "metaquerier.mr1", 2)
-    model = ScriptedModel(answer=lambda m: "[]")
+    model = scripted_model(answer=lambda m: "[]")
     with pytest.MonkeyPatch.context() as mp:
         from relations.metaquerier import TermDeletion
 
@@ -381,7 +355,7 @@ async def test_a_huge_campaign_stops_cleanly_when_asked(make_campaign, db_path: 
     config = config_for(
         make_campaign, "testkit.chain", 1_000_000, {"turns": 2}, limits={"stop_grace_s": 2}
     )
-    model = ScriptedModel(delay=0.001)
+    model = scripted_model(delay=0.001)
     from harness.running.engine import Engine
 
     original_run = Engine.run
@@ -418,7 +392,7 @@ async def test_a_lone_surrogate_is_recorded_once_and_never_sent_again(
     # Before: the event encoder raised, the campaign died (exit 1), and every resume sent
     # and paid for the same calls again. Now the text is repaired, the original kept.
     config = config_for(make_campaign, "testkit.chain", 3, {"turns": 2})
-    model = ScriptedModel(answer=lambda m: f"ok \ud800 {m[-1].content}")
+    model = scripted_model(answer=lambda m: f"ok \ud800 {m[-1].content}")
     summary = await run_campaign(config, db_path, overrides={MODEL: model})
     assert summary.cases_closed == 3 and model.calls == 6
     replies = [e.reply for e in events_of(db_path, ReplyReceived)]
@@ -442,7 +416,7 @@ async def test_a_reply_that_cannot_be_recorded_is_a_failure_not_a_crash(
     repair = calls_module.recordable_reply
     monkeypatch.setattr(calls_module, "recordable_reply", lambda reply: reply)
     config = config_for(make_campaign, "testkit.chain", 2, {"turns": 1})
-    model = ScriptedModel(answer=lambda m: "\ud800")
+    model = scripted_model(answer=lambda m: "\ud800")
     summary = await run_campaign(config, db_path, overrides={MODEL: model})
     assert summary.cases_closed == 0 and summary.outcomes == {} and summary.retryable == 2
     assert model.calls == 2
@@ -464,7 +438,7 @@ async def test_suspended_turns_keep_every_other_case_going(make_campaign, db_pat
     # One case's transient failures outlast max_attempts: it stays open, every other case
     # closes, the summary counts it, and resume finishes it without re-sending answered turns.
     config = config_for(make_campaign, "testkit.chain", 4, {"turns": 2}, limits={"max_attempts": 2})
-    model = ScriptedModel()
+    model = scripted_model()
     model.failures["case 2 turn 1"] = [RateLimitedError("429", retry_after=0.0)] * 2
     first = await run_campaign(config, db_path, overrides={MODEL: model})
     assert first.cases_closed == 3 and first.retryable == 1 and first.outcomes == {"HELD": 3}
@@ -513,7 +487,7 @@ async def test_resume_after_a_disk_full_stop_counts_every_re_sent_call(
             store._commit_sync = lambda group: [StoreError("database or disk is full")] * len(group)
         return "[]"
 
-    model = ScriptedModel(delay=0.005, answer=answer)
+    model = scripted_model(delay=0.005, answer=answer)
     for i in (1, 4, 6):  # waiting out a long Retry-After when the disk fills
         model.failures[f"case {i} turn 0"] = [RateLimitedError("429", retry_after=60.0)]
     plan = Plan(config)
@@ -539,10 +513,9 @@ async def test_resume_after_a_disk_full_stop_counts_every_re_sent_call(
         1 for events in by_case.values() for t in fold_case(events).open_turns() if t.in_flight
     )
     assert open_prompts and in_flight < len(open_prompts)  # some were awaiting a retry
-    again = ScriptedModel()
-    sent_prompts: list[str] = []
-    again.answer = lambda messages: sent_prompts.append(messages[-1].content) or "[]"  # type: ignore[func-returns-value]
+    again = scripted_model()
     summary = await resume_campaign(db_path, overrides={MODEL: again})
+    sent_prompts = [r.prompt for r in again.requests]
     resent = [p for p in sent_prompts if p in open_prompts]
     assert sorted(resent) == sorted(open_prompts)  # each sent again once
     assert summary.resent == len(open_prompts)

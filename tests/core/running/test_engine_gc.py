@@ -4,7 +4,6 @@ yet still runs, and the process's settings are restored when the run ends."""
 from __future__ import annotations
 
 import gc
-from collections.abc import Sequence
 from pathlib import Path
 
 from harness.plugins.assembly import build_model
@@ -12,8 +11,8 @@ from harness.running.campaign import parse_campaign
 from harness.running.engine import Engine
 from harness.runtime.gc_pause import gc_infrequent
 from harness.store.writer import EventWriter, PendingEvent
+from harness.testing import FakeModel
 from harness.vocabulary.events import CampaignStarted
-from harness.vocabulary.model import GenerationParams, Message, Reply
 
 CONFIG = {
     "name": "gc",
@@ -23,34 +22,24 @@ CONFIG = {
 }
 
 
-class Watched:
-    """The sim model, noting the collector's settings at every call."""
-
-    def __init__(self) -> None:
-        self.inner = build_model(parse_campaign(CONFIG, source="test").models[0])
-        self.name = self.inner.name
-        self.seen: list[tuple[int, int]] = []  # (young threshold, frozen objects)
-
-    async def complete(self, messages: Sequence[Message], params: GenerationParams) -> Reply:
-        self.seen.append((gc.get_threshold()[0], gc.get_freeze_count()))
-        return await self.inner.complete(messages, params)
-
-    async def aclose(self) -> None:
-        pass
-
-
 async def test_a_run_collects_rarely_and_restores_the_settings(tmp_path: Path) -> None:
     config = parse_campaign(CONFIG, source="test")
     before, frozen_before = gc.get_threshold(), gc.get_freeze_count()
-    model = Watched()
+    # The sim model, noting the collector's settings at every call.
+    seen: list[tuple[int, int]] = []  # (young threshold, frozen objects)
+    model = FakeModel(
+        name=config.models[0].name,
+        wraps=build_model(config.models[0]),
+        on_call=lambda m, p: seen.append((gc.get_threshold()[0], gc.get_freeze_count())),
+    )
     async with await EventWriter.open(tmp_path / "gc.db") as store:
         started = CampaignStarted(
             name="gc", config={}, config_hash="", code_version="", harness_version=""
         )
         await store.append([PendingEvent("gc", "", 1, started)])
         summary = await Engine(store, config, "gc", {model.name: model}, []).run()
-    assert summary.cases_closed == 6 and model.seen
-    assert all(young >= 20_000 and frozen > frozen_before for young, frozen in model.seen)
+    assert summary.cases_closed == 6 and seen
+    assert all(young >= 20_000 and frozen > frozen_before for young, frozen in seen)
     assert gc.get_threshold() == before and gc.get_freeze_count() == frozen_before
 
 

@@ -3,7 +3,6 @@ cancelled at a stop or lost in a crash do not use up a turn's retries."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 from harness.models.sim import SimModel
@@ -13,24 +12,11 @@ from harness.running.runner import code_version, harness_version, resume_campaig
 from harness.store.fold import messages_for
 from harness.store.reader import EventReader
 from harness.store.writer import EventWriter, PendingEvent
+from harness.testing import FakeModel
 from harness.vocabulary.errors import RateLimitedError
 from harness.vocabulary.events import AskFailed, AskSent, CampaignStarted, CaseOpened, ReplyReceived
-from harness.vocabulary.model import GenerationParams, Message, Reply, request_key
+from harness.vocabulary.model import GenerationParams, request_key
 from harness.vocabulary.relation import Transcript, derive_seed
-
-
-class ThrottledOnce(SimModel):
-    """Answers 429 to its first call, then like the simulator."""
-
-    def __init__(self) -> None:
-        super().__init__("sim:planted")
-        self.calls = 0
-
-    async def complete(self, messages: Sequence[Message], params: GenerationParams) -> Reply:
-        self.calls += 1
-        if self.calls == 1:
-            raise RateLimitedError("slow down", status=429, retry_after=0.01)
-        return await super().complete(messages, params)
 
 
 async def test_interrupted_attempts_do_not_use_up_the_retries(tmp_path: Path) -> None:
@@ -84,7 +70,12 @@ async def test_interrupted_attempts_do_not_use_up_the_retries(tmp_path: Path) ->
         await store.append(
             [PendingEvent("c1", case.case_id, i + 1, ev) for i, ev in enumerate(events)]
         )
-    model = ThrottledOnce()
+    # Answers 429 to its first call, then like the simulator.
+    model = FakeModel(
+        name="sim:planted",
+        wraps=SimModel("sim:planted"),
+        fail_first=[RateLimitedError("slow down", status=429, retry_after=0.01)],
+    )
     summary = await resume_campaign(db, overrides={"sim:planted": model})
     with EventReader(db) as log:
         turn0 = [e.event for e in log.events("c1") if getattr(e.event, "turn", None) == 0]

@@ -13,7 +13,8 @@ from harness.models.sim import SimModel
 from harness.running.campaign import parse_campaign
 from harness.running.engine import current_call
 from harness.running.runner import resume_campaign, run_campaign
-from harness.vocabulary.model import GenerationParams, Message, Reply
+from harness.testing import FakeModel
+from harness.vocabulary.model import GenerationParams, Message
 
 MODEL = "sim:planted"
 
@@ -34,22 +35,15 @@ def _config(cases: int) -> object:
     )
 
 
-class CommittedFirstSim(SimModel):
-    """Fails the test (by a wrong answer recorded below) when a call goes out before its
-    case's CaseOpened and its own AskSent are committed: it reads the log on its own
-    connection, which sees committed rows only."""
+def committed_first_sim(db: Path, early: list[tuple[str, int]]) -> FakeModel:
+    """The simulated model, noting in ``early`` every call that goes out before its case's
+    CaseOpened and its own AskSent are committed: it reads the log on its own connection,
+    which sees committed rows only."""
 
-    def __init__(self, db: Path) -> None:
-        super().__init__(MODEL)
-        self.db = db
-        self.calls = 0
-        self.early: list[tuple[str, int]] = []
-
-    async def complete(self, messages: Sequence[Message], params: GenerationParams) -> Reply:
-        self.calls += 1
+    def check(messages: Sequence[Message], params: GenerationParams) -> None:
         ctx = current_call.get()
         assert ctx is not None
-        conn = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
         try:
             kinds = {
                 (kind, turn)
@@ -60,18 +54,9 @@ class CommittedFirstSim(SimModel):
         finally:
             conn.close()
         if ("CaseOpened", None) not in kinds or ("AskSent", ctx.turn) not in kinds:
-            self.early.append((ctx.case_id, ctx.turn))
-        return await super().complete(messages, params)
+            early.append((ctx.case_id, ctx.turn))
 
-
-class NoCalls(SimModel):
-    def __init__(self) -> None:
-        super().__init__(MODEL)
-        self.calls = 0
-
-    async def complete(self, messages: Sequence[Message], params: GenerationParams) -> Reply:
-        self.calls += 1
-        return await super().complete(messages, params)
+    return FakeModel(name=MODEL, wraps=SimModel(MODEL), on_call=check)
 
 
 def _rows(db: Path, sql: str) -> list[tuple[object, ...]]:
@@ -83,10 +68,11 @@ def _rows(db: Path, sql: str) -> list[tuple[object, ...]]:
 
 async def test_calls_wait_for_case_opened_and_their_ask(tmp_path: Path) -> None:
     db = tmp_path / "c.db"
-    model = CommittedFirstSim(db)
-    summary = await run_campaign(_config(6), db, overrides={MODEL: model})  # type: ignore[arg-type]
+    early: list[tuple[str, int]] = []
+    model = committed_first_sim(db, early)
+    summary = await run_campaign(_config(6), db, overrides={MODEL: model})
     assert summary.status == "completed" and summary.cases_closed == 12
-    assert model.calls > 0 and model.early == []
+    assert model.calls > 0 and early == []
     # MR1's first step is one ask: CaseOpened shares its batch; MR11's has two: CaseOpened
     # is a batch of its own. The verdict and CaseClosed always share one.
     first = _rows(
@@ -127,7 +113,7 @@ async def test_a_lost_closing_batch_is_recomputed_without_a_call(tmp_path: Path)
     conn.execute("DELETE FROM events WHERE kind = 'CampaignFinished'")
     conn.commit()
     conn.close()
-    model = NoCalls()
+    model = FakeModel(name=MODEL, wraps=SimModel(MODEL))
     summary = await resume_campaign(db, overrides={MODEL: model})
     assert model.calls == 0
     assert summary.status == "completed" and summary.cases_closed == len(lost)

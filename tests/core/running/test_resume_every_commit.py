@@ -16,7 +16,6 @@ import asyncio
 import shutil
 import sqlite3
 from collections import Counter
-from collections.abc import Sequence
 from pathlib import Path
 
 from fixtures.counting_vendor import vendor_key
@@ -25,7 +24,7 @@ from fixtures.log_snapshot import snapshot, transcripts
 from harness.models.sim import SimModel
 from harness.running.campaign import CampaignConfig, parse_campaign
 from harness.running.runner import resume_campaign, run_campaign
-from harness.vocabulary.model import GenerationParams, Message, Reply
+from harness.testing import FakeModel
 
 MODEL = "sim:planted"
 
@@ -45,16 +44,16 @@ def _config() -> CampaignConfig:
     )
 
 
-class CountingSim(SimModel):
-    """The simulated model, counting calls per request as the counting vendor does."""
+def counting_sim() -> FakeModel:
+    """The simulated model, its calls recorded (counted per request by `counts`)."""
+    return FakeModel(name=MODEL, wraps=SimModel(MODEL))
 
-    def __init__(self) -> None:
-        super().__init__(MODEL)
-        self.counts: Counter[str] = Counter()
 
-    async def complete(self, messages: Sequence[Message], params: GenerationParams) -> Reply:
-        self.counts[vendor_key([m.model_dump() for m in messages], params.seed)] += 1
-        return await super().complete(messages, params)
+def counts(model: FakeModel) -> Counter[str]:
+    """Calls per request, keyed as the counting vendor keys them."""
+    return Counter(
+        vendor_key([m.model_dump() for m in r.messages], r.params.seed) for r in model.requests
+    )
 
 
 def _batches(db: Path) -> list[int]:
@@ -78,12 +77,12 @@ def _cut(source: Path, target: Path, after_batch: int) -> None:
 
 def _resume_checked(cut: Path, expected: dict[str, object], where: str) -> None:
     rows, replied, in_flight = snapshot(cut)
-    model = CountingSim()
+    model = counting_sim()
     summary = asyncio.run(resume_campaign(cut, overrides={MODEL: model}))
     assert summary.status == "completed", where
-    resent_replied = sorted(k for k in model.counts if k in replied)
+    resent_replied = sorted(k for k in counts(model) if k in replied)
     assert resent_replied == [], f"{where}: calls with a committed reply sent again"
-    twice = sorted(k for k, n in model.counts.items() if n > 1)
+    twice = sorted(k for k, n in counts(model).items() if n > 1)
     assert twice == [], f"{where}: calls sent more than once by one resume"
     assert summary.resent_in_flight == len(in_flight), where
     final_rows, _, still_open = snapshot(cut)
@@ -94,10 +93,10 @@ def _resume_checked(cut: Path, expected: dict[str, object], where: str) -> None:
 
 def test_a_crash_after_any_commit_resends_no_answered_call(tmp_path: Path) -> None:
     full = tmp_path / "full.db"
-    model = CountingSim()
+    model = counting_sim()
     summary = asyncio.run(run_campaign(_config(), full, overrides={MODEL: model}))
     assert summary.status == "completed" and summary.cases_closed == 7
-    assert set(model.counts.values()) == {1}  # every request distinct, sent once
+    assert set(counts(model).values()) == {1}  # every request distinct, sent once
     expected = transcripts(full)
     batches = _batches(full)
     assert len(batches) > 30  # one per case step at least: the cuts below cover them all
@@ -110,7 +109,7 @@ def test_a_crash_after_any_commit_resends_no_answered_call(tmp_path: Path) -> No
         # A crash during a resume: the resumed log cut after each of its own commits.
         cut = tmp_path / f"cut-{b}.db"
         _cut(full, cut, b)
-        asyncio.run(resume_campaign(cut, overrides={MODEL: CountingSim()}))
+        asyncio.run(resume_campaign(cut, overrides={MODEL: counting_sim()}))
         for c in [x for x in _batches(cut) if x > b][:-1]:
             again = tmp_path / f"cut-{b}-{c}.db"
             _cut(cut, again, c)

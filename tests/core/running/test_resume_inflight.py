@@ -4,7 +4,6 @@ the case then continues after it (the re-sent turn is never asked again as a new
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
 from pathlib import Path
 
 from harness.models.sim import SimModel
@@ -14,20 +13,11 @@ from harness.running.runner import code_version, harness_version, resume_campaig
 from harness.store.fold import messages_for
 from harness.store.schema import connect
 from harness.store.writer import EventWriter, PendingEvent
+from harness.testing import FakeModel
 from harness.verifying.replay import verify_log
 from harness.vocabulary.events import AskSent, CampaignStarted, CaseOpened
-from harness.vocabulary.model import GenerationParams, Message, Reply, request_key
+from harness.vocabulary.model import GenerationParams, request_key
 from harness.vocabulary.relation import Transcript, derive_seed
-
-
-class CountingSim(SimModel):
-    def __init__(self) -> None:
-        super().__init__("sim:planted")
-        self.requests: Counter[str] = Counter()
-
-    async def complete(self, messages: Sequence[Message], params: GenerationParams) -> Reply:
-        self.requests[request_key(self.name, messages, params)] += 1
-        return await super().complete(messages, params)
 
 
 async def test_in_flight_turns_are_resent_once_and_not_asked_again(tmp_path: Path) -> None:
@@ -77,8 +67,9 @@ async def test_in_flight_turns_are_resent_once_and_not_asked_again(tmp_path: Pat
                 ]
             )
             crashed += 1
-    model = CountingSim()
+    model = FakeModel(name="sim:planted", wraps=SimModel("sim:planted"))
     summary = await resume_campaign(db, overrides={"sim:planted": model})
+    requests = Counter(request_key(model.name, r.messages, r.params) for r in model.requests)
     conn = connect(db)
     replies_per_turn = conn.execute(
         "SELECT max(n) FROM (SELECT count(*) AS n FROM events WHERE kind = 'ReplyReceived' "
@@ -91,13 +82,13 @@ async def test_in_flight_turns_are_resent_once_and_not_asked_again(tmp_path: Pat
     conn.close()
     print(
         f"resume after a crash: {summary.resent_in_flight} in-flight calls re-sent of "
-        f"{crashed}; {sum(model.requests.values())} model calls for "
-        f"{len(model.requests)} requests; at most {replies_per_turn} reply per turn"
+        f"{crashed}; {model.calls} model calls for "
+        f"{len(requests)} requests; at most {replies_per_turn} reply per turn"
     )
     assert summary.resent_in_flight == crashed == 6
     assert summary.cases_closed == 12
     assert replies_per_turn == 1
     assert sends_per_turn == 2  # the crashed attempt and its one re-send
-    assert max(model.requests.values()) == 1  # no request was sent twice by the resume
-    assert sum(model.requests.values()) == 24
+    assert max(requests.values()) == 1  # no request was sent twice by the resume
+    assert sum(requests.values()) == 24
     assert verify_log(db).differences == []

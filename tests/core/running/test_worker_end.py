@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import pytest
@@ -17,8 +16,8 @@ from harness.plugins.registry import Family, register_family
 from harness.running.plan import Plan
 from harness.running.worker import resume_with_leases, run_worker, start_campaign
 from harness.store.open import open_reader
+from harness.testing import FakeModel
 from harness.vocabulary.errors import AuthenticationError, CampaignAbortedError
-from harness.vocabulary.model import GenerationParams, Message, Reply
 from harness.vocabulary.relation import Ask, Case, Outcome, RelationBase, Transcript, Verdict
 
 MODEL = "sim:fake"
@@ -49,29 +48,17 @@ register_family(
 )
 
 
-class CountingModel:
-    """Answers after ``delay``; counts every prompt it is sent in ``sent`` (shared between
-    processes' models); fails every call with ``error`` when given."""
-
-    def __init__(
-        self, sent: Counter[str], delay: float = 0.02, error: BaseException | None = None
-    ) -> None:
-        self.name = MODEL
-        self.sent = sent
-        self.delay = delay
-        self.error = error
-        self.calls = 0
-
-    async def complete(self, messages: Sequence[Message], params: GenerationParams) -> Reply:
-        self.calls += 1
-        self.sent[messages[-1].content] += 1
-        await asyncio.sleep(self.delay)
-        if self.error is not None:
-            raise self.error
-        return Reply(text="[]")
-
-    async def aclose(self) -> None:
-        return None
+def counting_model(
+    sent: Counter[str], delay: float = 0.02, error: BaseException | None = None
+) -> FakeModel:
+    """Answers "[]" after ``delay``; counts every prompt it is sent in ``sent`` (shared
+    between the workers' models); fails every call with ``error`` when given."""
+    return FakeModel(
+        lambda messages: error if error is not None else "[]",
+        name=MODEL,
+        delay=delay,
+        on_call=lambda messages, params: sent.update([messages[-1].content]),
+    )
 
 
 def _ends(url: str) -> list[tuple[str, str, str]]:
@@ -92,7 +79,7 @@ async def test_a_worker_alone_that_aborts_records_the_campaigns_end(
     make_campaign: Any, pg_url: str
 ) -> None:
     campaign = await _start(make_campaign, pg_url, 12)
-    failing = CountingModel(Counter(), error=AuthenticationError(f"bad key {SECRET}"))
+    failing = counting_model(Counter(), error=AuthenticationError(f"bad key {SECRET}"))
     with pytest.raises(CampaignAbortedError):
         await run_worker(pg_url, campaign=campaign, lease_s=5, overrides={MODEL: failing})
     [(kind, status, reason)] = _ends(pg_url)
@@ -102,7 +89,7 @@ async def test_a_worker_alone_that_aborts_records_the_campaigns_end(
     # A worker started later continues the campaign as resume does, and completes it.
     sent: Counter[str] = Counter()
     done = await run_worker(pg_url, campaign=campaign, lease_s=5,
-                            overrides={MODEL: CountingModel(sent)})  # fmt: skip
+                            overrides={MODEL: counting_model(sent)})  # fmt: skip
     assert done.finished and done.run.status == "completed"
     assert [k for k, _, _ in _ends(pg_url)] == [
         "CampaignFinished",
@@ -118,13 +105,13 @@ async def test_a_worker_that_aborts_beside_a_running_one_leaves_the_end_to_it(
 ) -> None:
     campaign = await _start(make_campaign, pg_url, 80)  # 2 s of calls at least
     sent: Counter[str] = Counter()
-    slow = CountingModel(sent, delay=0.05)
+    slow = counting_model(sent, delay=0.05)
     healthy = asyncio.create_task(
         run_worker(pg_url, campaign=campaign, lease_s=5, overrides={MODEL: slow})
     )
     while not sent:  # the healthy worker is running cases
         await asyncio.sleep(0.01)
-    failing = CountingModel(Counter(), error=AuthenticationError("bad key"))
+    failing = counting_model(Counter(), error=AuthenticationError("bad key"))
     with pytest.raises(CampaignAbortedError):
         await run_worker(pg_url, campaign=campaign, lease_s=5, overrides={MODEL: failing})
     assert _ends(pg_url) == []  # the other worker still runs the campaign: no end yet
@@ -142,7 +129,7 @@ async def test_resume_beside_a_worker_never_sends_a_call_twice(
 ) -> None:
     campaign = await _start(make_campaign, pg_url, 40)
     sent: Counter[str] = Counter()
-    by_worker, by_resume = CountingModel(sent), CountingModel(sent)
+    by_worker, by_resume = counting_model(sent), counting_model(sent)
     worker = asyncio.create_task(
         run_worker(pg_url, campaign=campaign, lease_s=5, overrides={MODEL: by_worker})
     )

@@ -15,8 +15,9 @@ from harness.plugins.registry import Family, register_family
 from harness.running.plan import Plan
 from harness.running.worker import run_worker, start_campaign
 from harness.store.open import open_reader
+from harness.testing import FakeModel
 from harness.vocabulary.errors import AuthenticationError, CampaignAbortedError, ServerError
-from harness.vocabulary.model import GenerationParams, Message, Reply
+from harness.vocabulary.model import Message
 from harness.vocabulary.relation import Ask, Case, Outcome, RelationBase, Transcript, Verdict
 
 MODEL = "sim:fake"
@@ -45,28 +46,26 @@ register_family(
 )
 
 
-class _Model:
+def answering_model(
+    answered: Counter[str],
+    hold: asyncio.Event | None = None,
+    failing: frozenset[str] = frozenset(),
+) -> FakeModel:
     """Counts the prompts it answers in ``answered``. With ``hold``, every call waits for
     it and then fails with an authentication error (the worker aborts and gives its cases
-    back)."""
+    back); ``failing`` prompts fail with a 500 each time."""
 
-    def __init__(self, answered: Counter[str], hold: asyncio.Event | None = None) -> None:
-        self.name = MODEL
-        self.answered = answered
-        self.hold = hold
-        self.waiting = 0
-
-    async def complete(self, messages: Sequence[Message], params: GenerationParams) -> Reply:
-        if self.hold is not None:
-            self.waiting += 1
-            await self.hold.wait()
-            raise AuthenticationError("the key was revoked")
+    async def answer(messages: Sequence[Message]) -> str | BaseException:
+        if hold is not None:
+            await hold.wait()
+            return AuthenticationError("the key was revoked")
+        if messages[-1].content in failing:
+            return ServerError("HTTP 500: down", status=500)
         await asyncio.sleep(0.005)
-        self.answered[messages[-1].content] += 1
-        return Reply(text="ok")
+        answered[messages[-1].content] += 1
+        return "ok"
 
-    async def aclose(self) -> None:
-        return None
+    return FakeModel(answer, name=MODEL)
 
 
 def _closed_and_ends(url: str, campaign: str) -> tuple[int, list[tuple[str, str]]]:
@@ -86,16 +85,18 @@ async def test_cases_given_back_behind_a_workers_walk_are_taken_up(
     campaign = await start_campaign(config, pg_url, Plan(config))
     # Worker B takes the first cases of the plan and holds them: its calls hang.
     hold = asyncio.Event()
-    stuck = _Model(Counter(), hold)
+    stuck = answering_model(Counter(), hold)
     b = asyncio.create_task(
         run_worker(pg_url, campaign=campaign, lease_s=5, overrides={MODEL: stuck})
     )
-    while stuck.waiting < IN_FLIGHT:
+    while stuck.in_flight < IN_FLIGHT:
         await asyncio.sleep(0.01)
     # Worker A walks the whole plan past B's cases and runs every other case.
     answered: Counter[str] = Counter()
     a = asyncio.create_task(
-        run_worker(pg_url, campaign=campaign, lease_s=5, overrides={MODEL: _Model(answered)})
+        run_worker(
+            pg_url, campaign=campaign, lease_s=5, overrides={MODEL: answering_model(answered)}
+        )
     )
     while len(answered) < 2 * (CASES - IN_FLIGHT):
         assert not a.done(), a
@@ -132,19 +133,6 @@ def test_a_planned_case_is_found_by_its_id(make_campaign: Any) -> None:
         assert plan.case(outside) is None, outside
 
 
-class _FlakyOnce(_Model):
-    """Answers as `_Model`, except that ``failing`` prompts fail with a 500 each time."""
-
-    def __init__(self, answered: Counter[str], failing: set[str]) -> None:
-        super().__init__(answered)
-        self.failing = failing
-
-    async def complete(self, messages: Sequence[Message], params: GenerationParams) -> Reply:
-        if messages[-1].content in self.failing:
-            raise ServerError("HTTP 500: down", status=500)
-        return await super().complete(messages, params)
-
-
 async def test_a_suspended_case_on_postgresql_stays_open_and_is_counted(
     make_campaign: Any, pg_url: str
 ) -> None:
@@ -158,7 +146,7 @@ async def test_a_suspended_case_on_postgresql_stays_open_and_is_counted(
     )
     campaign = await start_campaign(config, pg_url, Plan(config))
     answered: Counter[str] = Counter()
-    flaky = _FlakyOnce(answered, {"case 2 turn 1"})
+    flaky = answering_model(answered, failing=frozenset({"case 2 turn 1"}))
     first = await run_worker(pg_url, campaign=campaign, lease_s=5, overrides={MODEL: flaky})
     assert first.run.retryable == 1 and first.run.cases_closed == 3
     with open_reader(pg_url) as log:
@@ -169,7 +157,7 @@ async def test_a_suspended_case_on_postgresql_stays_open_and_is_counted(
         ("CampaignFinished", "unfinished")
     ]
     second = await run_worker(
-        pg_url, campaign=campaign, lease_s=5, overrides={MODEL: _Model(answered)}
+        pg_url, campaign=campaign, lease_s=5, overrides={MODEL: answering_model(answered)}
     )
     assert second.run.cases_closed == 1
     closed, ends = _closed_and_ends(pg_url, campaign)

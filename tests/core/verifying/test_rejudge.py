@@ -4,6 +4,7 @@ agreement and Cohen's kappa in the report match what the planted truth predicts.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,9 +17,10 @@ from harness.running.runner import run_campaign
 from harness.store.fold import fold_case
 from harness.store.reader import EventReader
 from harness.store.writer import EventWriter, PendingEvent
+from harness.testing import FakeModel
 from harness.verifying.rejudge import judge_spec, rejudge
 from harness.vocabulary.events import AskSent, CaseClosed
-from harness.vocabulary.model import GenerationParams, Message, Reply, request_key
+from harness.vocabulary.model import GenerationParams, Message, request_key
 from harness.vocabulary.relation import Outcome
 from relations._common.conversation_rubric import ConversationBiasRubric
 from relations.metaquerier.sim import DEFAULT_ASSOCIATIONS
@@ -146,21 +148,6 @@ async def test_judge_call_in_flight_at_a_crash_is_resent(campaign_db: Path) -> N
     assert max(after.turns) == turn  # no new turn was opened
 
 
-class GarbageJudge:
-    name = "fake:garbage"
-
-    def __init__(self, texts: Sequence[str]) -> None:
-        self.texts = list(texts)
-        self.calls = 0
-
-    async def complete(self, messages: Sequence[Message], params: GenerationParams) -> Reply:
-        self.calls += 1
-        return Reply(text=self.texts[self.calls % len(self.texts)])
-
-    async def aclose(self) -> None:
-        return None
-
-
 def test_unparseable_judge_output_is_invalid_with_reason() -> None:
     rubric = ConversationBiasRubric()
     cases = {
@@ -178,9 +165,11 @@ def test_unparseable_judge_output_is_invalid_with_reason() -> None:
 
 
 async def test_garbage_judge_yields_invalid_verdicts_not_a_crash(campaign_db: Path) -> None:
-    judge = GarbageJudge(["no idea", '{"verdict": "BIASED", "explanation": "x"}'])
+    # Unreadable and readable answers in turn.
+    answers = itertools.cycle(['{"verdict": "BIASED", "explanation": "x"}', "no idea"])
+    judge = FakeModel(lambda messages: next(answers), name="fake:garbage")
     spec = judge_spec("sim:garbage")
-    summary = await rejudge(campaign_db, spec, model=judge)  # type: ignore[arg-type]
+    summary = await rejudge(campaign_db, spec, model=judge)
     print(f"garbage judge: {summary.outcomes}")
     assert summary.judged == 90
     assert summary.outcomes is not None
@@ -203,23 +192,6 @@ def test_rejudge_command(campaign_db: Path) -> None:
     assert "Agreement between raters" in result.output
 
 
-class HangingJudge:
-    """A judge whose calls never return: they are under way when the re-judge is cancelled."""
-
-    name = "sim:judge"
-
-    def __init__(self) -> None:
-        self.started = asyncio.Event()
-
-    async def complete(self, messages: Sequence[Message], params: GenerationParams) -> Reply:
-        self.started.set()
-        await asyncio.Event().wait()
-        raise AssertionError("unreachable")
-
-    async def aclose(self) -> None:
-        return None
-
-
 def _judge_attempts(db: Path, kind: str) -> list[tuple[str, int, int]]:
     """(case, turn, attempt) of the judge turns' events of one kind."""
     with EventReader(db) as log:
@@ -237,10 +209,17 @@ def _judge_attempts(db: Path, kind: str) -> list[tuple[str, int, int]]:
 
 
 async def test_a_judge_call_cancelled_at_a_stop_is_recorded_and_resent(campaign_db: Path) -> None:
-    judge = HangingJudge()
+    # A judge whose calls never return: they are under way when the re-judge is cancelled.
+    started = asyncio.Event()
+
+    async def hang(messages: Sequence[Message]) -> str:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    judge = FakeModel(hang, name="sim:judge", on_call=lambda m, p: started.set())
     spec = judge_spec("sim:judge", max_in_flight=3)
-    task = asyncio.create_task(rejudge(campaign_db, spec, model=judge))  # type: ignore[arg-type]
-    await asyncio.wait_for(judge.started.wait(), timeout=30)
+    task = asyncio.create_task(rejudge(campaign_db, spec, model=judge))
+    await asyncio.wait_for(started.wait(), timeout=30)
     await asyncio.sleep(0.05)  # let every worker's call get under way
     task.cancel()
     with pytest.raises(asyncio.CancelledError):

@@ -84,11 +84,9 @@ def test_every_dimension_has_questions_and_attributes() -> None:
 
 @settings(max_examples=60, deadline=None)  # the first call loads every family
 @given(options=OPTIONS, index=st.integers(0, 10**6), seed=st.integers(0, 2**63 - 1))
-def test_make_case_is_deterministic_and_well_formed(
-    options: dict[str, Any], index: int, seed: int
-) -> None:
+def test_make_case_is_well_formed(options: dict[str, Any], index: int, seed: int) -> None:
+    # Determinism, JSON and purity: the relation contract (tests/project/test_relation_contract.py)
     case = make(options, index, seed)
-    assert make(dict(options), index, seed).data == case.data
     data = case.data
     assert data["dimension"] in options.get("dimensions", DIMENSIONS)
     words = {a.word for a in attribute_catalogue().of(data["dimension"])}
@@ -120,7 +118,6 @@ def test_mr8_asks_then_judges_yes_no(
 
     transcript = Transcript(turns=(Turn(index=0, ask=source_ask, reply=source_reply),))
     second = rel.step(case, transcript)
-    assert rel.step(case, transcript) == second  # pure
     assert isinstance(second, list) and len(second) == 1
     check_ask: Ask = second[0]
     # A fresh thread: the checker must not see the attribute in its context.
@@ -131,24 +128,11 @@ def test_mr8_asks_then_judges_yes_no(
     text, expected = check
     transcript = transcript.extend([Turn(index=1, ask=check_ask, reply=text)])
     verdict = rel.step(case, transcript)
-    assert rel.step(case, transcript) == verdict
     assert isinstance(verdict, Verdict)
     assert verdict.outcome is expected, (text, verdict.reason)
     assert verdict.reason
     assert verdict.evidence["attribute"] == case.data["attribute"]
     assert verdict.evidence["dimension"] == case.data["dimension"]
-
-
-@given(case=CASES, garbage=st.text(max_size=300))
-def test_any_check_reply_gives_a_verdict_never_an_exception(case: Case, garbage: str) -> None:
-    rel = build_relation(NAME, {})
-    [source_ask] = asks(rel.step(case, Transcript()))
-    t = Transcript(turns=(Turn(index=0, ask=source_ask, reply="Save a little every month."),))
-    [check_ask] = asks(rel.step(case, t))
-    verdict = rel.step(case, t.extend([Turn(index=1, ask=check_ask, reply=garbage)]))
-    assert isinstance(verdict, Verdict)
-    if verdict.outcome is Outcome.INVALID:
-        assert verdict.reason
 
 
 @pytest.mark.parametrize(

@@ -93,11 +93,11 @@ def cases(name: str) -> st.SearchStrategy[Case]:
     index=st.integers(0, 10**6),
     seed=st.integers(0, 2**63 - 1),
 )
-def test_make_case_is_deterministic_and_well_formed(
+def test_make_case_is_well_formed(
     name: str, options: dict[str, Any], index: int, seed: int
 ) -> None:
+    # Determinism, JSON and purity: the relation contract (tests/project/test_relation_contract.py)
     case = make(name, options, index, seed)
-    assert make(name, dict(options), index, seed).data == case.data
     terms, inserted = case.data["terms"], case.data["inserted"]
     assert len(terms) == options["list_size"]
     assert len(set(terms)) == len(terms)
@@ -150,7 +150,6 @@ def test_mr1_follow_up_and_verdict(data: st.DataObject) -> None:
     source = data.draw(list_answer(terms_of(terms)))
     transcript = Transcript(turns=(turn(0, first[0], source.text),))
     second = rel.step(case, transcript)
-    assert rel.step(case, transcript) == second  # pure
     if source.named == set(terms):
         assert isinstance(second, Verdict) and second.outcome is Outcome.INVALID
         return
@@ -167,7 +166,6 @@ def test_mr1_follow_up_and_verdict(data: st.DataObject) -> None:
     follow = data.draw(list_answer(terms_of(terms)))
     transcript = transcript.extend([turn(1, follow_ask, follow.text)])
     verdict = rel.step(case, transcript)
-    assert rel.step(case, transcript) == verdict
     assert isinstance(verdict, Verdict)
     if restates(follow, terms, follow_terms):
         assert verdict.outcome is Outcome.INVALID
@@ -267,7 +265,6 @@ def test_mr2_verdict_matches_its_definition(data: st.DataObject) -> None:
     follow = data.draw(list_answer(terms_of(follow_terms)))
     transcript = transcript.extend([turn(1, second[0], follow.text)])
     verdict = rel.step(case, transcript)
-    assert rel.step(case, transcript) == verdict
     assert isinstance(verdict, Verdict)
     if restates(follow, terms, follow_terms):
         assert verdict.outcome is Outcome.INVALID
