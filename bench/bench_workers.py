@@ -339,11 +339,11 @@ def run_quota(args: argparse.Namespace, server: object, url: str) -> None:
         calls, start, end, steady = steady_window(db)
         rate = steady / max(end - start, 1e-9)
         one = one or rate / n
-        ms_call = 1000 * cpu_s / steady
-        one_ms = one_ms or ms_call
         # CPU over the steady window only (start-up and the tail left out, as for calls/s).
-        cpu_s = _between(cpu, end) - _between(cpu, start)
-        used = cpu_s / (n * args.quota * (end - start))
+        worker_s = _between(cpu, end) - _between(cpu, start)
+        used = worker_s / (n * args.quota * (end - start))
+        ms_call = 1000 * worker_s / steady
+        one_ms = one_ms or ms_call
         share = sum(t for _, t in throttled) / max(1, sum(p for p, _ in throttled))
         waiting = sum(1 for w in waits if w)
         print(f"N={n}: {calls} calls, steady {rate:.0f} calls/s, efficiency "
