@@ -26,8 +26,8 @@ while PostgreSQL (durable: ``fsync`` and ``full_page_writes`` on) and the fake v
 outside any quota. For N = 1, 2, 4, 8 (``--modes``) workers it prints the steady calls/s,
 the efficiency against N times the one worker's calls/s, the share of its quota each worker
 used (a worker that did not get its quota on a loaded machine shows it here), and the
-commit lock's waits (backends waiting for ``pg_advisory_xact_lock`` in samples of
-``pg_locks`` every 0.1 s):
+commit lock (``pg_locks`` sampled every 0.1 s over the steady window: the samples in which
+a writer held it, and those in which another backend waited for it):
 
     .venv/bin/python bench/bench_workers.py [--quota 0.125] [--modes 1,2,4,8]
         [--cases-per-worker 400] [--in-flight 64] [--latency 0.2]
@@ -259,31 +259,31 @@ def _between(samples: list[tuple[float, float]], t: float) -> float:
     return samples[0][1] if t < samples[0][0] else samples[-1][1]
 
 
-def lock_waits(url: str, stop: threading.Event, samples: list[int]) -> None:
-    """Sample how many backends wait for the commit lock, every 0.1 s, until ``stop``."""
+def lock_waits(url: str, stop: threading.Event, samples: list[tuple[float, int, int]]) -> None:
+    """Sample the commit lock every 0.1 s until ``stop``: (time, backends waiting, held)."""
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as conn:
         while not stop.wait(0.1):
             row = conn.execute(
-                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
-                "AND objid = %s",
-                (COMMIT_LOCK & 0xFFFF_FFFF,),
+                "SELECT count(*) FILTER (WHERE NOT granted), count(*) FILTER (WHERE granted)"
+                " FROM pg_locks WHERE locktype = 'advisory' AND classid = %s AND objid = %s",
+                (COMMIT_LOCK >> 32, COMMIT_LOCK & 0xFFFF_FFFF),
             ).fetchone()
-            samples.append(int(row[0]) if row else 0)
+            samples.append((time.time(), int(row[0]), int(row[1])) if row else (0.0, 0, 0))
 
 
 def run_quota(args: argparse.Namespace, server: object, url: str) -> None:
     """Each worker in its own CPU cgroup at ``args.quota`` of a core; N = ``args.modes``."""
     import asyncio
 
-    root, version = cgroup_root()
+    _, version = cgroup_root()
     where = "cpu.max" if version == 2 else "cpu.cfs_quota_us"
     # Durable commits, as in production: every commit waits for its WAL flush.
     for setting in ("fsync", "full_page_writes", "synchronous_commit"):
         server.admin(f"ALTER SYSTEM SET {setting} = on")  # type: ignore[attr-defined]
     server.admin("SELECT pg_reload_conf()")  # type: ignore[attr-defined]
-    print(f"each worker in its own cgroup v{version} ({root}, {where}) at {args.quota:g} of a "
+    print(f"each worker in its own cgroup v{version} ({where}) at {args.quota:g} of a "
           f"core; PostgreSQL (fsync on) and the fake vendor ({args.latency:g} s) outside; "
           f"{args.in_flight} in flight a worker; {len(os.sched_getaffinity(0))} cores; "
           f"load average before {os.getloadavg()[0]:.1f}")  # fmt: skip
@@ -302,7 +302,7 @@ def run_quota(args: argparse.Namespace, server: object, url: str) -> None:
                   for i in range(n)]  # fmt: skip
         argv = [sys.executable, "-c", "from harness.cli import main; main()", "worker", db,
                 "--campaign", campaign]  # fmt: skip
-        stop, waits = threading.Event(), []
+        stop, waits = threading.Event(), list[tuple[float, int, int]]()
         sampler = threading.Thread(target=lock_waits, args=(db, stop, waits), daemon=True)
         sampler.start()
         load0 = os.getloadavg()[0]
@@ -314,7 +314,7 @@ def run_quota(args: argparse.Namespace, server: object, url: str) -> None:
                     subprocess.Popen(
                         argv,
                         stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL,
+                        stderr=(tmp / f"worker-{n}-{len(procs)}.err").open("wb"),
                         # Joined before exec: the worker's start-up runs under its quota too.
                         preexec_fn=lambda p=group.procs: p.write_text(str(os.getpid())),
                     )
@@ -326,7 +326,10 @@ def run_quota(args: argparse.Namespace, server: object, url: str) -> None:
                 time.sleep(0.2)
             throttled = [g.throttled() for g in groups]
             if any(p.returncode for p in procs):
-                raise SystemExit(f"a worker failed: {[p.returncode for p in procs]}")
+                errors = [(tmp / f"worker-{n}-{i}.err").read_text()[-2000:]
+                          for i, p in enumerate(procs) if p.returncode]  # fmt: skip
+                raise SystemExit(f"a worker failed: {[p.returncode for p in procs]}\n"
+                                 + "\n".join(errors))  # fmt: skip
         finally:
             stop.set()
             sampler.join()
@@ -345,13 +348,16 @@ def run_quota(args: argparse.Namespace, server: object, url: str) -> None:
         ms_call = 1000 * worker_s / steady
         one_ms = one_ms or ms_call
         share = sum(t for _, t in throttled) / max(1, sum(p for p, _ in throttled))
-        waiting = sum(1 for w in waits if w)
+        steady_waits = [(w, h) for t, w, h in waits if start <= t <= end]
+        waiting = sum(1 for w, _ in steady_waits if w)
+        held = sum(1 for _, h in steady_waits if h)
+        most = max((w for w, _ in steady_waits), default=0)
         print(f"N={n}: {calls} calls, steady {rate:.0f} calls/s, efficiency "
               f"{rate / (n * one):.0%} of {n} x {one:.0f}; quota used {used:.0%} "
               f"(throttled in {share:.0%} of periods); CPU ms/call {ms_call:.2f} "
               f"(N = 1 needs {one_ms / ms_call:.0%} of it: the efficiency per CPU used); "
-              f"commit lock waited for in {waiting} of {len(waits)} samples (most waiting "
-              f"{max(waits, default=0)}); load average {load0:.1f} -> "
+              f"commit lock held in {held} and waited for in {waiting} of "
+              f"{len(steady_waits)} samples (most waiting {most}); load average {load0:.1f} -> "
               f"{os.getloadavg()[0]:.1f}")  # fmt: skip
 
 
