@@ -2,10 +2,11 @@
 
     python bench/bench_http.py                 # 256 in flight, 200 ms, ~5,000 requests each
     python bench/bench_http.py --quick         # fewer requests
+    python bench/bench_http.py --rounds 9      # more rounds: a narrower range of the ratios
     python bench/bench_http.py --latency 0     # CPU-bound: what each client costs per request
 
 A fake OpenAI-compatible server (raw asyncio, in its own process) answers every chat
-completion after ``--latency`` seconds and counts the TCP connections it accepts. Three
+completion after ``--latency`` seconds and counts the TCP connections it accepts. Four
 clients run one after the other against a fresh server, each in its own process:
 
 - ``raw``: a bare asyncio HTTP/1.1 loop, one keep-alive connection per worker: the ceiling
