@@ -246,6 +246,15 @@ def cgroup_root() -> tuple[Path, int]:
     raise SystemExit("skipped: no writable CPU cgroup: " + "; ".join(why or ["none mounted"]))
 
 
+def commits_between(db: str, start: float, end: float) -> int:
+    """Commits (batch numbers) whose events were stamped from ``start`` to ``end``."""
+    with open_reader(db) as log:
+        row = log.connection.execute(
+            "SELECT count(DISTINCT batch) FROM events WHERE ts >= ? AND ts <= ?", (start, end)
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
 def proc_cpu_s(pid: int) -> float:
     fields = _stat(pid)
     return sum(int(f) for f in fields[11:13]) / TICK if fields is not None else 0.0
@@ -352,12 +361,17 @@ def run_quota(args: argparse.Namespace, server: object, url: str) -> None:
         waiting = sum(1 for w, _ in steady_waits if w)
         held = sum(1 for _, h in steady_waits if h)
         most = max((w for w, _ in steady_waits), default=0)
+        # The lock's mean hold a commit, estimated: the share of samples it was seen held,
+        # times the window, over the commits in the window.
+        commits = commits_between(db, start, end)
+        hold_ms = 1000 * held / max(1, len(steady_waits)) * (end - start) / max(1, commits)
         print(f"N={n}: {calls} calls, steady {rate:.0f} calls/s, efficiency "
               f"{rate / (n * one):.0%} of {n} x {one:.0f}; quota used {used:.0%} "
               f"(throttled in {share:.0%} of periods); CPU ms/call {ms_call:.2f} "
               f"(N = 1 needs {one_ms / ms_call:.0%} of it: the efficiency per CPU used); "
               f"commit lock held in {held} and waited for in {waiting} of "
-              f"{len(steady_waits)} samples (most waiting {most}); load average {load0:.1f} -> "
+              f"{len(steady_waits)} samples (most waiting {most}; {commits} commits, held about "
+              f"{hold_ms:.1f} ms a commit); load average {load0:.1f} -> "
               f"{os.getloadavg()[0]:.1f}")  # fmt: skip
 
 
