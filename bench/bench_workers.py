@@ -15,8 +15,22 @@ vendor and the PostgreSQL server (its backends included). CPU ms per call is the
 that holds on a shared machine; with it, the CPU ceiling of the machine: cores x 1000 ms
 over the CPU ms all of them need per call.
 
-    .venv/bin/python bench/bench_workers.py [--cases 6000] [--in-flight 256] [--latency 0.2]
-        [--modes sqlite,1,2]
+    .venv/bin/python bench/bench_workers.py --unconfined [--cases 6000] [--in-flight 256]
+        [--latency 0.2] [--modes sqlite,1,2]
+
+With ``--quota Q`` (the default, 0.125 of a core) each ``harness worker`` runs alone in its
+own CPU cgroup limited to Q of a core (cgroup v2 ``cpu.max`` when the machine's cgroup v2
+tree has the cpu controller and is writable, else cgroup v1 ``cpu.cfs_quota_us``; the run
+says which, and is skipped with the reason when neither can be written: it needs root),
+while PostgreSQL (durable: ``fsync`` and ``full_page_writes`` on) and the fake vendor run
+outside any quota. For N = 1, 2, 4, 8 (``--modes``) workers it prints the steady calls/s,
+the efficiency against N times the one worker's calls/s, the share of its quota each worker
+used (a worker that did not get its quota on a loaded machine shows it here), and the
+commit lock (``pg_locks`` sampled every 0.1 s over the steady window: the samples in which
+a writer held it, and those in which another backend waited for it):
+
+    .venv/bin/python bench/bench_workers.py [--quota 0.125] [--modes 1,2,4,8]
+        [--cases-per-worker 400] [--in-flight 64] [--latency 0.2]
 
 The machine is shared: the load average is printed beside the figures.
 """
@@ -37,7 +51,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from harness.running.campaign import load_campaign  # noqa: E402
+from harness.running.plan import Plan  # noqa: E402
+from harness.running.worker import start_campaign  # noqa: E402
 from harness.store.open import open_reader  # noqa: E402
+from harness.store.postgres_schema import COMMIT_LOCK  # noqa: E402
 from tests.postgres_server import start_server  # noqa: E402
 
 CAMPAIGN = """
@@ -158,16 +176,225 @@ def steady_window(db: str) -> tuple[int, float, float, float]:
     return len(times), times[lo], times[hi], float(hi - lo)
 
 
+CGROUP_V2 = Path("/sys/fs/cgroup")
+CGROUP_V2_HYBRID = Path("/sys/fs/cgroup/unified")
+CGROUP_V1_CPU = Path("/sys/fs/cgroup/cpu")
+PERIOD_US = 100_000
+
+
+@dataclass
+class CpuCgroup:
+    """One worker's CPU cgroup: ``quota`` of a core, on cgroup ``version`` 1 or 2."""
+
+    path: Path
+    version: int
+
+    @classmethod
+    def make(cls, name: str, quota: float) -> CpuCgroup:
+        root, version = cgroup_root()
+        path = root / name
+        path.mkdir()
+        limit = max(1000, round(quota * PERIOD_US))
+        if version == 2:
+            (path / "cpu.max").write_text(f"{limit} {PERIOD_US}")
+        else:
+            (path / "cpu.cfs_period_us").write_text(str(PERIOD_US))
+            (path / "cpu.cfs_quota_us").write_text(str(limit))
+        return cls(path, version)
+
+    @property
+    def procs(self) -> Path:
+        return self.path / "cgroup.procs"
+
+    def throttled(self) -> tuple[int, int]:
+        """(periods, periods throttled) so far."""
+        stat = dict(
+            line.split() for line in (self.path / "cpu.stat").read_text().splitlines() if line
+        )
+        return int(stat.get("nr_periods", 0)), int(stat.get("nr_throttled", 0))
+
+    def remove(self) -> None:
+        for _ in range(50):  # the last process leaves the cgroup a moment after it exits
+            try:
+                self.path.rmdir()
+                return
+            except OSError:
+                time.sleep(0.1)
+
+
+def cgroup_root() -> tuple[Path, int]:
+    """Where a writable CPU cgroup can be made, and the cgroup version; SystemExit with
+    the reason when nowhere."""
+    why = []
+    for root in (CGROUP_V2, CGROUP_V2_HYBRID):
+        controllers = root / "cgroup.controllers"
+        if not controllers.exists():
+            continue
+        if "cpu" not in controllers.read_text().split():
+            why.append(f"cgroup v2 at {root} has no cpu controller (cgroup v1 holds it)")
+            continue
+        try:
+            (root / "cgroup.subtree_control").write_text("+cpu")
+        except OSError as exc:
+            why.append(f"cgroup v2 at {root} is not writable ({exc.strerror})")
+            continue
+        return root, 2
+    if (CGROUP_V1_CPU / "cpu.cfs_quota_us").exists():
+        if os.access(CGROUP_V1_CPU, os.W_OK):
+            return CGROUP_V1_CPU, 1
+        why.append(f"cgroup v1 {CGROUP_V1_CPU} is not writable (run as root)")
+    raise SystemExit("skipped: no writable CPU cgroup: " + "; ".join(why or ["none mounted"]))
+
+
+def commits_between(db: str, start: float, end: float) -> int:
+    """Commits (batch numbers) whose events were stamped from ``start`` to ``end``."""
+    with open_reader(db) as log:
+        row = log.connection.execute(
+            "SELECT count(DISTINCT batch) FROM events WHERE ts >= ? AND ts <= ?", (start, end)
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def proc_cpu_s(pid: int) -> float:
+    fields = _stat(pid)
+    return sum(int(f) for f in fields[11:13]) / TICK if fields is not None else 0.0
+
+
+def _between(samples: list[tuple[float, float]], t: float) -> float:
+    """The sampled value at time ``t``, interpolated."""
+    for (t0, a), (t1, b) in itertools.pairwise(samples):
+        if t0 <= t <= t1:
+            return a + (b - a) * (t - t0) / max(t1 - t0, 1e-9)
+    return samples[0][1] if t < samples[0][0] else samples[-1][1]
+
+
+def lock_waits(url: str, stop: threading.Event, samples: list[tuple[float, int, int]]) -> None:
+    """Sample the commit lock every 0.1 s until ``stop``: (time, backends waiting, held)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        while not stop.wait(0.1):
+            row = conn.execute(
+                "SELECT count(*) FILTER (WHERE NOT granted), count(*) FILTER (WHERE granted)"
+                " FROM pg_locks WHERE locktype = 'advisory' AND classid = %s AND objid = %s",
+                (COMMIT_LOCK >> 32, COMMIT_LOCK & 0xFFFF_FFFF),
+            ).fetchone()
+            samples.append((time.time(), int(row[0]), int(row[1])) if row else (0.0, 0, 0))
+
+
+def run_quota(args: argparse.Namespace, server: object, url: str) -> None:
+    """Each worker in its own CPU cgroup at ``args.quota`` of a core; N = ``args.modes``."""
+    import asyncio
+
+    _, version = cgroup_root()
+    where = "cpu.max" if version == 2 else "cpu.cfs_quota_us"
+    # Durable commits, as in production: every commit waits for its WAL flush.
+    for setting in ("fsync", "full_page_writes", "synchronous_commit"):
+        server.admin(f"ALTER SYSTEM SET {setting} = on")  # type: ignore[attr-defined]
+    server.admin("SELECT pg_reload_conf()")  # type: ignore[attr-defined]
+    print(f"each worker in its own cgroup v{version} ({where}) at {args.quota:g} of a "
+          f"core; PostgreSQL (fsync on) and the fake vendor ({args.latency:g} s) outside; "
+          f"{args.in_flight} in flight a worker; {len(os.sched_getaffinity(0))} cores; "
+          f"load average before {os.getloadavg()[0]:.1f}")  # fmt: skip
+    tmp = Path(tempfile.mkdtemp())
+    one = one_ms = 0.0
+    for mode in args.modes.split(","):
+        n = int(mode)
+        toml = tmp / f"{n}.toml"
+        toml.write_text(
+            CAMPAIGN.format(in_flight=args.in_flight, url=url, cases=args.cases_per_worker * n)
+        )
+        config = load_campaign(toml)
+        db = server.url(server.create_database())  # type: ignore[attr-defined]
+        campaign = asyncio.run(start_campaign(config, db, Plan(config)))
+        groups = [CpuCgroup.make(f"bench-worker-{os.getpid()}-{n}-{i}", args.quota)
+                  for i in range(n)]  # fmt: skip
+        argv = [sys.executable, "-c", "from harness.cli import main; main()", "worker", db,
+                "--campaign", campaign]  # fmt: skip
+        stop, waits = threading.Event(), list[tuple[float, int, int]]()
+        sampler = threading.Thread(target=lock_waits, args=(db, stop, waits), daemon=True)
+        sampler.start()
+        load0 = os.getloadavg()[0]
+        procs: list[subprocess.Popen[bytes]] = []
+        cpu: list[tuple[float, float]] = []  # (time, CPU seconds of all the workers)
+        try:
+            for group in groups:
+                procs.append(
+                    subprocess.Popen(
+                        argv,
+                        stdout=subprocess.DEVNULL,
+                        stderr=(tmp / f"worker-{n}-{len(procs)}.err").open("wb"),
+                        # Joined before exec: the worker's start-up runs under its quota too.
+                        preexec_fn=lambda p=group.procs: p.write_text(str(os.getpid())),
+                    )
+                )
+            last = [0.0] * n
+            while any(p.poll() is None for p in procs):
+                last = [proc_cpu_s(p.pid) or x for p, x in zip(procs, last, strict=True)]
+                cpu.append((time.time(), sum(last)))
+                time.sleep(0.2)
+            throttled = [g.throttled() for g in groups]
+            if any(p.returncode for p in procs):
+                errors = [(tmp / f"worker-{n}-{i}.err").read_text()[-2000:]
+                          for i, p in enumerate(procs) if p.returncode]  # fmt: skip
+                raise SystemExit(f"a worker failed: {[p.returncode for p in procs]}\n"
+                                 + "\n".join(errors))  # fmt: skip
+        finally:
+            stop.set()
+            sampler.join()
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+            for group in groups:
+                group.remove()
+        calls, start, end, steady = steady_window(db)
+        rate = steady / max(end - start, 1e-9)
+        one = one or rate / n
+        # CPU over the steady window only (start-up and the tail left out, as for calls/s).
+        worker_s = _between(cpu, end) - _between(cpu, start)
+        used = worker_s / (n * args.quota * (end - start))
+        ms_call = 1000 * worker_s / steady
+        one_ms = one_ms or ms_call
+        share = sum(t for _, t in throttled) / max(1, sum(p for p, _ in throttled))
+        steady_waits = [(w, h) for t, w, h in waits if start <= t <= end]
+        waiting = sum(1 for w, _ in steady_waits if w)
+        held = sum(1 for _, h in steady_waits if h)
+        most = max((w for w, _ in steady_waits), default=0)
+        # The lock's mean hold a commit, estimated: the share of samples it was seen held,
+        # times the window, over the commits in the window.
+        commits = commits_between(db, start, end)
+        hold_ms = 1000 * held / max(1, len(steady_waits)) * (end - start) / max(1, commits)
+        print(f"N={n}: {calls} calls, steady {rate:.0f} calls/s, efficiency "
+              f"{rate / (n * one):.0%} of {n} x {one:.0f}; quota used {used:.0%} "
+              f"(throttled in {share:.0%} of periods); CPU ms/call {ms_call:.2f} "
+              f"(N = 1 needs {one_ms / ms_call:.0%} of it: the efficiency per CPU used); "
+              f"commit lock held in {held} and waited for in {waiting} of "
+              f"{len(steady_waits)} samples (most waiting {most}; {commits} commits, held about "
+              f"{hold_ms:.1f} ms a commit); load average {load0:.1f} -> "
+              f"{os.getloadavg()[0]:.1f}")  # fmt: skip
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--cases", type=int, default=6000)
-    parser.add_argument("--in-flight", type=int, default=256)
+    parser.add_argument("--cases", type=int, default=6000, help="--unconfined: cases a run")
+    parser.add_argument("--in-flight", type=int, default=0, help="default 64 a worker, "
+                        "256 in all with --unconfined")  # fmt: skip
     parser.add_argument("--latency", type=float, default=0.2)
-    parser.add_argument("--modes", default="sqlite,1,2", help="sqlite and/or worker counts")
+    parser.add_argument("--modes", default="", help="worker counts (default 1,2,4,8); with "
+                        "--unconfined: sqlite and/or worker counts (sqlite,1,2)")  # fmt: skip
+    parser.add_argument("--quota", type=float, default=0.125, help="of a core, per worker")
+    parser.add_argument("--cases-per-worker", type=int, default=400)
+    parser.add_argument("--unconfined", action="store_true", help="no quotas (the old mode)")
     args = parser.parse_args()
+    args.in_flight = args.in_flight or (256 if args.unconfined else 64)
+    args.modes = args.modes or ("sqlite,1,2" if args.unconfined else "1,2,4,8")
+    if not args.unconfined:
+        cgroup_root()  # skipped with the reason before any server starts
     vendor = subprocess.Popen(
         [sys.executable, "-c",
-         VENDOR.format(path=str(ROOT / "tests" / "vendor"), latency=args.latency)],
+         VENDOR.format(path=str(ROOT / "tests" / "core" / "models" / "vendor"),
+                       latency=args.latency)],
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     server, why = start_server()
@@ -177,6 +404,9 @@ def main() -> int:
     try:
         assert vendor.stdout is not None
         url = f"http://127.0.0.1:{vendor.stdout.readline().strip()}/v1"
+        if not args.unconfined:
+            run_quota(args, server, url)
+            return 0
         tmp = Path(tempfile.mkdtemp())
         limit = args.in_flight / args.latency
         cores = len(os.sched_getaffinity(0))

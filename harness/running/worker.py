@@ -154,8 +154,8 @@ async def run_worker(
             finished = False
             if not lost:
                 # The cases this process gives up go to the others before its end is judged.
-                for case_id in list(leases.held):
-                    await leases.release(case_id, closed=False)
+                held = sorted(leases.held)
+                await asyncio.gather(*(leases.release(c, closed=False) for c in held))
                 finished = await record_end(store, leases, runners, plan.total_cases, db, summary)
             if aborted is not None:
                 raise aborted

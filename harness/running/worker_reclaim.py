@@ -61,8 +61,8 @@ async def run_to_the_end(
             summary = await engine.run()
             break
         # Cases this worker claimed but never ran go back first, so they are taken below.
-        for case_id in list(leases.held):
-            await leases.release(case_id, closed=False)
+        held = sorted(leases.held)
+        await asyncio.gather(*(leases.release(c, closed=False) for c in held))
         # Ids outside this worker's plan (none, with one campaign config) are left alone.
         # A case this worker left failed, retryable is not taken up again by it: resending
         # it at once would only meet the same outage (a later run or resume retries it).

@@ -63,3 +63,39 @@ async def test_concurrent_claims_of_two_workers_grant_each_case_once_in_few_roun
     finally:
         await a.close()
         await b.close()
+
+
+async def test_concurrent_releases_share_round_trips_and_never_deadlock_with_claims(
+    pg_url: str,
+) -> None:
+    """Closing cases release their leases in groups (issue 36: one statement a case was a
+    third of a worker's statements), racing another worker's claims of the same cases
+    without losing a release or granting a closed case."""
+    async with await open_writer(pg_url):
+        pass
+    a = await Log.at(pg_url).leases("c2")
+    b = await Log.at(pg_url).leases("c2")
+    try:
+        assert all(ok for ok, _ in await asyncio.gather(*(a.claim(c) for c in CASES)))
+        sent = _count_statements(a)
+        closed = set(CASES[::2])
+        # a releases in reverse case order (half closed, half given back) while b claims
+        # every case in case order: only the given-back ones may go to b.
+        _, got_b = await asyncio.gather(
+            asyncio.gather(*(a.release(c, closed=c in closed) for c in reversed(CASES))),
+            asyncio.gather(*(b.claim(c) for c in CASES)),
+        )
+        assert sent[0] <= 10, sent  # before: 300 statements
+        assert a.release_round_trips == sent[0]
+        assert not a.held
+        won_b = {c for c, (ok, _) in zip(CASES, got_b, strict=True) if ok}
+        assert won_b <= set(CASES) - closed
+        # Every release landed: closed ones are never granted again, given-back ones are
+        # (to b, now or on a second claim).
+        again = await asyncio.gather(*(b.claim(c) for c in CASES if c not in won_b))
+        regained = {c for c, (ok, _) in zip([c for c in CASES if c not in won_b], again,
+                                             strict=True) if ok}  # fmt: skip
+        assert won_b | regained == set(CASES) - closed
+    finally:
+        await a.close()
+        await b.close()
