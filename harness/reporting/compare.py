@@ -290,7 +290,9 @@ def paired_keys(base: Side, new: Side) -> list[PairKey]:
     return sorted(base.cases.keys() & new.cases.keys())
 
 
-def compare_rows(base: Side, new: Side, *, measures: Sequence[str], paired: bool) -> list[list[Any]]:
+def compare_rows(
+    base: Side, new: Side, *, measures: Sequence[str], paired: bool
+) -> list[list[Any]]:
     """One row per (relation, group, measure): ``new`` against ``base``."""
     keys = paired_keys(base, new) if paired else None
     cells: dict[tuple[str, str, str], tuple[list[float], list[float], list[int]]] = {}
@@ -323,7 +325,7 @@ def compare_rows(base: Side, new: Side, *, measures: Sequence[str], paired: bool
                     if s is None:
                         got[2][0] += 1
                     else:
-                        got[which].append(s)
+                        (got[1] if which else got[0]).append(s)
     rows: list[list[Any]] = []
     order = {m: i for i, m in enumerate(measures)}
     for (relation, group, measure), (a_shares, b_shares, excluded) in sorted(
@@ -331,8 +333,10 @@ def compare_rows(base: Side, new: Side, *, measures: Sequence[str], paired: bool
     ):
         if measure != "violated" and not (any(a_shares) or any(b_shares)):
             continue  # no refusal (INVALID) on either side: a p of 1 only dilutes the family
-        d = paired_difference(a_shares, b_shares) if paired else unpaired_difference(
-            a_shares, b_shares
+        d = (
+            paired_difference(a_shares, b_shares)
+            if paired
+            else unpaired_difference(a_shares, b_shares)
         )
         rows.append(
             [
@@ -431,14 +435,26 @@ _NOTE_UNPAIRED = (
 )
 
 
+TREND_COLUMNS = [
+    "relation",
+    "logs",
+    "rates",
+    "cases",
+    "first_rate",
+    "last_rate",
+    "change",
+    "test",
+    "p_min",
+    *TEST_COLUMNS,
+]
+
+
 def trend_table(logs: Sequence[tuple[str, list[Side]]]) -> Table:
     """Each relation's per-case violation rate in each log (every model of the log together),
     with the Cochran-Armitage test of a linear trend over the logs in their given order."""
     from statsmodels.stats.contingency_tables import Table as Contingency
 
-    per_relation: dict[str, list[tuple[float, int]]] = defaultdict(
-        lambda: [(0.0, 0)] * len(logs)
-    )
+    per_relation: dict[str, list[tuple[float, int]]] = defaultdict(lambda: [(0.0, 0)] * len(logs))
     for i, (_, sides) in enumerate(logs):
         for side in sides:
             for tally in side.cases.values():
@@ -484,8 +500,7 @@ def trend_table(logs: Sequence[tuple[str, list[Side]]]) -> Table:
     return Table(
         "trend",
         f"Violation rate per log, in the order given ({labels}), and its trend",
-        ["relation", "logs", "rates", "cases", "first_rate", "last_rate", "change", "test",
-         "p_min", *TEST_COLUMNS],  # fmt: skip
+        TREND_COLUMNS,
         rows,
         unit="a case (its valid repeats averaged), every model of a log together",
         aspect="trend over logs",
@@ -497,3 +512,68 @@ def trend_table(logs: Sequence[tuple[str, list[Side]]]) -> Table:
         "asymptotic; needs three logs with cases; flagged: Benjamini-Hochberg over the "
         "relations' trend tests",
     )
+
+
+def model_pairs(
+    logs: Sequence[list[Side]], pairs: Sequence[tuple[str, str]] = ()
+) -> list[tuple[Side, Side]]:
+    """Which sides to compare (base, new). One log: every pair of its models, in the order
+    of their names (``pairs`` picks some). Two logs: each ``pairs`` entry (a model of the
+    first log, a model of the second), else the models both logs ran, by name, else their
+    only models; anything else is a `ConfigError` naming ``--pair``."""
+    if len(logs) == 1:
+        sides = {s.model: s for s in logs[0]}
+        if pairs:
+            return [(_pick(sides, a, "first"), _pick(sides, b, "first")) for a, b in pairs]
+        if len(sides) < 2:
+            raise ConfigError(
+                f"the log ran {len(sides)} model(s) with verdicts: a comparison needs two",
+                field="LOGS",
+                fix="give two logs (harness compare BASE.db NEW.db), or a log of a campaign "
+                "with two or more models",
+            )
+        names = sorted(sides)
+        return [(sides[a], sides[b]) for i, a in enumerate(names) for b in names[i + 1 :]]
+    base, new = ({s.model: s for s in log} for log in logs)
+    if pairs:
+        return [(_pick(base, a, "first"), _pick(new, b, "second")) for a, b in pairs]
+    shared = sorted(base.keys() & new.keys())
+    if shared:
+        return [(base[m], new[m]) for m in shared]
+    if len(base) == 1 and len(new) == 1:
+        return [(next(iter(base.values())), next(iter(new.values())))]
+    raise ConfigError(
+        f"the logs share no model name (first: {', '.join(sorted(base)) or 'none'}; second: "
+        f"{', '.join(sorted(new)) or 'none'})",
+        field="--pair",
+        fix="name the models to compare: --pair BASE_MODEL=NEW_MODEL (repeatable)",
+    )
+
+
+def _pick(sides: dict[str, Side], model: str, which: str) -> Side:
+    found = sides.get(model)
+    if found is None:
+        raise ConfigError(
+            f"no model {model!r} with verdicts in the {which} log (it has "
+            f"{', '.join(sorted(sides)) or 'none'})",
+            field="--pair",
+            fix="name a model the log ran: --pair BASE_MODEL=NEW_MODEL",
+        )
+    return found
+
+
+def compare_tables(
+    logs: Sequence[tuple[str, list[Side]]],
+    *,
+    pairs: Sequence[tuple[str, str]] = (),
+    paired: bool = True,
+) -> list[Table]:
+    """The tables of a comparison, not yet corrected (`harness.reporting.report.apply_fdr`):
+    one or two logs, the model pairs' comparisons (`model_pairs`); three or more logs, the
+    trend over them (`trend_table`)."""
+    if len(logs) >= 3:
+        return [trend_table(logs)]
+    tables: list[Table] = []
+    for i, (base, new) in enumerate(model_pairs([sides for _, sides in logs], pairs), 1):
+        tables += comparison_tables(base, new, paired=paired, index=i)
+    return tables
