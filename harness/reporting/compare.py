@@ -472,8 +472,11 @@ def trend_table(logs: Sequence[tuple[str, list[Side]]]) -> Table:
             table = [[t, n - t] for _, t, n in present]
             scores = [float(i) for i, _, _ in present]
             if sum(r[0] for r in table) > 0 and sum(r[1] for r in table) > 0:
-                result = Contingency(table).test_ordinal_association(
-                    row_scores=scores, col_scores=[0.0, 1.0]
+                import numpy as np
+
+                # No 0.5 added to empty cells: the test is of the counts as observed.
+                result = Contingency(np.asarray(table), shift_zeros=False).test_ordinal_association(
+                    row_scores=np.asarray(scores), col_scores=np.asarray([0.0, 1.0])
                 )
                 p = float(result.pvalue)
             else:
