@@ -10,6 +10,7 @@ from rich.console import Console
 from harness.cli.commands._render import FILE_WIDTH, TEXT_ROW_LIMIT, render_tables
 from harness.cli.log_params import LogParam
 from harness.reporting.compare import Side, compare_tables, read_sides
+from harness.reporting.html import write_html_report
 from harness.reporting.output_files import check_output, write_output, write_stdout
 from harness.reporting.report import apply_fdr, to_csv, to_json
 from harness.reporting.tables import Table
@@ -69,7 +70,14 @@ def comparison(logs: tuple[Log, ...], pairs: tuple[str, ...], unpaired: bool) ->
 @click.option(
     "--out", type=click.Path(dir_okay=False), help="Write to this file instead of stdout."
 )
-@click.option("--force", is_flag=True, help="Replace the --out file if it exists.")
+@click.option(
+    "--html",
+    "html_out",
+    type=click.Path(dir_okay=False),
+    help="Also write the tables as one self-contained HTML page (plots of the differences; "
+    "the header is the last log's campaign).",
+)
+@click.option("--force", is_flag=True, help="Replace the --out / --html file if it exists.")
 @click.option(
     "--all",
     "all_rows",
@@ -82,6 +90,7 @@ def command(
     unpaired: bool,
     fmt: str,
     out: str | None,
+    html_out: str | None,
     force: bool,
     all_rows: bool,
 ) -> None:
@@ -90,9 +99,18 @@ def command(
     trend of each relation's rate over them, in the order given)."""
     if out is not None:
         check_output(out, inputs=list(logs), force=force)
+    if html_out is not None:
+        check_output(html_out, inputs=list(logs), force=force, option="--html")
     tables = comparison(logs, pairs, unpaired)
     if unpaired:
         click.echo("warning: UNPAIRED comparison (--unpaired): cases are not matched", err=True)
+    if html_out is not None:
+        written = write_html_report(
+            logs[-1], html_out, sections=(), force=force, max_cases=0, tables=tables
+        )
+        click.echo(f"HTML page: {written}", err=True)
+        if out is None and fmt == "text":
+            return  # the page is what was asked for; text goes with --out or --format
     if fmt == "json":
         text = to_json(tables)
     elif fmt == "csv":

@@ -187,3 +187,18 @@ def test_the_gate_refuses_bad_rules(logs: dict[str, str]) -> None:
     assert bad.exit_code == ExitCode.USAGE and "--fail-on" in bad.output
     alone = CliRunner().invoke(main, ["check", logs["seed1"], "--fail-on", "regression"])
     assert alone.exit_code == ExitCode.USAGE and "--against" in alone.output
+
+
+def test_the_comparison_as_an_html_page(logs: dict[str, str], tmp_path: Path) -> None:
+    page = tmp_path / "compare.html"
+    result = CliRunner().invoke(
+        main, ["compare", logs["seed1"], logs["regressed"], "--html", str(page)]
+    )
+    assert result.exit_code == 0, result.output
+    html = page.read_text(encoding="utf-8")
+    assert 'id="t-comparison"' in html and "paired comparison" in html
+    assert "<svg" in html  # the forest plot of the differences
+    again = CliRunner().invoke(
+        main, ["compare", logs["seed1"], logs["regressed"], "--html", str(page)]
+    )
+    assert again.exit_code == ExitCode.USAGE and "--force" in again.output
