@@ -20,6 +20,8 @@ from harness.reporting.terminal_text import printable
 from harness.store.log import Log
 from harness.vocabulary.errors import ConfigError
 
+EVERY_ROW = 2**31  # the report's --top for the gate: no table keeps only its top rows
+
 
 def _version() -> str:
     try:
@@ -83,7 +85,9 @@ def command(
     if wants_report:
         with db.reader() as log:
             status = campaign_status(log, campaign)
-            tables += build_report(log, status.campaign)
+            # Every row, not the top rows a report shows: a flagged term ranked below the
+            # report's --top is a finding too.
+            tables += build_report(log, status.campaign, top=EVERY_ROW)
         if status.status != "completed":
             click.echo(
                 f"warning: campaign {status.campaign} is {status.status}; checked "

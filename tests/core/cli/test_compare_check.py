@@ -202,3 +202,11 @@ def test_the_comparison_as_an_html_page(logs: dict[str, str], tmp_path: Path) ->
         main, ["compare", logs["seed1"], logs["regressed"], "--html", str(page)]
     )
     assert again.exit_code == ExitCode.USAGE and "--force" in again.output
+
+
+def test_the_gate_fails_on_the_reports_own_planted_findings(logs: dict[str, str]) -> None:
+    # sim:planted plants term-gender associations that MR2's report flags.
+    result = CliRunner().invoke(main, ["check", logs["seed1"], "--fail-on", "flagged"])
+    assert result.exit_code == ExitCode.GATE_FAILED, result.output
+    failed = [line for line in result.output.splitlines() if line.startswith("FAIL flagged")]
+    assert failed and all("corrected within" in line for line in failed)
