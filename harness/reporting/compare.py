@@ -575,6 +575,13 @@ def compare_tables(
     one or two logs, the model pairs' comparisons (`model_pairs`); three or more logs, the
     trend over them (`trend_table`)."""
     if len(logs) >= 3:
+        if pairs:
+            raise ConfigError(
+                "--pair chooses the models of one or two logs; three or more logs give the "
+                "trend of every model together",
+                field="--pair",
+                fix="leave --pair out, or compare two logs",
+            )
         return [trend_table(logs)]
     tables: list[Table] = []
     for i, (base, new) in enumerate(model_pairs([sides for _, sides in logs], pairs), 1):
