@@ -115,7 +115,10 @@ def share(k: int, n: int) -> str:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trials", type=int, default=200, help="sim campaigns per arm")
+    parser.add_argument("--trials", type=int, default=200, help="sim campaigns on noise")
+    parser.add_argument(
+        "--regressed-trials", type=int, default=None, help="sim campaigns with the regression"
+    )
     parser.add_argument("--mr2", type=int, default=200, help="MR2 cases per model")
     parser.add_argument("--mr8", type=int, default=100, help="MR8 cases per model")
     parser.add_argument("--planned-trials", type=int, default=2000)
@@ -149,7 +152,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for regressed in (False, True):
             failed = flagged = 0
-            for i in range(args.trials):
+            trials = args.regressed_trials if regressed else args.trials
+            trials = args.trials if trials is None else trials
+            for i in range(trials):
                 seed = (2_000_000 if regressed else 1_000_000) + i
                 r, f = sim_trial(Path(tmp), seed, regressed, args.mr2, args.mr8)
                 failed += r
@@ -157,8 +162,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             arm = "regr. " if regressed else "noise "
             print(
                 f"sim      {arm} MR2 {args.mr2} + MR8 {args.mr8} cases: regression rule failed "
-                f"{share(failed, args.trials)}; flagged rule (either direction) "
-                f"{share(flagged, args.trials)}"
+                f"{share(failed, trials)}; flagged rule (either direction) "
+                f"{share(flagged, trials)}"
             )
             sys.stdout.flush()
     print(

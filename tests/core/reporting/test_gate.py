@@ -83,3 +83,23 @@ def test_junit_and_sarif_hold_every_check_and_every_failure() -> None:
     results = doc["runs"][0]["results"]
     assert len(results) == 3 and all(r["level"] == "error" for r in results)
     assert {r["ruleId"] for r in results} == {"excess>0.05", "flagged"}
+
+
+def test_the_gate_corrects_over_every_family_it_checks() -> None:
+    # Ten relations, each its own family of one test: the report flags relation r0's
+    # p = 0.04 (alone in its family), but among the ten tests the gate checks it is what
+    # noise gives one time in three: the gate passes it. A p of 1e-4 fails it.
+    def excess_table(p0: float) -> list[Table]:
+        rows = []
+        for i in range(10):
+            row = _excess_row("(all)", 0.08, p0 if i == 0 else 0.5)
+            row[EXCESS_COLUMNS.index("relation")] = f"r{i}"
+            rows.append(row)
+        return apply_fdr([Table("control_excess", "excess", EXCESS_COLUMNS, rows, unit="a case")])
+
+    weak = evaluate(excess_table(0.04), [Rule("excess")])
+    assert "flagged;" in weak[0].message  # the report flagged it
+    assert not any(c.failed for c in weak)
+    strong = evaluate(excess_table(1e-4), [Rule("excess")])
+    assert [c.name for c in strong if c.failed] == ["m / r0 / (all)"]
+    assert "gate-wide adjusted p 0.001 over 10 tests" in strong[0].message
