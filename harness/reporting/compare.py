@@ -64,6 +64,9 @@ VALID = ("VIOLATED", "HELD")
 ALL_GROUPS = "(all)"
 RESAMPLES = 9_999
 EXACT_PERMUTATIONS = 2**16
+# The smallest two-sided p of a randomized permutation test (scipy counts the observed
+# statistic among its resamples, and doubles the smaller tail).
+RANDOM_MIN_P = 2 / (RESAMPLES + 1)
 SEED = 20261128  # the permutation and bootstrap draws are seeded: a comparison is reproducible
 
 # (relation, case index, case seed, digest of the case data): the same generated case on
@@ -196,7 +199,7 @@ def paired_difference(base: Sequence[float], new: Sequence[float]) -> Difference
         )
         p = float(result.pvalue)
         exact = 2**nonzero <= EXACT_PERMUTATIONS
-        p_min = mcnemar_min_p(nonzero, 0) if exact else 1 / (RESAMPLES + 1)
+        p_min = mcnemar_min_p(nonzero, 0) if exact else RANDOM_MIN_P
     low = high = float(diffs.mean())
     if nonzero and n > 1:
         ci = bootstrap(
@@ -251,7 +254,7 @@ def unpaired_difference(base: Sequence[float], new: Sequence[float]) -> Differen
         low, high = float(ci.low), float(ci.high)
     return Difference(
         nn, nb, base_rate, new_rate, new_rate - base_rate, low, high, None, None,
-        "permutation", None, 1 / (RESAMPLES + 1), float(result.pvalue),
+        "permutation", None, RANDOM_MIN_P, float(result.pvalue),
     )  # fmt: skip
 
 

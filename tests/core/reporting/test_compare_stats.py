@@ -169,3 +169,16 @@ def test_trend_is_cochran_armitage() -> None:
     assert row["p"] == pytest.approx(cochran_armitage(counts), rel=1e-4)
     assert row["cases"] == "40, 40, 40, 38"
     assert row["change"] == pytest.approx(9 / 38 - 3 / 40, abs=1e-4)
+
+
+def test_many_moved_pairs_use_random_sign_flips_whose_smallest_p_is_p_min() -> None:
+    from harness.reporting.compare import RANDOM_MIN_P
+
+    base = [0.0, 1 / 3] * 15
+    new = [2 / 3, 1.0] * 15  # 30 pairs, every one higher: 2^30 sign patterns
+    got = paired_difference(base, new)
+    assert got.test == "paired-permutation"
+    assert got.p_min == RANDOM_MIN_P
+    assert got.p == pytest.approx(RANDOM_MIN_P)  # none of the random flips is as extreme
+    again = paired_difference(base, new)
+    assert (again.p, again.low, again.high) == (got.p, got.low, got.high)  # seeded
