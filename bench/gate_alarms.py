@@ -121,6 +121,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--mr2", type=int, default=200, help="MR2 cases per model")
     parser.add_argument("--mr8", type=int, default=100, help="MR8 cases per model")
+    parser.add_argument(
+        "--first-trial", type=int, default=0, help="index of the first sim trial (its seed)"
+    )
     parser.add_argument("--planned-trials", type=int, default=2000)
     parser.add_argument("--n", type=int, default=200, help="pairs per planned trial")
     parser.add_argument("--p01", type=float, default=0.03)
@@ -138,8 +141,25 @@ def main(argv: Sequence[str] | None = None) -> None:
         p10 += 0.0025
     planned = paired_power(p10, args.p01, args.n)
     rng = random.Random(20261128)
+    if args.planned_trials <= 0:
+        args.planned_trials = 0
     noise = sum(planned_trial(rng, args.n, args.p01, args.p01) for _ in range(args.planned_trials))
     hits = sum(planned_trial(rng, args.n, p10, args.p01) for _ in range(args.planned_trials))
+    if args.planned_trials:
+        print_planned(args, p10, planned, noise, hits)
+    sys.stdout.flush()
+    with tempfile.TemporaryDirectory() as tmp:
+        run_sim_arms(args, Path(tmp))
+    print(
+        f"# {time.time() - started:.0f} s; load at end "
+        f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}"
+    )
+
+
+def print_planned(
+    args: argparse.Namespace, p10: float, planned: float, noise: int, hits: int
+) -> None:
+    """The planned part's two lines."""
     print(
         f"planned  noise  p10 = p01 = {args.p01:.4f}, n {args.n}: gate failed "
         f"{share(noise, args.planned_trials)}"
@@ -148,28 +168,28 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"planned  regr.  p10 {p10:.4f} p01 {args.p01:.4f}, n {args.n}: gate failed "
         f"{share(hits, args.planned_trials)}; planned power {planned:.3f}"
     )
-    sys.stdout.flush()
-    with tempfile.TemporaryDirectory() as tmp:
-        for regressed in (False, True):
-            failed = flagged = 0
-            trials = args.regressed_trials if regressed else args.trials
-            trials = args.trials if trials is None else trials
-            for i in range(trials):
-                seed = (2_000_000 if regressed else 1_000_000) + i
-                r, f = sim_trial(Path(tmp), seed, regressed, args.mr2, args.mr8)
-                failed += r
-                flagged += f
-            arm = "regr. " if regressed else "noise "
-            print(
-                f"sim      {arm} MR2 {args.mr2} + MR8 {args.mr8} cases: regression rule failed "
-                f"{share(failed, trials)}; flagged rule (either direction) "
-                f"{share(flagged, trials)}"
-            )
-            sys.stdout.flush()
-    print(
-        f"# {time.time() - started:.0f} s; load at end "
-        f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}"
-    )
+
+
+def run_sim_arms(args: argparse.Namespace, tmp: Path) -> None:
+    """The sim part: noise trials, then regression trials, each a campaign of its own."""
+    for regressed in (False, True):
+        trials = args.regressed_trials if regressed else args.trials
+        trials = args.trials if trials is None else trials
+        if trials <= 0:
+            continue
+        failed = flagged = 0
+        for i in range(args.first_trial, args.first_trial + trials):
+            seed = (2_000_000 if regressed else 1_000_000) + i
+            r, f = sim_trial(tmp, seed, regressed, args.mr2, args.mr8)
+            failed += r
+            flagged += f
+        arm = "regr. " if regressed else "noise "
+        print(
+            f"sim      {arm} MR2 {args.mr2} + MR8 {args.mr8} cases, trials {args.first_trial}-"
+            f"{args.first_trial + trials - 1}: regression rule failed {share(failed, trials)}; "
+            f"flagged rule (either direction) {share(flagged, trials)}"
+        )
+        sys.stdout.flush()
 
 
 if __name__ == "__main__":
