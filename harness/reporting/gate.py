@@ -7,8 +7,8 @@ A rule fails only on a row that survives the report's correction for multiple co
 every row the rule checks (the same rule over all families pooled: the report corrects per
 relation, so the more relations, the more often some family flags noise), and, when the
 rule has a threshold, whose effect exceeds it. So the gate's false-alarm rate on a model
-that did not change stays within 5 % whatever the number of relations and groups
-(bench/gate_alarms.py measures it on the simulated model).
+that did not change is held to 5 % whatever the number of relations and groups (BH's
+guarantee under the global null; bench/gate_alarms.py measures it on the simulated model).
 
 Rules (``--fail-on``, repeatable):
 
@@ -144,7 +144,7 @@ def evaluate(tables: Sequence[Table], rules: Sequence[Rule]) -> list[Check]:
     Benjamini-Hochberg after Tarone's rule over every row the rule checks, all families
     together. The report corrects within each relation, so with many relations some
     relation's family flags noise more often than 5 %; over the pooled rows the gate's
-    false-alarm rate on a model with no difference stays within 5 % (bench/gate_alarms.py)."""
+    false-alarm rate on a model with no difference is held to 5 % (bench/gate_alarms.py)."""
     checks: list[Check] = []
     for rule in rules:
         rows = _examined(tables, rule)
