@@ -42,9 +42,7 @@ def config(cases: int) -> dict[str, Any]:
         "seed": 1,
         "models": [{"name": MODEL, "max_in_flight": 256}],
         # Two turns a case, as `build` writes them (no matched control).
-        "relations": [
-            {"name": "metaquerier.mr1", "cases": cases, "options": {"control": False}}
-        ],
+        "relations": [{"name": "metaquerier.mr1", "cases": cases, "options": {"control": False}}],
     }
 
 

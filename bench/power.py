@@ -247,7 +247,10 @@ LINES: dict[str, Line] = {
         "metaquerier.mr2", "top_violating_terms", "term", "at_risk", _planted_terms
     ),
     "metafair.mr8 attributes": Line(
-        "metafair.mr8", "metafair_violations_by_attribute", "attribute", "cases",
+        "metafair.mr8",
+        "metafair_violations_by_attribute",
+        "attribute",
+        "cases",
         _planted_attributes,
     ),
     "langbite communities": Line(

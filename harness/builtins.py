@@ -41,6 +41,8 @@ CORE = Family(
         Lazy("rejudge", "harness.cli.commands.rejudge:command"),
         Lazy("judges", "harness.cli.commands.judges:group"),
         Lazy("report", "harness.cli.commands.report:command"),
+        Lazy("compare", "harness.cli.commands.compare:command"),
+        Lazy("check", "harness.cli.commands.check:command"),
         Lazy("show", "harness.cli.commands.show:command"),
         Lazy("export", "harness.cli.commands.export:command"),
         Lazy("copy", "harness.cli.commands.copy:command"),

@@ -20,6 +20,7 @@ class ExitCode(IntEnum):
     ABORTED = 3  # a vendor error stopped the campaign (authentication, a dead endpoint, an outage)
     CEILING = 4  # stopped by the spending ceiling; `harness resume --spend-ceiling` continues
     UNFINISHED = 5  # ended with cases still open (failed, retryable), or no call got an answer
+    GATE_FAILED = 6  # `harness check`: a finding surviving the correction meets a --fail-on rule
     INTERRUPTED = 130  # Ctrl-C / SIGTERM: stopped cleanly, resumable
 
 
