@@ -129,3 +129,38 @@ def cases_to_detect(
         else:
             low = mid
     return high
+
+
+def cases_to_decide(
+    effect: float,
+    n_group: int,
+    n_rest: int,
+    family_size: int = 1,
+    *,
+    alpha: float = ALPHA,
+    power: float = DEFAULT_POWER,
+    baseline: float = DEFAULT_BASELINE,
+) -> int | None:
+    """The fewest cases of one group (its rest growing in proportion, as more of the same
+    campaign would give) whose MDE is at most ``effect``: what an inconclusive cell of
+    ``n_group`` against ``n_rest`` needs to be decided; None past `MAX_CASES`."""
+    ratio = max(n_rest, 1) / max(n_group, 1)
+
+    def mde(cases: int) -> float:
+        rest = max(2, round(cases * ratio))
+        return minimum_detectable_effect(
+            cases, rest, family_size, alpha=alpha, power=power, baseline=baseline
+        ).mde
+
+    low, high = 1, 2
+    while mde(high) > effect:
+        low, high = high, high * 2
+        if high > MAX_CASES:
+            return None
+    while high - low > 1:  # MDE falls as cases grow: bisect for the first that reaches it
+        mid = (low + high) // 2
+        if mde(mid) <= effect:
+            high = mid
+        else:
+            low = mid
+    return high

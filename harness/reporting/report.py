@@ -15,11 +15,11 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from harness.reporting.findings import findings_table, is_test_table, read_findings
 from harness.reporting.format_report import answer_formats
 from harness.reporting.outcome_groups import outcome_groups
 from harness.reporting.stats import (
     ALPHA,
-    TEST_COLUMNS,
     fdr_adjust_tarone,
     mean_of_shares_interval,
     report_number,
@@ -184,6 +184,7 @@ def build_tables(
     finally:
         ctx.close()
     tables = [t for i in range(len(sections)) for t in built[i]]
+
     for name, why in SECTION_OPTIONS.items():
         if options.get(name) is not None and name not in read.read:
             raise ConfigError(
@@ -191,7 +192,17 @@ def build_tables(
                 field=f"--{name}",
                 fix=f"leave --{name} out for this log",
             )
-    return apply_fdr(tables)
+    return with_findings(tables, ctx)
+
+
+def with_findings(tables: list[Table], ctx: ReportContext | None = None) -> list[Table]:
+    """``tables`` corrected for multiple comparisons (`apply_fdr`), after the findings table
+    that states them (`harness.reporting.findings`); no findings table for a report without
+    tables."""
+    tables = apply_fdr(tables)
+    if not tables:
+        return tables
+    return [findings_table(read_findings(tables, ctx)), *tables]
 
 
 def _kept(table: Table) -> Table:
@@ -205,7 +216,7 @@ def _kept(table: Table) -> Table:
 
 
 def _takes_part(table: Table) -> bool:
-    return tuple(table.columns[-len(TEST_COLUMNS) :]) == TEST_COLUMNS
+    return is_test_table(table)
 
 
 FDR_METHOD = "Benjamini-Hochberg FDR within the relation, after Tarone's rule"
