@@ -3,24 +3,31 @@
 A reader of a report wants first to know which group a model treats how, by how much and
 how sure that is; then which cells were too small to decide; then whether the run itself
 can be trusted. `read_findings` reads those from the report's tables, after the report's
-correction for multiple comparisons (`harness.reporting.report.apply_fdr`), and
+correction for multiple comparisons (`harness.reporting.report.corrected`, every row), and
 `findings_table` turns them into the report's first table ("findings"), which every format
 shows: text and HTML as sentences, JSON as typed rows (its ``findings`` key), CSV as rows.
 
 Nothing here knows a family: any table that keeps the contract below gets its flagged rows
 stated, so a later producer of tables (a comparison of two logs, a new family) gets the
-same block by building such tables and calling `read_findings`.
+same block by building such tables, correcting them (`harness.reporting.report.corrected`)
+and calling `read_findings` and `findings_table` (`harness.reporting.report.with_findings`
+does all three).
 
 The contract a table of tests keeps (every core and family table does):
 
 - it ends with `harness.reporting.stats.TEST_COLUMNS` (``p``, ``p_fdr``, ``flagged``),
-  corrected by `apply_fdr`, which fills ``row_meta`` with each row's hypothesis family
-  (name and size) and unit; ``flagged`` is "yes" for a row that survives the correction;
-- its leading string columns name the row (the labels: ``model``, ``relation``, then the
-  group, term, attribute... in order; the first column holding a number ends them). A label
-  column in `DIRECTION_COLUMNS` (``gender``, ``direction``) is the direction of the claim:
-  the row's subject is attributed *to* it ("engineer -> male"). A ``control`` label column
-  names the control the row is measured against;
+  corrected by `harness.reporting.report.corrected`, which fills ``row_meta`` with each
+  row's hypothesis family (name and size) and unit; ``flagged`` is "yes" for a row that
+  survives the correction;
+- its leading string columns name the row (the labels; the first column holding a number
+  ends them): the context first (``model``, ``relation``, and any label its rows are tested
+  within), then the subject (the group, term, attribute...: the first label that is not
+  ``model``, ``relation``, ``control``, ``test`` or a direction), then any further labels
+  of the subject. A label column in `DIRECTION_COLUMNS` (``gender``, ``direction``) is the
+  direction of the claim: the subject is attributed *to* it ("engineer -> male"); placed
+  before the subject it is also context. A ``control`` label column names the control the
+  row is measured against (else, with a ``rest_rate``, the row is measured against the
+  other subjects of its context);
 - its effect is a pair of columns with an interval, the first of `EFFECTS` it has
   (``excess`` with ``excess_low``/``excess_high`` against ``control_rate``; ``diff`` with
   ``diff_low``/``diff_high`` against ``rest_rate``), beside its ``rate``; a table without
@@ -28,13 +35,18 @@ The contract a table of tests keeps (every core and family table does):
 - its size is the first of `SIZE_COLUMNS` it has (``pairs``, ``cases``...), in the table's
   ``unit``; ``p_min`` (optional) is the smallest p the row's test can give.
 
-The inconclusive cells are the rows not flagged whose 95 % interval still reaches an effect
-of `DECIDE_AT` (10 points) or more, or whose test can never reach significance (Tarone):
-for each, the minimum detectable effect at its size and the cases that would decide it come
-from the planner's power model (`harness.reporting.power`: a two-sided test of two
-proportions at alpha / family size, 80 % power, the row's rest or control rate as the
-baseline; the size of the rest is estimated as the other rows of the same model in the
-table, which a table that hides rows makes smaller, so the figures err on the safe side).
+The findings read every row of every table, those a table does not show (``keep``)
+included. The inconclusive cells are the rows not flagged whose 95 % interval still reaches
+an effect of `DECIDE_AT` (10 points) or more, or whose test can never reach significance
+(Tarone). Those whose estimate points toward the claim (effect > 0) are stated: the
+`INCONCLUSIVE_SHOWN` nearest to a decision (smallest p) one by one, the others named per
+table; the rest are counted. For each, the minimum detectable effect at its size and the
+cases that would decide it (the smallest effect its interval allows, at least
+`DECIDE_AT`) come from the planner's power model (`harness.reporting.power`: a two-sided
+test of two proportions at alpha / family size, 80 % power, the row's rest or control rate
+as the baseline; the size of the rest is the sum of the other rows of the same model and
+claim in the table, an estimate: a row's rest is its context's other subjects, which a
+table may count differently).
 A paired row (an excess over a control) is modelled as two independent samples of its
 pairs, which is conservative when test and control are correlated.
 
@@ -49,11 +61,16 @@ import math
 import statistics
 import textwrap
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from harness.reporting.campaign_status import campaign_status
-from harness.reporting.power import DEFAULT_POWER, cases_to_decide, minimum_detectable_effect
+from harness.reporting.power import (
+    DEFAULT_POWER,
+    cases_in_closed_form,
+    cases_to_decide,
+    minimum_detectable_effect,
+)
 from harness.reporting.stats import ALPHA, TEST_COLUMNS
 from harness.reporting.tables import ReportContext, Table
 
@@ -191,6 +208,36 @@ class Inconclusive:
 
 
 @dataclass(frozen=True)
+class MoreInconclusive:
+    """The other undecided cells of one table, model and claim whose estimate points toward
+    the claim (effect > 0): named, with the range of their sizes and of the cases that
+    would decide them (`harness.reporting.power.cases_in_closed_form`)."""
+
+    model: str
+    claim: str
+    table: str
+    column: str  # what the subjects are ("term")
+    subjects: tuple[str, ...]  # "secretary -> female"
+    n_low: int
+    n_high: int
+    cases_low: int | None
+    cases_high: int | None
+
+    def sentence(self) -> str:
+        sizes = f"n {self.n_low}" if self.n_low == self.n_high else f"n {self.n_low}-{self.n_high}"
+        if self.cases_low is None or self.cases_high is None:
+            cases = "no practical size decides some of them"
+        elif self.cases_low == self.cases_high:
+            cases = f"about {self.cases_low} cases each would decide them"
+        else:
+            cases = f"about {self.cases_low}-{self.cases_high} cases each would decide them"
+        return (
+            f"{self.model} · {self.claim}: {len(self.subjects)} more {self.column}s point the "
+            f"same way, undecided ({sizes}; {cases}): {', '.join(self.subjects)}"
+        )
+
+
+@dataclass(frozen=True)
 class Undetected:
     """A family of claims in which nothing was flagged, and what it could have detected."""
 
@@ -224,11 +271,11 @@ class Findings:
     flagged: tuple[Finding, ...]
     inconclusive: tuple[Inconclusive, ...]
     inconclusive_total: int
+    more: tuple[MoreInconclusive, ...]
     undetected: tuple[Undetected, ...]
     health: tuple[Health, ...]
     tests: int = 0
     families: int = 0
-    notes: tuple[str, ...] = field(default=())
 
     def headline(self) -> str:
         if not self.tests:
@@ -344,16 +391,18 @@ def read_cells(table: Table) -> Iterator[Cell]:
 
 
 def _rest_words(labels: Sequence[str], subject_cols: Sequence[str]) -> str:
-    """'the other terms of the same model and gender': the rest a row is tested against."""
+    """'the other terms of the same model and gender': the rest a row is tested against,
+    within the label columns before its subject (the contract: context first)."""
     what = subject_cols[0] if subject_cols else "row"
-    within = [c for c in labels if c != what and c not in subject_cols[1:]]
+    first = labels.index(what) if what in labels else len(labels)
+    within = [c for c in labels[:first] if c != "control"]
     plural = what if what.endswith("s") else f"{what}s"
     return f"the other {plural} of the same {' and '.join(within) or 'table'}"
 
 
 def _rest_size(cell: Cell, cells: Sequence[Cell]) -> int:
     """The size of a row's rest: the other rows of its table with the same model and
-    claim (a table that hides rows makes it smaller: the figures err on the safe side)."""
+    claim (an estimate: the table's context may be narrower)."""
     if cell.measure == "excess":
         return cell.n or 0  # paired: the control ran on the same cases
     rest = sum(
@@ -387,6 +436,16 @@ def inconclusive_reason(cell: Cell) -> str | None:
     return None
 
 
+def _decide_at(cell: Cell, baseline: float) -> float:
+    """The effect a cell's cases needed are computed for: the smallest its interval still
+    allows toward its sign, at least `DECIDE_AT` (the point estimate of a small cell is too
+    noisy to plan on)."""
+    near = 0.0
+    if cell.effect is not None and cell.low is not None and cell.high is not None:
+        near = cell.low if cell.effect > 0 else -cell.high
+    return min(max(near, DECIDE_AT), 1.0 - baseline - 1e-9)
+
+
 def undecided(cell: Cell, cells: Sequence[Cell], reason: str) -> Inconclusive:
     """The minimum detectable effect of ``cell`` at its size and the cases that would
     decide it (`harness.reporting.power`)."""
@@ -395,12 +454,7 @@ def undecided(cell: Cell, cells: Sequence[Cell], reason: str) -> Inconclusive:
     baseline = _baseline(cell)
     size = max(1, cell.family_size)
     mde = minimum_detectable_effect(n, rest, size, baseline=baseline).mde
-    # The smallest effect its interval still allows toward its sign (at least DECIDE_AT):
-    # the point estimate of a small cell is too noisy to plan on.
-    near = 0.0
-    if cell.effect is not None and cell.low is not None and cell.high is not None:
-        near = cell.low if cell.effect > 0 else -cell.high
-    decide_at = min(max(near, DECIDE_AT), 1.0 - baseline - 1e-9)
+    decide_at = _decide_at(cell, baseline)
     needed = cases_to_decide(decide_at, n, rest, size, baseline=baseline) if decide_at > 0 else None
     return Inconclusive(cell, reason, mde, decide_at, needed)
 
@@ -418,9 +472,12 @@ def read_findings(tables: Sequence[Table], ctx: ReportContext | None = None) -> 
     if ctx is not None and flagged:
         flagged = find_examples(flagged, ctx)
     pending = [(c, r) for c in cells if (r := inconclusive_reason(c)) is not None]
-    # The nearest to a decision first: the smallest p, then the largest effect.
+    # The nearest to a decision first: the smallest p, then the largest effect. Those that
+    # point toward the claim (effect > 0, or no effect to say) are stated; the others, whose
+    # interval merely reaches an effect, are counted.
     pending.sort(key=lambda cr: (cr[0].p if cr[0].p is not None else 1.0, -(cr[0].effect or 0)))
-    inconclusive = tuple(undecided(c, cells, r) for c, r in pending[:INCONCLUSIVE_SHOWN])
+    toward = [(c, r) for c, r in pending if c.effect is None or c.effect > 0]
+    inconclusive = tuple(undecided(c, cells, r) for c, r in toward[:INCONCLUSIVE_SHOWN])
     families: dict[str, list[Cell]] = {}
     for c in cells:
         if c.p is not None:
@@ -443,11 +500,46 @@ def read_findings(tables: Sequence[Table], ctx: ReportContext | None = None) -> 
         flagged=tuple(flagged),
         inconclusive=inconclusive,
         inconclusive_total=len(pending),
+        more=tuple(more_inconclusive([c for c, _ in toward[INCONCLUSIVE_SHOWN:]], cells)),
         undetected=tuple(undetected),
         health=tuple(run_health(tables, ctx)),
         tests=sum(1 for c in cells if c.p is not None),
         families=len(families),
     )
+
+
+def more_inconclusive(rest: Sequence[Cell], cells: Sequence[Cell]) -> list[MoreInconclusive]:
+    """The undecided cells beyond those stated one by one, named per table, model and
+    claim, with the range of cases that would decide them (closed form: one figure per
+    cell costs microseconds)."""
+    groups: dict[tuple[str, str, str], list[Cell]] = {}
+    for c in rest:
+        groups.setdefault((c.table, c.model, c.claim), []).append(c)
+    out = []
+    for (table, model, claim), members in groups.items():
+        needed: list[int | None] = []
+        for c in members:
+            baseline = _baseline(c)
+            needed.append(
+                cases_in_closed_form(
+                    _decide_at(c, baseline), c.n or 0, _rest_size(c, cells),
+                    max(1, c.family_size), baseline=baseline,
+                )
+            )  # fmt: skip
+        known = [n for n in needed if n is not None]
+        sizes = [c.n or 0 for c in members]
+        subjects = tuple(
+            c.labels_text() + (f" -> {c.towards}" if c.towards else "") for c in members
+        )
+        column = members[0].subject[0][0] if members[0].subject else "cell"
+        out.append(
+            MoreInconclusive(
+                model, claim, table, column, subjects, min(sizes), max(sizes),
+                min(known) if known else None,
+                max(known) if known and len(known) == len(needed) else None,
+            )
+        )  # fmt: skip
+    return out
 
 
 def noise_floors(tables: Iterable[Table]) -> dict[tuple[str, str], str]:
@@ -627,7 +719,7 @@ FINDINGS_COLUMNS = [
     "effect_low",
     "effect_high",
     "control",
-    "p_fdr",
+    "adjusted_p",
     "n",
     "unit",
     "family",
@@ -691,11 +783,19 @@ def findings_table(findings: Findings) -> Table:
                  decide_at=_round(item.decide_at), cases_needed=item.cases_needed,
                  examples=[], source_table=item.cell.table)
         )  # fmt: skip
-    more = findings.inconclusive_total - len(findings.inconclusive)
-    if more > 0:
+    for m in findings.more:
         rows.append(
-            _row("more_inconclusive", f"... and {more} more inconclusive cells (the tables "
-                 "below; harness report --all shows every row)", n=more)
+            _row("more_inconclusive", m.sentence(), model=m.model, claim=m.claim,
+                 subject=", ".join(m.subjects), n=len(m.subjects), source_table=m.table,
+                 cases_needed=m.cases_high)
+        )  # fmt: skip
+    named = len(findings.inconclusive) + sum(len(m.subjects) for m in findings.more)
+    other = findings.inconclusive_total - named
+    if other > 0:
+        rows.append(
+            _row("other_inconclusive", f"{other} more cells are undecided with an estimate "
+                 f"away from the claim (their interval still reaches {DECIDE_AT:.2f}): the "
+                 "tables below; harness report --all shows every row", n=other)
         )  # fmt: skip
     for u in findings.undetected:
         rows.append(
@@ -771,7 +871,7 @@ def findings_lines(table: Table, width: int = 100) -> list[str]:
     inconclusive cells (with their minimum detectable effect and the cases that decide
     them), the families where nothing was flagged, and the health of the run."""
     rows = [dict(zip(table.columns, r, strict=True)) for r in table.rows]
-    out = ["FINDINGS"]
+    out = [table.title]
     for r in rows:
         if r["kind"] == "headline":
             out += _wrapped(str(r["text"]), width)
@@ -792,14 +892,14 @@ def findings_lines(table: Table, width: int = 100) -> list[str]:
         arrow = " -> direction" if members[0]["towards"] else ""
         out += _wrapped(f"{model} · {claim}: {subject}{arrow}, {what} (family {family}, {size} "
                         f"tests; unit: {unit})", width, "", "* ")  # fmt: skip
-        cells = [[_subject(r), _interval(r) or _clip(_counts(r["text"]), 44), _p(r["p_fdr"]),
+        cells = [[_subject(r), _interval(r) or _clip(_counts(r["text"]), 44), _p(r["adjusted_p"]),
                   str(r["n"]), _short_case(r["examples"][0], model) if r["examples"] else ""]
                  for r in members]  # fmt: skip
         head = ["", f"{measure} [95% CI]" if measure else "counts", "p_fdr", "n", "e.g. case"]
         out += _aligned([head, *cells], width)
     pending = groups("inconclusive")
     if pending:
-        out += _wrapped("INCONCLUSIVE: not flagged, too few cases to decide (mde: the effect "
+        out += _wrapped("Inconclusive: not flagged, too few cases to decide (mde: the effect "
                         "detectable now; then the cases needed to detect the smallest effect "
                         "the interval allows)", width)  # fmt: skip
         for key, members in pending:
@@ -815,14 +915,14 @@ def findings_lines(table: Table, width: int = 100) -> list[str]:
             head = ["", f"{measure or 'counts'} [95% CI]", "n", "mde", "cases needed"]
             out += _aligned([head, *cells], width)
     for r in rows:
-        if r["kind"] == "more_inconclusive":
-            out += _wrapped(str(r["text"]), width, "  ")
+        if r["kind"] in ("more_inconclusive", "other_inconclusive"):
+            out += _wrapped(str(r["text"]), width, "", "? ")
     for r in rows:
         if r["kind"] == "undetected":
             out += _wrapped(str(r["text"]), width, "", "- ")
     health = [r for r in rows if str(r["kind"]).startswith("health:")]
     if health:
-        out.append("HEALTH")
+        out.append("Health of the run")
         for r in health:
             out += _wrapped(str(r["text"]), width, "", "- ")
     return out

@@ -194,7 +194,7 @@ def render_summary(tables: list[Table], console: Console | None = None) -> None:
         elif t.name == FINDINGS_TABLE:
             _print_findings(t, console)
         elif t.columns == ["field", "value"]:
-            console.print(rich_text(t.title.upper()))
+            console.print(rich_text(t.title))
             text = " · ".join(f"{k}: {'' if v is None else v}" for k, v in t.rows)
             for line in textwrap.wrap(printable(text, keep_layout=False), width):
                 console.print(rich_text(line), crop=False)

@@ -210,6 +210,7 @@ FINDING_PARTS = (
     ("flagged", "Flagged", "ul"),
     ("inconclusive", "Inconclusive: too few cases to decide", "ul"),
     ("more_inconclusive", "", "ul"),
+    ("other_inconclusive", "", "ul"),
     ("undetected", "Nothing flagged", "ul"),
     ("health", "Health of the run", "ul"),
 )
