@@ -44,9 +44,8 @@ table; the rest are counted. For each, the minimum detectable effect at its size
 cases that would decide it (the smallest effect its interval allows, at least
 `DECIDE_AT`) come from the planner's power model (`harness.reporting.power`: a two-sided
 test of two proportions at alpha / family size, 80 % power, the row's rest or control rate
-as the baseline; the size of the rest is the sum of the other rows of the same model and
-claim in the table, an estimate: a row's rest is its context's other subjects, which a
-table may count differently).
+as the baseline; the size of the rest is the sum of the other rows of the table with the
+same context, as its test counted them).
 A paired row (an excess over a control) is modelled as two independent samples of its
 pairs, which is conservative when test and control are correlated.
 
@@ -125,6 +124,7 @@ class Cell:
     n: int | None
     unit: str
     counts: tuple[tuple[str, float], ...] = ()  # a table without an effect: its counts
+    context: tuple[str, ...] = ()  # the labels before the subject: what its rest shares
 
     def subject_text(self) -> str:
         if not self.subject:
@@ -338,6 +338,8 @@ def read_cells(table: Table) -> Iterator[Cell]:
     size = next((c for c in SIZE_COLUMNS if c in at), None)
     direction = next((c for c in DIRECTION_COLUMNS if c in cols[:labels]), None)
     subject_cols = [c for c in cols[:labels] if c not in NOT_SUBJECT and c != direction]
+    first = cols.index(subject_cols[0]) if subject_cols else labels
+    context_cols = [c for c in cols[:first] if c != "control"]
     for i, row in enumerate(table.rows):
         meta = (table.row_meta[i] if table.row_meta is not None else None) or {}
         fam = meta.get("hypothesis_family") or {}
@@ -387,6 +389,7 @@ def read_cells(table: Table) -> Iterator[Cell]:
             n=None if n is None else int(n),
             unit=str(meta.get("unit") or table.unit),
             counts=() if effect else counts,
+            context=tuple(str(get(c)) for c in context_cols),
         )
 
 
@@ -401,16 +404,14 @@ def _rest_words(labels: Sequence[str], subject_cols: Sequence[str]) -> str:
 
 
 def _rest_size(cell: Cell, cells: Sequence[Cell]) -> int:
-    """The size of a row's rest: the other rows of its table with the same model and
-    claim (an estimate: the table's context may be narrower)."""
+    """The size of a row's rest: the other rows of its table with the same context (the
+    labels before its subject: model, relation, gender...)."""
     if cell.measure == "excess":
         return cell.n or 0  # paired: the control ran on the same cases
     rest = sum(
         c.n or 0
         for c in cells
-        if c is not cell
-        and c.table == cell.table
-        and (c.model, c.claim) == (cell.model, cell.claim)
+        if c is not cell and c.table == cell.table and c.context == cell.context
     )
     return max(rest, cell.n or 0)
 
