@@ -75,7 +75,17 @@ from harness.reporting.tables import ReportContext, Table
 
 FINDINGS_TABLE = "findings"
 DIRECTION_COLUMNS = ("gender", "direction")
-SIZE_COLUMNS = ("pairs", "cases", "asked", "at_risk", "valid_pairs", "distinct_cases", "n")
+SIZE_COLUMNS = (
+    "pairs",
+    "cases",
+    "asked",
+    "at_risk",
+    "valid_pairs",
+    "distinct_cases",
+    "questions",
+    "answers",
+    "n",
+)
 NOT_SUBJECT = ("model", "relation", "control", "test")
 DECIDE_AT = 0.10  # an effect of 10 rate points: what an inconclusive cell cannot rule out
 INCONCLUSIVE_SHOWN = 12  # the inconclusive cells stated; the others are counted
@@ -96,6 +106,7 @@ class Effect:
 EFFECTS = (
     Effect("excess", "excess_low", "excess_high", "control_rate"),
     Effect("diff", "diff_low", "diff_high", "rest_rate"),
+    Effect("difference", "diff_low", "diff_high", ""),  # a paired difference (BiasLens)
 )
 
 
@@ -281,13 +292,15 @@ class Findings:
         if not self.tests:
             return "No tests in this report: nothing could be flagged."
         if not self.flagged:
+            families = f"{self.families} famil{'y' if self.families == 1 else 'ies'}"
             return (
-                f"Nothing flagged: no claim among {self.tests} tests in {self.families} "
-                "families survived the correction for multiple comparisons (alpha "
-                f"{ALPHA}). What could have been detected is said below."
+                f"Nothing flagged: no claim among {self.tests} tests in {families} survived the "
+                f"correction for multiple comparisons (alpha {ALPHA}). What could have been "
+                "detected is said below."
             )
+        families = f"{self.families} famil{'y' if self.families == 1 else 'ies'}"
         return (
-            f"{len(self.flagged)} flagged of {self.tests} tests in {self.families} families "
+            f"{len(self.flagged)} flagged of {self.tests} tests in {families} "
             f"(Benjamini-Hochberg within each family, alpha {ALPHA}):"
         )
 
@@ -381,7 +394,7 @@ def read_cells(table: Table) -> Iterator[Cell]:
             high=_number(get(effect.high)) if effect else None,
             rate=_number(get("rate")),
             control=control,
-            control_rate=_number(get(effect.against)) if effect else None,
+            control_rate=_number(get(effect.against)) if effect and effect.against else None,
             p=_number(get("p")),
             p_min=_number(get("p_min")),
             p_fdr=_number(get("p_fdr")),
@@ -711,6 +724,7 @@ FINDINGS_COLUMNS = [
     "model",
     "claim",
     "subject",
+    "subject_column",
     "labels",
     "towards",
     "measure",
@@ -731,7 +745,7 @@ FINDINGS_COLUMNS = [
     "examples",
     "source_table",
 ]
-CELL_COLUMNS = FINDINGS_COLUMNS[2:19]
+CELL_COLUMNS = FINDINGS_COLUMNS[2:20]
 
 
 def _round(x: float | None) -> float | None:
@@ -743,6 +757,7 @@ def _cell_values(c: Cell) -> list[Any]:
         c.model,
         c.claim,
         c.subject_text(),
+        c.subject[0][0] if c.subject else "",
         c.labels_text(),
         c.towards,
         c.measure,
@@ -889,7 +904,7 @@ def findings_lines(table: Table, width: int = 100) -> list[str]:
     for key, members in groups("flagged"):
         model, claim, _, measure, control, family, size, unit = key
         what = f"{measure} vs {control}" if measure else "counts"
-        subject = str(members[0]["subject"]).split(" ")[0]
+        subject = _subject_column(members)
         arrow = " -> direction" if members[0]["towards"] else ""
         out += _wrapped(f"{model} · {claim}: {subject}{arrow}, {what} (family {family}, {size} "
                         f"tests; unit: {unit})", width, "", "* ")  # fmt: skip
@@ -905,15 +920,15 @@ def findings_lines(table: Table, width: int = 100) -> list[str]:
                         "the interval allows)", width)  # fmt: skip
         for key, members in pending:
             model, claim, _, measure, control, *_ = key
-            subject = str(members[0]["subject"]).split(" ")[0]
+            subject = _subject_column(members)
             arrow = " -> direction" if members[0]["towards"] else ""
             out += _wrapped(f"{model} · {claim}: {subject}{arrow}, {measure or 'counts'} vs "
                             f"{control}", width, "", "? ")  # fmt: skip
-            cells = [[_subject(r), _interval(r), str(r["n"]),
+            cells = [[_subject(r), _interval(r) or _clip(_counts(r["text"]), 44), str(r["n"]),
                       "none" if r["mde"] is None else format(r["mde"], ".2f"),
                       f"{r['cases_needed'] or '>1e6'} for {r['decide_at']:.2f}"]
                      for r in members]  # fmt: skip
-            head = ["", f"{measure or 'counts'} [95% CI]", "n", "mde", "cases needed"]
+            head = ["", f"{measure} [95% CI]" if measure else "counts", "n", "mde", "cases needed"]
             out += _aligned([head, *cells], width)
     for r in rows:
         if r["kind"] in ("more_inconclusive", "other_inconclusive"):
@@ -927,6 +942,11 @@ def findings_lines(table: Table, width: int = 100) -> list[str]:
         for r in health:
             out += _wrapped(str(r["text"]), width, "", "- ")
     return out
+
+
+def _subject_column(members: Sequence[dict[str, Any]]) -> str:
+    """What a group's rows name ("term"), or "(all)" for rows of a whole relation."""
+    return next((str(r["subject_column"]) for r in members if r["subject_column"]), "(all)")
 
 
 def _subject(r: dict[str, Any]) -> str:
