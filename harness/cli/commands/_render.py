@@ -195,12 +195,34 @@ def render_summary(tables: list[Table], console: Console | None = None) -> None:
             _print_findings(t, console)
         elif t.columns == ["field", "value"]:
             console.print(rich_text(t.title))
-            text = " · ".join(f"{k}: {'' if v is None else v}" for k, v in t.rows)
-            for line in textwrap.wrap(printable(text, keep_layout=False), width):
+            items = [
+                printable(f"{k}: {'' if v is None else v}", keep_layout=False) for k, v in t.rows
+            ]
+            for line in _item_lines(items, width):
                 console.print(rich_text(line), crop=False)
         else:
             console.print()
             _print_summary(t, console, width)
+
+
+def _item_lines(items: list[str], width: int) -> list[str]:
+    """``items`` joined by " · " into lines of at most ``width``, an item broken only when
+    it is longer than a line by itself (a value such as a time stays whole on its line)."""
+    lines: list[str] = []
+    line = ""
+    for item in items:
+        joined = f"{line} · {item}" if line else item
+        if len(joined) <= width:
+            line = joined
+            continue
+        if line:
+            lines.append(line)
+        parts = textwrap.wrap(item, width) or [""]
+        lines.extend(parts[:-1])
+        line = parts[-1]
+    if line:
+        lines.append(line)
+    return lines
 
 
 # Columns a summary keeps whatever its width: they say what a row is and what it found.
