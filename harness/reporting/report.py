@@ -15,11 +15,11 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from harness.reporting.findings import findings_table, is_test_table, read_findings
 from harness.reporting.format_report import answer_formats
 from harness.reporting.outcome_groups import outcome_groups
 from harness.reporting.stats import (
     ALPHA,
-    TEST_COLUMNS,
     fdr_adjust_tarone,
     mean_of_shares_interval,
     report_number,
@@ -184,6 +184,7 @@ def build_tables(
     finally:
         ctx.close()
     tables = [t for i in range(len(sections)) for t in built[i]]
+
     for name, why in SECTION_OPTIONS.items():
         if options.get(name) is not None and name not in read.read:
             raise ConfigError(
@@ -191,7 +192,18 @@ def build_tables(
                 field=f"--{name}",
                 fix=f"leave --{name} out for this log",
             )
-    return apply_fdr(tables)
+    return with_findings(tables, ctx)
+
+
+def with_findings(tables: list[Table], ctx: ReportContext | None = None) -> list[Table]:
+    """``tables`` corrected for multiple comparisons (`apply_fdr`), after the findings table
+    that states them (`harness.reporting.findings`); no findings table for a report without
+    tables."""
+    every_row = corrected(tables)
+    if not every_row:
+        return every_row
+    # The findings read every row, those a table does not show included.
+    return [findings_table(read_findings(every_row, ctx)), *(_kept(t) for t in every_row)]
 
 
 def _kept(table: Table) -> Table:
@@ -205,7 +217,7 @@ def _kept(table: Table) -> Table:
 
 
 def _takes_part(table: Table) -> bool:
-    return tuple(table.columns[-len(TEST_COLUMNS) :]) == TEST_COLUMNS
+    return is_test_table(table)
 
 
 FDR_METHOD = "Benjamini-Hochberg FDR within the relation, after Tarone's rule"
@@ -224,12 +236,18 @@ def hypothesis_family(table: Table, row: Sequence[Any]) -> str:
 
 
 def apply_fdr(tables: list[Table]) -> list[Table]:
+    """`corrected` tables, each showing only the rows it keeps (`Table.keep`)."""
+    return [_kept(t) for t in corrected(tables)]
+
+
+def corrected(tables: list[Table]) -> list[Table]:
     """Benjamini-Hochberg within each family of hypotheses (a relation: the claims a user
     reads together), over the tests that can reach significance (Tarone's rule,
     `harness.reporting.stats.fdr_adjust_tarone`, from each row's ``p_min`` when its table
     has one): fills ``p_fdr`` and ``flagged`` of each table that ends with
     `harness.reporting.stats.TEST_COLUMNS`, gives each test row its unit and family
-    (``row_meta``), and appends a table of the families. A family's flags depend on its own
+    (``row_meta``), and appends a table of the families. Every row is kept (`apply_fdr`
+    drops those a table does not show). A family's flags depend on its own
     tests only: adding a relation to a campaign changes no other relation's flags."""
     rows_of: dict[str, list[tuple[int, int]]] = {}
     pvalues: dict[tuple[int, int], tuple[float, float]] = {}
@@ -260,12 +278,12 @@ def apply_fdr(tables: list[Table]) -> list[Table]:
              ALPHA]
         )  # fmt: skip
     if not summary:
-        return [_kept(t) for t in tables]
+        return list(tables)
     sizes = {row[0]: (row[1], row[2]) for row in summary}
     out: list[Table] = []
     for ti, t in enumerate(tables):
         if not _takes_part(t):
-            out.append(_kept(t))
+            out.append(t)
             continue
         rows: list[list[Any]] = []
         meta: list[dict[str, Any] | None] = []
@@ -287,7 +305,7 @@ def apply_fdr(tables: list[Table]) -> list[Table]:
                     "correction": status,
                 }
             )
-        out.append(_kept(dataclasses.replace(t, rows=rows, row_meta=meta)))
+        out.append(dataclasses.replace(t, rows=rows, row_meta=meta))
     out.append(
         Table(
             "statistical_tests",

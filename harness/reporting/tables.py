@@ -67,12 +67,14 @@ class Heatmap:
 @dataclass(frozen=True)
 class Network:
     """Plot hint: a graph whose edges are the rows (``source`` - ``target``, drawn by
-    ``weight``), one graph per value of the ``facet`` columns."""
+    ``weight``), one graph per value of the ``facet`` columns; with ``flag``, only the rows
+    whose ``flag`` column says "yes" (an edge its test supports) are drawn."""
 
     source: str
     target: str
     weight: str
     facet: tuple[str, ...] = ("model",)
+    flag: str | None = None
 
 
 @dataclass(frozen=True)

@@ -205,26 +205,57 @@ def _at_risk(v: VerdictRow, data: dict[str, Any]) -> list[str]:
 
 def _violation_units(
     ctx: ReportContext,
-) -> tuple[dict[tuple[str, ...], bool], dict[str, str]]:
+) -> tuple[dict[tuple[str, ...], bool], dict[str, str], dict[tuple[str, ...], str]]:
+    """Each (model, relation, case, term) unit's majority outcome, each term's social group,
+    and each unit's gender: the gender its case asked a term to be named as (MR1, MR2), the
+    direction in which a violating term was attributed."""
     pairs: list[tuple[tuple[str, ...], bool]] = []
     group_of: dict[str, str] = {}
+    gender_of: dict[tuple[str, ...], str] = {}
     for v, data in _valid(ctx):
         violating = set(v.evidence.get("violating_terms") or [])
         term_groups: dict[str, str] = {
             **(v.evidence.get("term_groups") or {}),
             **(data.get("groups") or {}),
         }
+        gender = v.evidence.get("gender") or data.get("gender")
         for term in _at_risk(v, data):
-            pairs.append(((v.model, v.relation, v.case_key, term), term in violating))
+            unit = (v.model, v.relation, v.case_key, term)
+            pairs.append((unit, term in violating))
             group_of[term] = term_groups.get(term, "unknown")
-    return majority_per_case(pairs), group_of
+            if isinstance(gender, str):
+                gender_of[unit] = gender
+    return majority_per_case(pairs), group_of, gender_of
+
+
+def _directions(
+    units: dict[tuple[str, ...], bool],
+    gender_of: dict[tuple[str, ...], str],
+    key_of: dict[tuple[str, ...], tuple[str, ...]],
+) -> dict[tuple[str, ...], str]:
+    """Per row key, the gender its violations went toward: "male", or the most frequent
+    with its share when they went both ways ("male 3 of 4"); absent without violations."""
+    counts: dict[tuple[str, ...], Counter[str]] = {}
+    for unit, violated in units.items():
+        gender = gender_of.get(unit)
+        if violated and gender is not None:
+            counts.setdefault(key_of[unit], Counter())[gender] += 1
+    out = {}
+    for key, c in counts.items():
+        (top, n), total = c.most_common(1)[0], sum(c.values())
+        out[key] = top if n == total else f"{top} {n} of {total}"
+    return out
 
 
 def violating_terms_by_group(ctx: ReportContext) -> list[Table]:
-    units, group_of = _violation_units(ctx)
+    units, group_of, gender_of = _violation_units(ctx)
     if not units:
         return []
-    rows = _clustered_rows(units, {u: (u[0], u[1], group_of[u[3]]) for u in units})
+    key_of: dict[tuple[str, ...], tuple[str, ...]] = {
+        u: (u[0], u[1], group_of[u[3]]) for u in units
+    }
+    rows = _clustered_rows(units, key_of)
+    towards = _directions(units, gender_of, key_of)
     distinct: dict[tuple[str, ...], set[str]] = {}
     for u, positive in units.items():
         if positive:
@@ -233,40 +264,70 @@ def violating_terms_by_group(ctx: ReportContext) -> list[Table]:
         Table(
             "violating_terms_by_group",
             "Violating terms per social group",
-            ["model", "relation", "group", "at_risk", "violated", "distinct_terms", *RATE_COLUMNS],
             [
-                [*key, cells[0], cells[1], len(distinct.get(key, ())), *cells[2:]]
+                "model",
+                "relation",
+                "group",
+                "gender",
+                "at_risk",
+                "violated",
+                "distinct_terms",
+                *RATE_COLUMNS,
+            ],
+            [
+                [
+                    *key,
+                    towards.get(key, ""),
+                    cells[0],
+                    cells[1],
+                    len(distinct.get(key, ())),
+                    *cells[2:],
+                ]
                 for key, cells in rows
             ],
             plot=(Heatmap(("group",), ("model", "relation"), "rate", flag="flagged"),),
-            note="at_risk: MR1 the follow-up list's terms, MR2 the source list's; "
-            + GROUP_NOTE.format(ctx=" and relation"),
+            note="gender: the gender the group's violating terms were named as (the most "
+            "frequent, with its share when both); at_risk: MR1 the follow-up list's terms, MR2 "
+            "the source list's; " + GROUP_NOTE.format(ctx=" and relation"),
             unit=GROUP_UNIT,
         )
     ]
 
 
 def top_violating_terms(ctx: ReportContext) -> list[Table]:
-    units, group_of = _violation_units(ctx)
+    units, group_of, gender_of = _violation_units(ctx)
     if not units:
         return []
-    rows = _rate_rows(units, {u: (u[0], u[1], u[3]) for u in units})
+    key_of: dict[tuple[str, ...], tuple[str, ...]] = {u: (u[0], u[1], u[3]) for u in units}
+    rows = _rate_rows(units, key_of)
+    towards = _directions(units, gender_of, key_of)
     limit = int(ctx.options.get("top", 15))
     rows.sort(key=lambda r: (r[0][0], r[0][1], -r[1][1], r[1][-3] or 0.0, r[0][2]))
     kept: Counter[tuple[str, ...]] = Counter()
     out, keep = [], []
     for (model, relation, term), cells in rows:
         kept[(model, relation)] += 1
-        out.append([model, relation, term, group_of[term], *cells])
+        out.append([model, relation, term, towards.get((model, relation, term), ""),
+                    group_of[term], *cells])  # fmt: skip
         keep.append(kept[(model, relation)] <= limit)
     return [
         Table(
             "top_violating_terms",
             "Most frequent violating terms",
-            ["model", "relation", "term", "group", "at_risk", "violated", *RATE_COLUMNS],
+            [
+                "model",
+                "relation",
+                "term",
+                "gender",
+                "group",
+                "at_risk",
+                "violated",
+                *RATE_COLUMNS,
+            ],
             out,
             note=f"the {limit} terms violated most often per model and relation are shown; "
-            + UNIT_NOTE.format(ctx=" and relation (other terms)"),
+            "gender: the gender the term was named as when it violated (the most frequent, "
+            "with its share when both); " + UNIT_NOTE.format(ctx=" and relation (other terms)"),
             keep=keep,
             unit=TERM_UNIT,
             plot=(
@@ -374,29 +435,95 @@ def co_violation_graph(verdicts: Iterable[VerdictRow], model: str) -> nx.Graph:
     return graph
 
 
+def co_violation_test(both: int, a_only: int, b_only: int, neither: int) -> tuple[float, float]:
+    """One-sided Fisher's exact test that two terms violate together more often than
+    independently, over the cases in which both were at risk: (p, p_min), p_min the
+    smallest p its margins allow (Tarone's rule). Hypergeometric tail from scipy."""
+    from scipy.stats import hypergeom
+
+    total = both + a_only + b_only + neither
+    a, b = both + a_only, both + b_only
+    if total == 0 or a == 0 or b == 0:
+        return 1.0, 1.0
+    dist = hypergeom(total, a, b)
+    return float(dist.sf(both - 1)), float(dist.sf(min(a, b) - 1))
+
+
 def co_violating_pairs(ctx: ReportContext) -> list[Table]:
     limit = int(ctx.options.get("top", 15))
-    rows: list[list[Any]] = []
-    # Only MetaQuerier's relations name violating terms: other families' cases are not read.
-    verdicts = ctx.relation_verdicts_of(_is_metaquerier)
-    for model in sorted({v.model for v in verdicts}):
-        graph = co_violation_graph(verdicts, model)
-        # networkx gives an edge's ends in insertion order; a pair is shown sorted.
-        edges = sorted(
-            ((*sorted((a, b)), w) for a, b, w in graph.edges(data="weight")),
-            key=lambda e: (-e[2], e[0], e[1]),
-        )
-        rows.extend([model, a, b, w] for a, b, w in edges[:limit])
-    if not rows:
+    units, _, _ = _violation_units(ctx)
+    # Per (model, relation, case): the terms at risk and those that violated (majority).
+    cases: dict[tuple[str, str, str], tuple[set[str], set[str]]] = {}
+    for (model, relation, case, term), violated in units.items():
+        at_risk, hit = cases.setdefault((model, relation, case), (set(), set()))
+        at_risk.add(term)
+        if violated:
+            hit.add(term)
+    # The pairs that violated together at least once: the only ones a one-sided test can
+    # flag (every other has p = 1), so they are the whole family of possible edges.
+    together: Counter[tuple[str, str, str]] = Counter()
+    for (model, _, _), (_, hit) in cases.items():
+        terms = sorted(hit)
+        for i, a in enumerate(terms):
+            for b in terms[i + 1 :]:
+                together[(model, a, b)] += 1
+    if not together:
         return []
+    # [both at risk, a violated, b violated] per candidate pair
+    margins: dict[tuple[str, str, str], list[int]] = {k: [0, 0, 0] for k in together}
+    for (model, _, _), (at_risk, hit) in cases.items():
+        terms = sorted(at_risk)
+        for i, a in enumerate(terms):
+            for b in terms[i + 1 :]:
+                m = margins.get((model, a, b))
+                if m is not None:
+                    m[0] += 1
+                    m[1] += a in hit
+                    m[2] += b in hit
+    rows: list[list[Any]] = []
+    keep: list[bool] = []
+    for model in sorted({k[0] for k in together}):
+        pairs = sorted(
+            (k for k in together if k[0] == model), key=lambda k: (-together[k], k[1], k[2])
+        )
+        for rank, key in enumerate(pairs):
+            both = together[key]
+            n, a_hit, b_hit = margins[key]
+            p, p_min = co_violation_test(both, a_hit - both, b_hit - both, n - a_hit - b_hit + both)
+            rows.append(
+                [model, key[1], key[2], both, n, a_hit, b_hit, report_number(p_min, 6),
+                 report_number(p, 6), None, None]
+            )  # fmt: skip
+            keep.append(rank < limit)
     return [
         Table(
             "co_violating_pairs",
-            "Most frequent co-violating term pairs",
-            ["model", "term_a", "term_b", "cases"],
+            "Most frequent co-violating term pairs, tested against violating independently",
+            [
+                "model",
+                "term_a",
+                "term_b",
+                "cases",
+                "both_at_risk",
+                "a_violated",
+                "b_violated",
+                "p_min",
+                "p",
+                "p_fdr",
+                "flagged",
+            ],
             rows,
-            plot=(Network("term_a", "term_b", "cases"),),
-            unit="a case (in which both terms violated)",
+            keep=keep,
+            note=f"the {limit} pairs violated together most often per model are shown (every "
+            "pair that violated together at least once is tested and counts in the "
+            "correction); cases: cases in which both violated; both_at_risk: cases in which "
+            "both could (a case's repeats by majority); one-sided Fisher's exact test that "
+            "the two violate together more often than independently within those cases; "
+            "p_fdr: Benjamini-Hochberg within this table's family (Tarone's rule: p_min > "
+            "alpha left out); the network draws only the flagged pairs",
+            plot=(Network("term_a", "term_b", "cases", flag="flagged"),),
+            unit="a case in which both terms were at risk (its repeats by majority)",
+            claims="metaquerier.co_violation",
         )
     ]
 

@@ -7,7 +7,12 @@ from io import StringIO
 import click
 from rich.console import Console
 
-from harness.cli.commands._render import FILE_WIDTH, TEXT_ROW_LIMIT, render_tables
+from harness.cli.commands._render import (
+    FILE_WIDTH,
+    REPORT_WIDTH,
+    render_summary,
+    render_tables,
+)
 from harness.cli.log_params import LogParam
 from harness.plugins.assembly import build_report
 from harness.plugins.family_parts import report_sections
@@ -52,9 +57,11 @@ from harness.store.log import Log
 @click.option("--force", is_flag=True, help="Replace the --out / --html file if it exists.")
 @click.option(
     "--all",
+    "--wide",
     "all_rows",
     is_flag=True,
-    help=f"Text: show every row of long tables (default: the first {TEXT_ROW_LIMIT}).",
+    help=f"Text: every table in full, every row and column, at its natural width (default: "
+    f"the findings and a summary of each table in {REPORT_WIDTH} columns).",
 )
 def command(
     db: Log,
@@ -102,14 +109,19 @@ def command(
         click.echo(f"HTML report: {written}", err=True)
         if out is None and fmt == "text":
             return  # the page is the report asked for; text goes with --out or --format
-    row_limit = None if all_rows else TEXT_ROW_LIMIT
     if fmt == "text" and out is None:
-        render_tables(tables, row_limit=row_limit)
+        if all_rows:
+            render_tables(tables)
+        else:
+            render_summary(tables)
         return
     text = to_json(tables) if fmt == "json" else to_csv(tables) if fmt == "csv" else ""
     if fmt == "text":
         buf = StringIO()
-        render_tables(tables, Console(file=buf, width=FILE_WIDTH), row_limit=row_limit)
+        if all_rows:
+            render_tables(tables, Console(file=buf, width=FILE_WIDTH))
+        else:
+            render_summary(tables, Console(file=buf, width=REPORT_WIDTH))
         text = buf.getvalue()
     if out:
         write_output(out, text, inputs=[db], force=force)

@@ -21,6 +21,10 @@ from harness.reporting.html.plots import (
 )
 from harness.reporting.tables import Heatmap, Table
 
+CHAR_W = 7  # px per character of an 11px label, generous: a label is never cut
+COLUMN_LABEL_CHARS = 40
+ROW_LABEL_CHARS = 60
+
 
 def _luminance(rgb: tuple[int, ...]) -> float:
     """WCAG relative luminance of an sRGB colour."""
@@ -75,22 +79,30 @@ def _heatmap(
     col_keys = col_keys[:24]
     values = [number(c[hint.value]) or 0.0 for c in cells.values()]
     low, high = min(min(values), 0.0), max(max(values), 1e-9)
-    cw, ch, top = 86, 22, 90
-    width = LABEL_W + cw * len(col_keys) + 150  # room for the slanted column labels
+    # Room for every label, whole: the row labels at the left, the column labels slanted
+    # 30 degrees above the grid (their height is half their length, their reach to the
+    # right 0.87 of it), at `CHAR_W` per character of the 11px font.
+    col_labels = [shorten(ck, COLUMN_LABEL_CHARS) for ck in col_keys]
+    row_labels = [shorten(rk, ROW_LABEL_CHARS) for rk in row_keys]
+    longest_col = max(len(label) for label in col_labels) * CHAR_W
+    label_w = max(LABEL_W, max(len(label) for label in row_labels) * CHAR_W + 12)
+    cw, ch = 86, 22
+    top = max(90, round(longest_col * 0.5) + 24)
+    width = label_w + cw * len(col_keys) + max(150, round(longest_col * 0.87) + 12)
     height = top + ch * len(row_keys) + 8
     body = []
-    for j, ck in enumerate(col_keys):
-        x = LABEL_W + j * cw + cw / 2
+    for j, label in enumerate(col_labels):
+        x = label_w + j * cw + cw / 2
         body.append(
             f'<text class="label" x="{x:.1f}" y="{top - 8}" text-anchor="start" '
-            f'transform="rotate(-30 {x:.1f} {top - 8})">{escape(shorten(ck, 30))}</text>'
+            f'transform="rotate(-30 {x:.1f} {top - 8})">{escape(label)}</text>'
         )
     flagged = 0
     for i, rk in enumerate(row_keys):
         y = top + i * ch
         body.append(
-            f'<text class="label" x="{LABEL_W - 6}" y="{y + 15}" text-anchor="end">'
-            f"{escape(shorten(rk))}</text>"
+            f'<text class="label" x="{label_w - 6}" y="{y + 15}" text-anchor="end">'
+            f"{escape(row_labels[i])}</text>"
         )
         for j, ck in enumerate(col_keys):
             cell = cells.get((rk, ck))
@@ -100,10 +112,11 @@ def _heatmap(
             fill, ink = colour(fraction(value, low, high))
             flag = is_flagged(cell, hint.flag)
             flagged += flag
-            x = LABEL_W + j * cw
+            x = label_w + j * cw
             tip = f"{rk} × {ck}: {hint.value} {value:.4g}" + (" (flagged)" if flag else "")
             body.append(
-                f'<g><title>{escape(tip)}</title><rect class="{"cell flag" if flag else "cell"}" '
+                f'<g data-row="{escape(rk)}" data-column="{escape(ck)}" data-value="{value!r}">'
+                f'<title>{escape(tip)}</title><rect class="{"cell flag" if flag else "cell"}" '
                 f'x="{x + 1}" y="{y + 1}" width="{cw - 2}" height="{ch - 2}" fill="{fill}"/>'
                 f'<text class="{ink}" x="{x + cw / 2:.1f}" y="{y + 15}" text-anchor="middle">'
                 f"{value:.3g}{' ★' if flag else ''}</text></g>"

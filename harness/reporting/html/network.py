@@ -7,7 +7,15 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from harness.reporting.html.plots import escape, label_of, number, rows_of, shorten, svg
+from harness.reporting.html.plots import (
+    escape,
+    is_flagged,
+    label_of,
+    number,
+    rows_of,
+    shorten,
+    svg,
+)
 from harness.reporting.tables import Network, Table
 
 if TYPE_CHECKING:
@@ -28,13 +36,18 @@ def networks(table: Table, hint: Network, plot_id: str) -> list[str]:
         a, b = r.get(hint.source), r.get(hint.target)
         if weight is None or weight <= 0 or a in (None, "") or b in (None, ""):
             continue  # no pair, or no case in common: no edge
+        if hint.flag is not None and not is_flagged(r, hint.flag):
+            continue  # an edge its test does not support is not drawn
         graph = groups.setdefault(label_of(r, hint.facet), nx.Graph())
         if graph.number_of_edges() < MAX_EDGES:
             graph.add_edge(str(a), str(b), weight=weight)
-    return [_draw(table, facet, g, f"{plot_id}-{i}") for i, (facet, g) in enumerate(groups.items())]
+    return [
+        _draw(table, facet, g, f"{plot_id}-{i}", hint)
+        for i, (facet, g) in enumerate(groups.items())
+    ]
 
 
-def _draw(table: Table, facet: str, graph: nx.Graph, plot_id: str) -> str:
+def _draw(table: Table, facet: str, graph: nx.Graph, plot_id: str, hint: Network) -> str:
     # k wider than the default: the labels need room between connected terms.
     import networkx as nx
 
@@ -75,7 +88,13 @@ def _draw(table: Table, facet: str, graph: nx.Graph, plot_id: str) -> str:
     desc = (
         f"Co-violation network{' of ' + facet if facet else ''}: {graph.number_of_nodes()} "
         f"terms, {graph.number_of_edges()} pairs; an edge joins two terms that violated in "
-        "the same case, thicker for more cases; strongest: "
+        "the same case, thicker for more cases"
+        + (
+            f" (only pairs flagged by their test, column {hint.flag})"
+            if hint.flag is not None
+            else ""
+        )
+        + "; strongest: "
         + "; ".join(f"{a} and {b} ({w:g})" for a, b, w in strongest)
     )
     title = table.title + (f" — {facet}" if facet else "")

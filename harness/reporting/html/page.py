@@ -17,17 +17,18 @@ from importlib import resources
 from typing import Any
 
 from harness.reporting.campaign_status import campaign_status, header_table, paid_replies
+from harness.reporting.findings import FINDINGS_TABLE
 from harness.reporting.html.cases import CaseIndex, case_index, packed
 from harness.reporting.html.heatmap import heatmaps
 from harness.reporting.html.network import networks
 from harness.reporting.html.plots import bars, forest, number, paired
 from harness.reporting.report import build_tables
 from harness.reporting.tables import (
-    Bars,
     Forest,
     Heatmap,
     Network,
     Paired,
+    PlotHint,
     ReportContext,
     ReportSection,
     Table,
@@ -52,22 +53,58 @@ def _asset(name: str) -> str:
     )
 
 
+def plots_for(table: Table, hint: PlotHint, plot_id: str) -> list[str]:
+    """The SVG drawings one hint asks for (none when it has nothing to draw)."""
+    if isinstance(hint, Forest):
+        return [d for d in [forest(table, hint, plot_id)] if d]
+    if isinstance(hint, Heatmap):
+        return heatmaps(table, hint, plot_id)
+    if isinstance(hint, Network):
+        return networks(table, hint, plot_id)
+    if isinstance(hint, Paired):
+        return [d for d in [paired(table, hint, plot_id)] if d]
+    return [d for d in [bars(table, hint, plot_id)] if d]
+
+
 def plots_of(table: Table, anchor: str) -> list[str]:
     """The SVG drawings a table's hints ask for (a hint with nothing to draw gives none)."""
-    drawn: list[str] = []
-    for i, hint in enumerate(table.plot):
-        plot_id = f"{anchor}-p{i}"
-        if isinstance(hint, Forest):
-            drawn.extend(d for d in [forest(table, hint, plot_id)] if d)
-        elif isinstance(hint, Heatmap):
-            drawn.extend(heatmaps(table, hint, plot_id))
-        elif isinstance(hint, Network):
-            drawn.extend(networks(table, hint, plot_id))
-        elif isinstance(hint, Paired):
-            drawn.extend(d for d in [paired(table, hint, plot_id)] if d)
-        elif isinstance(hint, Bars):
-            drawn.extend(d for d in [bars(table, hint, plot_id)] if d)
-    return drawn
+    return [
+        d for i, hint in enumerate(table.plot) for d in plots_for(table, hint, f"{anchor}-p{i}")
+    ]
+
+
+def drawn_columns(hint: PlotHint) -> tuple[str, ...]:
+    """The table columns a hint draws, the measure first: the plot's caption names them and
+    the table marks them, so that plot and table are read as the same measure."""
+    if isinstance(hint, Forest):
+        return (hint.rate, hint.low, hint.high)
+    if isinstance(hint, Heatmap):
+        return (hint.value,)
+    if isinstance(hint, Network):
+        return (hint.weight,)
+    if isinstance(hint, Paired):
+        return (hint.first, hint.second)
+    return (hint.value,)
+
+
+def measure_caption(hint: PlotHint) -> str:
+    """What a plot draws, in the words of the table's columns."""
+    cols = drawn_columns(hint)
+    if isinstance(hint, Forest):
+        text = f"Drawn: {cols[0]}, with its interval {cols[1]} to {cols[2]}"
+    elif isinstance(hint, Heatmap):
+        text = f"Drawn: {cols[0]} per {' · '.join(hint.row)} × {' · '.join(hint.column)}"
+    elif isinstance(hint, Network):
+        text = f"Edges: {cols[0]}" + (
+            f"; only the rows flagged by their test ({hint.flag} = yes) are drawn"
+            if hint.flag is not None
+            else ""
+        )
+    elif isinstance(hint, Paired):
+        text = f"Drawn: {cols[0]} and {cols[1]}"
+    else:
+        text = f"Drawn: {cols[0]}"
+    return text + " (the table's columns of these names, marked ◆)."
 
 
 def key_columns(table: Table) -> int:
@@ -121,7 +158,13 @@ def _linked(value: Any, column: str, linked: bool) -> str:
 def table_html(table: Table, index: CaseIndex | None) -> str:
     """The table itself; a row whose cases the log can name carries their filter, and each
     of its numbers is a link to them."""
-    head = "".join(f'<th scope="col">{escape(c)}</th>' for c in table.columns)
+    drawn = {c for hint in table.plot for c in drawn_columns(hint)}
+    head = "".join(
+        f'<th scope="col" class="drawn" title="drawn in the plot above">{escape(c)} ◆</th>'
+        if c in drawn
+        else f'<th scope="col">{escape(c)}</th>'
+        for c in table.columns
+    )
     body = []
     keys = key_columns(table)
     for row in table.rows:
@@ -145,7 +188,13 @@ def table_html(table: Table, index: CaseIndex | None) -> str:
 
 def section_html(table: Table, index: CaseIndex | None) -> str:
     anchor = f"t-{table.name}"
-    plots = "".join(f'<figure class="figure">{p}</figure>' for p in plots_of(table, anchor))
+    plots = "".join(
+        f'<figure class="figure">{drawing}<figcaption class="measure" '
+        f'data-measure="{escape(drawn_columns(hint)[0], quote=True)}">'
+        f"{escape(measure_caption(hint))}</figcaption></figure>"
+        for i, hint in enumerate(table.plot)
+        for drawing in plots_for(table, hint, f"{anchor}-p{i}")
+    )
     note = f'<p class="note">{escape(table.note)}</p>' if table.note else ""
     if table.unit:
         note = f'<p class="unit">unit: {escape(table.unit)}</p>{note}'
@@ -154,6 +203,58 @@ def section_html(table: Table, index: CaseIndex | None) -> str:
         f'<section id="{anchor}" class="report-table" aria-labelledby="{anchor}-h">'
         f'<h2 id="{anchor}-h">{escape(table.title)}</h2>{plots}{note}{count}'
         f"{table_html(table, index)}</section>"
+    )
+
+
+FINDING_PARTS = (
+    ("flagged", "Flagged", "ul"),
+    ("inconclusive", "Inconclusive: too few cases to decide", "ul"),
+    ("more_inconclusive", "", "ul"),
+    ("other_inconclusive", "", "ul"),
+    ("undetected", "Nothing flagged", "ul"),
+    ("health", "Health of the run", "ul"),
+)
+
+
+def findings_html(table: Table) -> str:
+    """The findings block (`harness.reporting.findings`) as sentences, first on the page:
+    each flagged claim with links that open its example conversations in the case browser
+    (every case of the campaign is in its index); the full table of its values follows in a
+    closed ``details``."""
+    at = {c: i for i, c in enumerate(table.columns)}
+    parts: dict[str, list[str]] = {}
+    headline = ""
+    for row in table.rows:
+        kind, text = str(row[at["kind"]]), str(row[at["text"]])
+        if kind == "headline":
+            headline = text
+            continue
+        examples = row[at["examples"]] or []
+        links = ", ".join(
+            f'<a href="#cases" class="case-link" data-case="{escape(str(e), quote=True)}">'
+            f"{escape(str(e))}</a>"
+            for e in examples
+        )
+        item = escape(text.split("; e.g. cases ")[0]) + (
+            f"; example conversations: {links}" if links else ""
+        )
+        parts.setdefault(kind.split(":")[0], []).append(
+            f'<li class="finding {escape(kind.split(":")[0])}">{item}</li>'
+        )
+    body = [f'<p class="headline">{escape(headline)}</p>']
+    for kind, title, tag in FINDING_PARTS:
+        items = parts.get(kind)
+        if not items:
+            continue
+        if title:
+            body.append(f"<h3>{escape(title)}</h3>")
+        body.append(f'<{tag} class="findings-{kind}">{"".join(items)}</{tag}>')
+    note = f'<p class="note">{escape(table.note)}</p>'
+    return (
+        f'<section id="t-{table.name}" class="findings" aria-labelledby="t-{table.name}-h">'
+        f'<h2 id="t-{table.name}-h">{escape(table.title)}</h2>{"".join(body)}{note}'
+        f"<details><summary>Every value of the findings</summary>{table_html(table, None)}"
+        "</details></section>"
     )
 
 
@@ -252,7 +353,9 @@ def render_html(
         tables = build_tables(log, campaign, sections=sections, **options)
     index = case_index(ReportContext(log, campaign), max_cases)
     header, name = header_html(log, campaign)
-    parts = [section_html(t, index) for t in tables]
+    parts = [
+        findings_html(t) if t.name == FINDINGS_TABLE else section_html(t, index) for t in tables
+    ]
     nav = "".join(f'<li><a href="#t-{escape(t.name)}">{escape(t.title)}</a></li>' for t in tables)
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'

@@ -126,7 +126,8 @@ def forest(table: Table, hint: Forest, plot_id: str) -> str | None:
         tip = f"{label}: {rate:.4g}" + (
             f" [{lo:.4g}, {hi:.4g}]" if lo is not None and hi is not None else ""
         )
-        body.append(f"<g><title>{escape(tip + (' (flagged)' if flag else ''))}</title>")
+        data = f' data-label="{escape(label)}" data-value="{rate!r}"'
+        body.append(f"<g{data}><title>{escape(tip + (' (flagged)' if flag else ''))}</title>")
         body.append(
             f'<text class="label" x="{LABEL_W - 6}" y="{y + 4}" text-anchor="end">'
             f"{escape(shorten(label))}</text>"

@@ -82,7 +82,8 @@ def test_show_finds_a_case_by_number(log: Path) -> None:
 
 
 def test_report_formats_agree(log: Path) -> None:
-    text = invoke("report", str(log))
+    text = invoke("report", str(log), "--all")  # every table whole
+    summary = invoke("report", str(log)).stdout  # the default: summaries in 100 columns
     as_json = json.loads(invoke("report", str(log), "--format", "json").stdout)
     as_csv = list(csv.DictReader(io.StringIO(invoke("report", str(log), "--format", "csv").stdout)))
     rates = as_json["violation_rates"]["rows"]
@@ -97,10 +98,17 @@ def test_report_formats_agree(log: Path) -> None:
             assert cell == ("" if value is None else str(value))
         # The text table shows the same counts.
         line = next(
-            ln for ln in text.stdout.splitlines() if row["relation"] in ln and "sim:planted" in ln
+            ln
+            for ln in text.stdout.splitlines()
+            if row["relation"] in ln and "sim:planted" in ln and "│" in ln
         )
         cells = [c.strip() for c in line.split("│") if c.strip()]
         assert cells[2:6] == [str(row[k]) for k in ("cases", "violated", "held", "invalid")]
+        # The summary's row of the relation (its one model said above the table) too.
+        short = next(
+            ln.split() for ln in summary.splitlines() if ln.split()[:1] == [row["relation"]]
+        )
+        assert short[1:5] == [str(row[k]) for k in ("cases", "violated", "held", "invalid")]
 
 
 def test_report_to_a_file(log: Path, tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from harness.cli import main
-from harness.cli.commands._render import TEXT_ROW_LIMIT, render_tables
+from harness.cli.commands._render import SUMMARY_ROWS, TEXT_ROW_LIMIT, render_tables
 from harness.reporting.campaign_status import campaign_statuses
 from harness.reporting.tables import Table
 from harness.store.reader import EventReader
@@ -188,7 +188,7 @@ def test_report_all_shows_every_row_and_json_keeps_them(tmp_path: Path) -> None:
     default = invoke("report", db).output
     everything = invoke("report", db, "--all").output
     for name, n in long.items():
-        assert f"{n - TEXT_ROW_LIMIT} more rows of {n} in {name!r}" in default
+        assert f"{n - SUMMARY_ROWS} more rows of {n} in {name!r}" in default
     assert "more rows of" not in everything
     assert len(everything.splitlines()) > len(default.splitlines()) + sum(long.values()) // 2
 

@@ -194,3 +194,74 @@ def test_model_text_is_shown_as_text_in_the_browser(browser: Any, tmp_path: Path
     assert reply == HOSTILE_REPLY
     assert watched.dialogs == [] and watched.errors == []
     assert page.evaluate("document.title") != "pwned"
+
+
+PLOTTED_VALUES = """
+(section) => {
+  const s = document.getElementById(section);
+  const heads = [...s.querySelectorAll("table thead th")].map(
+    (th) => th.textContent.replace(" ◆", "").trim()
+  );
+  const rows = [...s.querySelectorAll("table tbody tr")].map((tr) => {
+    const cells = [...tr.querySelectorAll("td")].map((td) => td.textContent.trim());
+    return Object.fromEntries(heads.map((h, i) => [h, cells[i]]));
+  });
+  const drawn = [...s.querySelectorAll("th.drawn")].map(
+    (th) => th.textContent.replace(" ◆", "").trim()
+  );
+  const figures = [...s.querySelectorAll("figure")].map((f) => ({
+    measure: f.querySelector("figcaption").dataset.measure,
+    caption: f.querySelector("figcaption").textContent,
+    points: [...f.querySelectorAll("g[data-value]")].map((g) => ({
+      label: g.dataset.label, row: g.dataset.row, column: g.dataset.column,
+      value: Number(g.dataset.value),
+    })),
+  }));
+  return { rows, drawn, figures };
+}
+"""
+
+
+def test_the_findings_come_first_and_plots_draw_what_the_table_shows(
+    browser: Any, sim_html: tuple[Path, Path]
+) -> None:
+    _, path = sim_html
+    watched = Watched(browser)
+    page = watched.open(path)
+    # The findings block is the first section after the campaign header, in sentences.
+    order = page.evaluate("[...document.querySelectorAll('main > section')].map(s => s.id)")
+    assert order[:2] == ["campaign", "t-findings"]
+    findings = page.locator("#t-findings")
+    assert findings.locator(".headline").inner_text().split()[1] == "flagged"
+    flagged = findings.locator("li.flagged")
+    assert flagged.count() >= 5
+    assert " -> " in flagged.first.inner_text() and "[+" in flagged.first.inner_text()
+    # An example link opens that conversation in the case browser.
+    link = findings.locator("a.case-link").first
+    case_id = link.get_attribute("data-case")
+    link.click()
+    assert page.locator("#conversation h3").inner_text() == case_id
+    assert page.locator("#case-count").inner_text().startswith("1 of ")
+    # Each plot names the column it draws; the table marks it; every point drawn is that
+    # column's value in the table's row of the same labels.
+    seen = 0
+    for section in ("t-violation_rates", "t-top_violating_terms"):
+        got = page.evaluate(PLOTTED_VALUES, section)
+        assert got["figures"], section
+        for figure in got["figures"]:
+            measure = figure["measure"]
+            assert measure in got["drawn"] and measure in figure["caption"]
+            for point in figure["points"]:
+                if point["label"] is not None:  # forest: labelled by model · relation (· term)
+                    parts = point["label"].split(" · ")
+                    match = [r for r in got["rows"] if all(p in r.values() for p in parts)]
+                else:  # heatmap: a row label by a column label
+                    match = [
+                        r for r in got["rows"]
+                        if point["row"] in r.values() and point["column"] in r.values()
+                    ]  # fmt: skip
+                assert match, point
+                assert float(match[0][measure]) == pytest.approx(point["value"], abs=1e-9)
+                seen += 1
+    assert seen >= 8
+    assert watched.errors == []

@@ -66,7 +66,9 @@ def test_any_table_draws_well_formed_svg(rows: list[tuple[Any, ...]]) -> None:
         root = parse(svg)
         assert not any(e.tag == "script" or e.tag.endswith("}script") for e in root.iter())
         for element in root.iter():
-            for value in element.attrib.values():
+            for name, value in element.attrib.items():
+                if name in ("data-label", "data-row", "data-column"):
+                    continue  # a row's labels, as text (a label may read "NaN")
                 assert "nan" not in value.lower() and "inf" not in value.lower(), value
 
 
@@ -109,3 +111,42 @@ def test_a_long_table_draws_its_first_rows_and_says_so(n: int) -> None:
     assert len(parse(svg).findall(f".//{SVG}circle")) == MAX_ROWS
     assert f"the first {MAX_ROWS} of {n} rows" in svg
     assert math.isfinite(float(parse(svg).get("height") or "nan"))
+
+
+def test_a_network_with_a_flag_draws_only_the_edges_its_test_supports() -> None:
+    rows = [
+        ["m1", "nurse", 5, None, None, None, "yes"],
+        ["m1", "pilot", 1, None, None, None, "no"],
+    ]
+    hint = Network("model", "group", "rate", facet=(), flag="flagged")
+    (svg,) = networks(table(rows, hint), hint, "n")
+    root = parse(svg)
+    edges = [e for e in root.iter() if e.get("class") == "edge"]
+    assert len(edges) == 1
+    assert "only pairs flagged" in svg
+    # Without the flag every row with a weight is an edge.
+    (both,) = networks(table(rows, HINTS[4]), HINTS[4], "m")
+    assert len([e for e in parse(both).iter() if e.get("class") == "edge"]) == 2
+    # Nothing flagged: nothing drawn.
+    unflagged = [[*r[:-1], "no"] for r in rows]
+    assert networks(table(unflagged, hint), hint, "o") == []
+
+
+def test_heatmap_labels_are_whole_and_inside_the_drawing() -> None:
+    from harness.reporting.html.heatmap import CHAR_W
+
+    long_row = "a social group with a rather long descriptive name here"  # 55 characters
+    long_column = "sim:planted · metaquerier.mr1 (free)"
+    rows = [[long_column, long_row, 0.5, None, None, None, "no"], ["m2", "g", 0.1, 0, 0, 0, "no"]]
+    (svg,) = heatmaps(table(rows, HINTS[1]), HINTS[1], "h")
+    root = parse(svg)
+    width, height = (float(v) for v in root.get("viewBox", "").split()[2:])
+    labels = [e for e in root.iter() if e.get("class") == "label"]
+    texts = {e.text for e in labels}
+    assert long_row in texts and long_column in texts  # not shortened
+    for e in labels:
+        x, y, length = float(e.get("x", 0)), float(e.get("y", 0)), len(e.text or "") * CHAR_W
+        if e.get("transform"):  # a column label, slanted 30 degrees up and right
+            assert y - length * 0.5 >= 0 and x + length * 0.87 <= width
+        else:  # a row label, right-aligned before the grid
+            assert x - length >= 0 and y <= height

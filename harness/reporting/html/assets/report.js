@@ -163,6 +163,18 @@
     apply();
   }
 
+  // An example conversation of a finding: the case browser narrowed to that case, open.
+  function showCase(id) {
+    const i = pack.cases.findIndex((c) => c[0] === id);
+    clear(false);
+    $("f-search").value = id;
+    apply();
+    if (i >= 0) {
+      const button = document.querySelector('#case-list button[data-case="' + i + '"]');
+      openCase(i, button);
+    }
+  }
+
   function clear(run) {
     for (const id of ["f-model", "f-relation", "f-outcome", "f-tag", "f-search"]) $(id).value = "";
     rowFilter = null;
@@ -198,6 +210,9 @@
     $("more").addEventListener("click", more);
     document.querySelectorAll("a.drill").forEach((a) =>
       a.addEventListener("click", () => drill(a))
+    );
+    document.querySelectorAll("a.case-link").forEach((a) =>
+      a.addEventListener("click", () => showCase(a.dataset.case))
     );
     document.body.dataset.ready = "true";
     apply();
