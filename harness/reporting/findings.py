@@ -27,7 +27,9 @@ The contract a table of tests keeps (every core and family table does):
   direction of the claim: the subject is attributed *to* it ("engineer -> male"); placed
   before the subject it is also context. A ``control`` label column names the control the
   row is measured against (else, with a ``rest_rate``, the row is measured against the
-  other subjects of its context);
+  other subjects of its context); a comparison of two models (`harness.reporting.compare`)
+  names them in ``base`` (what the row is measured against, on the same cases) and ``new``
+  (the model the claim is about, in place of ``model``);
 - its effect is a pair of columns with an interval, the first of `EFFECTS` it has
   (``excess`` with ``excess_low``/``excess_high`` against ``control_rate``; ``diff`` with
   ``diff_low``/``diff_high`` against ``rest_rate``), beside its ``rate``; a table without
@@ -59,7 +61,7 @@ from __future__ import annotations
 import math
 import statistics
 import textwrap
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,7 +88,8 @@ SIZE_COLUMNS = (
     "answers",
     "n",
 )
-NOT_SUBJECT = ("model", "relation", "control", "test")
+NOT_SUBJECT = ("model", "new", "relation", "control", "base", "test")
+AGAINST_COLUMNS = ("control", "base")  # what a row is measured against; not its context
 DECIDE_AT = 0.10  # an effect of 10 rate points: what an inconclusive cell cannot rule out
 INCONCLUSIVE_SHOWN = 12  # the inconclusive cells stated; the others are counted
 EXAMPLES = 3  # example cases per finding
@@ -101,11 +104,12 @@ class Effect:
     low: str
     high: str
     against: str
+    also_against: str = ""  # the baseline's column in tables that name it otherwise
 
 
 EFFECTS = (
     Effect("excess", "excess_low", "excess_high", "control_rate"),
-    Effect("diff", "diff_low", "diff_high", "rest_rate"),
+    Effect("diff", "diff_low", "diff_high", "rest_rate", also_against="base_rate"),
     Effect("difference", "diff_low", "diff_high", ""),  # a paired difference (BiasLens)
 )
 
@@ -136,6 +140,7 @@ class Cell:
     unit: str
     counts: tuple[tuple[str, float], ...] = ()  # a table without an effect: its counts
     context: tuple[str, ...] = ()  # the labels before the subject: what its rest shares
+    paired: bool = False  # measured on the same cases as what it is against (a comparison)
 
     def subject_text(self) -> str:
         if not self.subject:
@@ -352,7 +357,7 @@ def read_cells(table: Table) -> Iterator[Cell]:
     direction = next((c for c in DIRECTION_COLUMNS if c in cols[:labels]), None)
     subject_cols = [c for c in cols[:labels] if c not in NOT_SUBJECT and c != direction]
     first = cols.index(subject_cols[0]) if subject_cols else labels
-    context_cols = [c for c in cols[:first] if c != "control"]
+    context_cols = [c for c in cols[:first] if c not in AGAINST_COLUMNS]
     for i, row in enumerate(table.rows):
         meta = (table.row_meta[i] if table.row_meta is not None else None) or {}
         fam = meta.get("hypothesis_family") or {}
@@ -370,6 +375,8 @@ def read_cells(table: Table) -> Iterator[Cell]:
             claim = f"{claim} ({table.aspect})"
         if "control" in at and get("control"):
             control = f"its control ({get('control')})"
+        elif "base" in at and get("base"):
+            control = f"{get('base')} on the same cases"
         elif effect is not None and effect.against == "rest_rate":
             control = _rest_words(cols[:labels], subject_cols)
         else:
@@ -382,7 +389,7 @@ def read_cells(table: Table) -> Iterator[Cell]:
         n = _number(get(size)) if size else None
         yield Cell(
             table=table.name,
-            model=str(get("model") or ""),
+            model=str(get("model") or get("new") or ""),
             claim=claim,
             family=str(fam.get("name") or claim),
             family_size=int(fam.get("size") or 0),
@@ -394,7 +401,7 @@ def read_cells(table: Table) -> Iterator[Cell]:
             high=_number(get(effect.high)) if effect else None,
             rate=_number(get("rate")),
             control=control,
-            control_rate=_number(get(effect.against)) if effect and effect.against else None,
+            control_rate=_baseline_rate(effect, get),
             p=_number(get("p")),
             p_min=_number(get("p_min")),
             p_fdr=_number(get("p_fdr")),
@@ -403,7 +410,19 @@ def read_cells(table: Table) -> Iterator[Cell]:
             unit=str(meta.get("unit") or table.unit),
             counts=() if effect else counts,
             context=tuple(str(get(c)) for c in context_cols),
+            paired="base" in at,
         )
+
+
+def _baseline_rate(effect: Effect | None, get: Callable[[str], Any]) -> float | None:
+    """The rate a row's effect is measured from: its control's or rest's, or the base
+    model's in a comparison."""
+    if effect is None:
+        return None
+    for col in (effect.against, effect.also_against):
+        if col and (value := _number(get(col))) is not None:
+            return value
+    return None
 
 
 def _rest_words(labels: Sequence[str], subject_cols: Sequence[str]) -> str:
@@ -411,7 +430,7 @@ def _rest_words(labels: Sequence[str], subject_cols: Sequence[str]) -> str:
     within the label columns before its subject (the contract: context first)."""
     what = subject_cols[0] if subject_cols else "row"
     first = labels.index(what) if what in labels else len(labels)
-    within = [c for c in labels[:first] if c != "control"]
+    within = [c for c in labels[:first] if c not in AGAINST_COLUMNS]
     plural = what if what.endswith("s") else f"{what}s"
     return f"the other {plural} of the same {' and '.join(within) or 'table'}"
 
@@ -419,8 +438,8 @@ def _rest_words(labels: Sequence[str], subject_cols: Sequence[str]) -> str:
 def _rest_size(cell: Cell, cells: Sequence[Cell]) -> int:
     """The size of a row's rest: the other rows of its table with the same context (the
     labels before its subject: model, relation, gender...)."""
-    if cell.measure == "excess":
-        return cell.n or 0  # paired: the control ran on the same cases
+    if cell.measure == "excess" or cell.paired:
+        return cell.n or 0  # paired: the control (or the base model) ran on the same cases
     rest = sum(
         c.n or 0
         for c in cells

@@ -7,12 +7,17 @@ from io import StringIO
 import click
 from rich.console import Console
 
-from harness.cli.commands._render import FILE_WIDTH, TEXT_ROW_LIMIT, render_tables
+from harness.cli.commands._render import (
+    FILE_WIDTH,
+    REPORT_WIDTH,
+    render_summary,
+    render_tables,
+)
 from harness.cli.log_params import LogParam
 from harness.reporting.compare import Side, compare_tables, read_sides
 from harness.reporting.html import write_html_report
 from harness.reporting.output_files import check_output, write_output, write_stdout
-from harness.reporting.report import apply_fdr, to_csv, to_json
+from harness.reporting.report import apply_fdr, to_csv, to_json, with_findings
 from harness.reporting.tables import Table
 from harness.store.log import Log
 from harness.vocabulary.errors import ConfigError
@@ -45,9 +50,13 @@ def read_logs(logs: tuple[Log, ...]) -> list[tuple[str, list[Side]]]:
     return out
 
 
-def comparison(logs: tuple[Log, ...], pairs: tuple[str, ...], unpaired: bool) -> list[Table]:
-    """The corrected tables of ``harness compare`` (and ``harness check --against``)."""
-    return apply_fdr(compare_tables(read_logs(logs), pairs=parse_pairs(pairs), paired=not unpaired))
+def comparison(
+    logs: tuple[Log, ...], pairs: tuple[str, ...], unpaired: bool, *, findings: bool = False
+) -> list[Table]:
+    """The corrected tables of ``harness compare`` (and ``harness check --against``); with
+    ``findings``, after the findings block that states them (as a report's)."""
+    tables = compare_tables(read_logs(logs), pairs=parse_pairs(pairs), paired=not unpaired)
+    return with_findings(tables) if findings else apply_fdr(tables)
 
 
 @click.command("compare")
@@ -80,9 +89,11 @@ def comparison(logs: tuple[Log, ...], pairs: tuple[str, ...], unpaired: bool) ->
 @click.option("--force", is_flag=True, help="Replace the --out / --html file if it exists.")
 @click.option(
     "--all",
+    "--wide",
     "all_rows",
     is_flag=True,
-    help=f"Text: show every row of long tables (default: the first {TEXT_ROW_LIMIT}).",
+    help=f"Text: every table in full, every row and column, at its natural width (default: "
+    f"the findings and a summary of each table in {REPORT_WIDTH} columns, as `report`).",
 )
 def command(
     logs: tuple[Log, ...],
@@ -101,7 +112,7 @@ def command(
         check_output(out, inputs=list(logs), force=force)
     if html_out is not None:
         check_output(html_out, inputs=list(logs), force=force, option="--html")
-    tables = comparison(logs, pairs, unpaired)
+    tables = comparison(logs, pairs, unpaired, findings=True)
     if unpaired:
         click.echo("warning: UNPAIRED comparison (--unpaired): cases are not matched", err=True)
     if html_out is not None:
@@ -116,12 +127,16 @@ def command(
     elif fmt == "csv":
         text = to_csv(tables)
     else:
-        row_limit = None if all_rows else TEXT_ROW_LIMIT
-        if out is None:
-            render_tables(tables, row_limit=row_limit, empty="(nothing to compare)")
+        if not tables:
+            click.echo("(nothing to compare)")
             return
-        buf = StringIO()
-        render_tables(tables, Console(file=buf, width=FILE_WIDTH), row_limit=row_limit)
+        buf = StringIO() if out is not None else None
+        if all_rows:
+            render_tables(tables, Console(file=buf, width=FILE_WIDTH) if buf else None)
+        else:
+            render_summary(tables, Console(file=buf, width=REPORT_WIDTH) if buf else None)
+        if buf is None:
+            return
         text = buf.getvalue()
     if out:
         write_output(out, text, inputs=list(logs), force=force)

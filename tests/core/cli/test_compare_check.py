@@ -83,6 +83,24 @@ def test_a_planted_regression_between_two_sim_models_is_found(logs: dict[str, st
     assert not [r for r in got if r["relation"] == "metafair.mr8"]
 
 
+def test_the_comparison_states_its_findings_first(logs: dict[str, str]) -> None:
+    """The same findings block as a report: the regression as a sentence against the base
+    model on the same cases, with its interval and family, before the tables."""
+    result = _cli("compare", logs["seed1"], logs["regressed"], "--format", "json")
+    data = json.loads(result.stdout)
+    assert list(data)[0] == "findings"
+    stated = [r for r in data["findings"]["rows"] if r["kind"] == "flagged"]
+    overall = next(r for r in stated if r["labels"] == "violated")
+    assert overall["claim"].startswith("metaquerier.mr2 (paired comparison")
+    assert overall["effect"] > 0 and overall["effect_low"] > 0 and overall["n"] == 200
+    assert "on the same cases" in overall["control"] and overall["family_size"] >= 1
+    text = _cli("compare", logs["seed1"], logs["regressed"]).output
+    assert text.startswith("Findings") and "metaquerier.mr2" in text.split("\n")[2]
+    assert max(len(line) for line in text.splitlines()) <= 100
+    quiet = _cli("compare", logs["seed1"], logs["seed2"], "--format", "json")
+    assert not [r for r in json.loads(quiet.stdout)["findings"]["rows"] if r["kind"] == "flagged"]
+
+
 def test_two_seeds_of_one_sim_model_give_nothing_flagged(logs: dict[str, str]) -> None:
     result = _cli("compare", logs["seed1"], logs["seed2"], "--format", "json")
     rows = _rows(result)
