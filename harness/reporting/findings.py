@@ -925,8 +925,12 @@ def findings_lines(table: Table, width: int = 100) -> list[str]:
         what = f"{measure} vs {control}" if measure else "counts"
         subject = _subject_column(members)
         arrow = " -> direction" if members[0]["towards"] else ""
-        out += _wrapped(f"{model} · {claim}: {subject}{arrow}, {what} (family {family}, {size} "
-                        f"tests; unit: {unit})", width, "", "* ")  # fmt: skip
+        # The family is named only where it is not the claim itself, and the unit by its head
+        # (its explanation is in the table's note and the JSON report): two lines a group,
+        # so that the undecided cells follow on the first screen.
+        fam = "" if family == claim else f"family {family}, "
+        out += _wrapped(f"{model} · {claim}: {subject}{arrow}, {what} ({fam}{size} tests; "
+                        f"unit: {unit_head(str(unit or 'a row'))})", width, "", "* ")  # fmt: skip
         cells = [[_subject(r), _interval(r) or _clip(_counts(r["text"]), 44), _p(r["adjusted_p"]),
                   str(r["n"]), _short_case(r["examples"][0], model) if r["examples"] else ""]
                  for r in members]  # fmt: skip
@@ -961,6 +965,26 @@ def findings_lines(table: Table, width: int = 100) -> list[str]:
         for r in health:
             out += _wrapped(str(r["text"]), width, "", "- ")
     return out
+
+
+def unit_head(unit: str) -> str:
+    """A unit's head, without its explanation: the text before the first separator (" (",
+    ": ", "; ", ", ") outside parentheses that has at least two words before it ("a case
+    (its repeats by majority)" -> "a case"; "a (case, source term) pair, its..." -> "a (case,
+    source term) pair")."""
+    depth = 0
+    for i, ch in enumerate(unit):
+        if ch == "(":
+            if depth == 0 and i > 0 and unit[i - 1] == " " and len(unit[: i - 1].split()) >= 2:
+                return unit[: i - 1]
+            depth += 1
+        elif ch == ")":
+            depth = max(depth - 1, 0)
+        elif (
+            depth == 0 and ch in ":;," and unit[i + 1 : i + 2] == " " and len(unit[:i].split()) >= 2
+        ):
+            return unit[:i]
+    return unit
 
 
 def _subject_column(members: Sequence[dict[str, Any]]) -> str:

@@ -81,6 +81,11 @@ def test_the_sims_report_starts_with_its_planted_findings(tmp_path: Path) -> Non
     assert len(flagged) >= 8, flagged
     # Every planted term the campaign asked about is either flagged or stated as undecided.
     assert len(flagged | undecided) >= 16, (flagged, undecided)
+    # The first screen (50 lines) holds every flagged line and the start of the undecided.
+    first_screen = invoke("report", db).output.splitlines()[:50]
+    assert any(line.startswith("Inconclusive") for line in first_screen), first_screen
+    for term in flagged:
+        assert any(f"{term} (" in line for line in first_screen), term
 
 
 def test_a_vendor_with_a_planted_stereotype_is_reported_findings_first(tmp_path: Path) -> None:

@@ -88,7 +88,7 @@ def test_the_comparison_states_its_findings_first(logs: dict[str, str]) -> None:
     model on the same cases, with its interval and family, before the tables."""
     result = _cli("compare", logs["seed1"], logs["regressed"], "--format", "json")
     data = json.loads(result.stdout)
-    assert list(data)[0] == "findings"
+    assert next(iter(data)) == "findings"
     stated = [r for r in data["findings"]["rows"] if r["kind"] == "flagged"]
     overall = next(r for r in stated if r["labels"] == "violated")
     assert overall["claim"].startswith("metaquerier.mr2 (paired comparison")

@@ -16,6 +16,7 @@ from harness.reporting.findings import (
     FINDINGS_TABLE,
     findings_lines,
     read_findings,
+    unit_head,
 )
 from harness.reporting.power import (
     cases_in_closed_form,
@@ -212,3 +213,18 @@ def test_read_findings_on_corrected_tables_is_what_with_findings_states() -> Non
     higher = [f.cell.labels_text() for f in findings.flagged if (f.cell.effect or 0) > 0]
     assert higher == ["engineer (profession)"]
     assert findings.tests == len(COUNTS) and findings.families == 1
+
+
+@pytest.mark.parametrize(
+    ("unit", "head"),
+    [
+        ("a case (its repeats by majority)", "a case"),
+        ("a (case, source term) pair, its repeats' shares compared", "a (case, source term) pair"),
+        ("a case: its test and its matched control (a repeat)", "a case"),
+        ("rate: a verdict (repeats counted apart); case_rate: a case", "rate: a verdict"),
+        ("a question", "a question"),
+        ("a (case)", "a (case)"),
+    ],
+)
+def test_a_units_head_drops_its_explanation_outside_parentheses(unit: str, head: str) -> None:
+    assert unit_head(unit) == head
