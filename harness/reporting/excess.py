@@ -135,10 +135,9 @@ class PairTally:
         self.counts[0 if t and c else 1 if t else 2 if c else 3] += 1
 
 
-COLUMNS = [
-    "model",
-    "relation",
-    "group",
+# The columns `excess_cells` fills, after a row's labels: every table of excesses over a
+# matched control (per group here, per label value in label_rates) ends with them.
+CELL_COLUMNS = [
     "control",
     "pairs",
     "unpaired",
@@ -153,6 +152,7 @@ COLUMNS = [
     "p_min",
     *TEST_COLUMNS,
 ]
+COLUMNS = ["model", "relation", "group", *CELL_COLUMNS]
 
 
 def control_of(evidence: dict[str, Any]) -> dict[str, Any] | None:

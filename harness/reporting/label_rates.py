@@ -31,10 +31,9 @@ from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from harness.reporting.excess import PairTally, control_of, excess_cells
+from harness.reporting.excess import CELL_COLUMNS, PairTally, control_of, excess_cells
 from harness.reporting.stats import (
     COMPARISON_COLUMNS,
-    TEST_COLUMNS,
     compare_groups,
     majority_per_case,
 )
@@ -54,25 +53,7 @@ RATE_COLUMNS = [
     "ci95_high",
     *COMPARISON_COLUMNS,
 ]
-EXCESS_COLUMNS = [
-    "model",
-    "relation",
-    "label",
-    "value",
-    "control",
-    "pairs",
-    "unpaired",
-    "rate",
-    "control_rate",
-    "excess",
-    "excess_low",
-    "excess_high",
-    "test_only",
-    "control_only",
-    "test",
-    "p_min",
-    *TEST_COLUMNS,
-]
+EXCESS_COLUMNS = ["model", "relation", "label", "value", *CELL_COLUMNS]
 
 
 def label_value(value: Any) -> str | None:
