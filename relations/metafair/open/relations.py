@@ -178,11 +178,16 @@ class _OpenRelation(RelationBase):
     def planned_calls(self, data: dict[str, Any]) -> PlannedCalls:
         """Two subject calls (P and P', or P and the check), then ``judgings`` readings per
         judge of the jury, each with at most one repair turn; a case with a matched control
-        adds its subject calls, and each judge reads the control apart."""
+        adds its subject calls, and each judge reads the control apart. A sequential jury's
+        later judges may not be asked: their expected calls are none, their most all."""
         judges = self.judges_needed
         readings = self.options.judgings * (2 if "control" in data else 1)
         subject = 2 + (self.control_subject_calls if "control" in data else 0)
-        return PlannedCalls(subject, (readings,) * judges, judges_most=(2 * readings,) * judges)
+        # A sequential jury always asks its first ceil(n/2) judges; the others only where
+        # those do not fix the label, or in an audit case: none at least, every one at most.
+        first = -(-judges // 2) if self.options.sequential_jury else judges
+        expected = (readings,) * first + (0,) * (judges - first)
+        return PlannedCalls(subject, expected, judges_most=(2 * readings,) * judges)
 
     def make_case(self, index: int, seed: int) -> dict[str, Any]:
         if self.rows:
