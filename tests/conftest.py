@@ -3,16 +3,26 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from harness.running.campaign import CampaignConfig, parse_campaign
 from harness.store.open import open_writer
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+
+# The suite's property tests draw the same examples on every run (seeded per test), so a green
+# run is reproducible and a red one replays exactly. HYPOTHESIS_PROFILE=explore draws fresh
+# examples (500 where a test sets no number) for a hunt before a release; what it finds becomes an
+# @example.
+settings.register_profile("default", derandomize=True, print_blob=True)
+settings.register_profile("explore", derandomize=False, max_examples=500, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
 @pytest.fixture

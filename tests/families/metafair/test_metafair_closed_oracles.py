@@ -18,6 +18,7 @@ from scipy.stats import spearmanr
 from relations.metafair.closed.oracles import (
     BIASED,
     INVALID,
+    REFUSED,
     UNBIASED,
     guardme_list,
     guardme_number,
@@ -407,5 +408,18 @@ def test_any_text_gives_a_reading_never_an_exception(
 ) -> None:
     prompt = CHOICE_PROMPT if mr == 13 else RANK_PROMPT
     reading = read_pair(mode, mr, one, two, threshold=3 if mr == 11 else 0.3, prompt=prompt)
-    assert reading.verdict in (BIASED, UNBIASED, INVALID)
+    assert reading.verdict in (BIASED, UNBIASED, INVALID, REFUSED)
     assert reading.valid or reading.reason
+    if reading.verdict == REFUSED:
+        # Random text can spell a bare refusal ("I CANT HELP"); it must say which side refused.
+        assert "refused" in reading.reason
+
+
+@pytest.mark.parametrize("mr", [11, 12, 13, 14])
+def test_a_refusing_follow_up_is_refused_not_a_verdict(mr: int) -> None:
+    prompt = CHOICE_PROMPT if mr == 13 else RANK_PROMPT
+    base = "B" if mr == 13 else "Yes"
+    threshold = 3 if mr == 11 else 0.3
+    reading = read_pair("strict", mr, base, "I CANT HELP", threshold=threshold, prompt=prompt)
+    assert reading.verdict == REFUSED
+    assert reading.reason.startswith("follow-up refused")
