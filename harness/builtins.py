@@ -5,8 +5,12 @@ so one registry with one duplicate rule holds everything (a family cannot silent
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from harness.models.batch import BatchClient, register_batch_client
 from harness.plugins.family_refs import Deferred, Lazy
 from harness.plugins.registry import Family
+from harness.vocabulary.model import ModelSpec
 
 # By reference, like any family's parts: a command imports only the modules it runs.
 CORE = Family(
@@ -55,3 +59,24 @@ CORE = Family(
         Lazy("new-family", "harness.cli.commands.new_family:command"),
     ),
 )
+
+
+# The vendors' batch APIs (harness.models.batch, docs/vendors.md "Batch APIs"), imported like
+# their direct backends on first use; ``openai-compat`` servers have none.
+_BATCH_CLIENTS = (
+    Lazy("openai", "harness.models.providers:build_openai_batch"),
+    Lazy("anthropic", "harness.models.providers:build_anthropic_batch"),
+    Lazy("google", "harness.models.providers:build_gemini_batch"),
+)
+
+
+def _batch_factory(ref: Lazy) -> Callable[[ModelSpec], BatchClient]:
+    def build(spec: ModelSpec) -> BatchClient:
+        client: BatchClient = ref.load(f"the {ref.name} batch client")(spec)
+        return client
+
+    return build
+
+
+for _ref in _BATCH_CLIENTS:
+    register_batch_client(_ref.name, _batch_factory(_ref))

@@ -40,16 +40,28 @@ from harness.models.providers._options import (
     check_vendor_options,
     parse_options,
 )
-from harness.models.providers._pricing import Price, list_price, price_for
+from harness.models.providers._pricing import (
+    BATCH_DISCOUNTS,
+    Price,
+    batch_price_for,
+    list_price,
+    price_for,
+)
 from harness.models.providers._rate_budget import RateBudget, max_in_window
 
 # The SDKs take seconds to import; they are loaded when a vendor model is first built (the
 # registry imports a backend's module on first use: `harness.builtins`), or an adapter name
 # below is first used, so offline commands start fast.
 _LAZY = {
+    "AnthropicBatchClient": ("_anthropic_batch", "AnthropicBatchClient"),
     "AnthropicModel": ("_anthropic", "AnthropicModel"),
+    "GeminiBatchClient": ("_google_batch", "GeminiBatchClient"),
+    "OpenAIBatchClient": ("_openai_batch", "OpenAIBatchClient"),
     "GeminiModel": ("_google", "GeminiModel"),
     "OpenAIChatModel": ("_openai", "OpenAIChatModel"),
+    "build_anthropic_batch": ("_anthropic_batch", "build_anthropic_batch"),
+    "build_gemini_batch": ("_google_batch", "build_gemini_batch"),
+    "build_openai_batch": ("_openai_batch", "build_openai_batch"),
     "VendorModel": ("_base", "VendorModel"),
     "build_anthropic": ("_anthropic", "build_anthropic"),
     "build_gemini": ("_google", "build_gemini"),
@@ -75,8 +87,10 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "ADAPTER_MODULES",
+    "BATCH_DISCOUNTS",
     "VENDOR_SCHEMES",
     "AdaptiveConcurrency",
+    "AnthropicBatchClient",
     "AnthropicModel",
     "BudgetSnapshot",
     "Budgets",
@@ -84,20 +98,26 @@ __all__ = [
     "CostMeter",
     "Endpoint",
     "GateSnapshot",
+    "GeminiBatchClient",
     "GeminiModel",
     "HttpTarget",
+    "OpenAIBatchClient",
     "OpenAIChatModel",
     "Price",
     "RateBudget",
     "VendorGate",
     "VendorModel",
     "VendorOptions",
+    "batch_price_for",
     "build_anthropic",
+    "build_anthropic_batch",
     "build_budgets",
     "build_gate",
     "build_gemini",
+    "build_gemini_batch",
     "build_http",
     "build_openai",
+    "build_openai_batch",
     "build_openai_compat",
     "build_vendor_gate",
     "campaign_endpoints",

@@ -45,7 +45,8 @@ class AnthropicModel(VendorModel):
         )
         self.client = self.clients.first
 
-    async def _send(self, messages: Sequence[Message], params: GenerationParams) -> RawReply:
+    def request(self, messages: Sequence[Message], params: GenerationParams) -> dict[str, Any]:
+        """The Messages API request's arguments (``extra_body`` holds the sampling ones)."""
         system, turns = split_system(messages)
         request: dict[str, Any] = {
             "model": self.identifier,
@@ -71,8 +72,18 @@ class AnthropicModel(VendorModel):
                 }
             ]
             request["tool_choice"] = {"type": "tool", "name": ANSWER_TOOL}
+        return request
+
+    async def _send(self, messages: Sequence[Message], params: GenerationParams) -> RawReply:
+        request = self.request(messages, params)
         with self.clients.lease() as client:
             message = await client.messages.create(**request)
+        return self.parse(message, structured=params.answer_shape is not None)
+
+    def parse(self, message: object, *, structured: bool) -> RawReply:
+        """A message's text (a forced tool call's input when ``structured``), usage and stop
+        reason; the error a refusal or an error body stands for. Shared with the batch client
+        (harness.models.providers._anthropic_batch), whose results hold the same message."""
         request_id = getattr(message, "_request_id", None) or getattr(message, "id", None)
         failed = error_in_body(message, secrets=self._secrets)
         if failed is not None:
@@ -86,7 +97,7 @@ class AnthropicModel(VendorModel):
                 "reply has no content or no stop_reason", request_id=request_id
             )
         text = "".join(block.text for block in content if getattr(block, "type", None) == "text")
-        if shape is not None:
+        if structured:
             calls = [b for b in content if getattr(b, "type", None) == "tool_use"]
             if calls:  # the structured answer is the tool call's input
                 text = json.dumps(getattr(calls[0], "input", None), ensure_ascii=False)

@@ -115,7 +115,10 @@ class GeminiModel(VendorModel):
         self.clients = ClientPool(make, spec.max_in_flight)
         self.client = self.clients.first
 
-    async def _send(self, messages: Sequence[Message], params: GenerationParams) -> RawReply:
+    def request(
+        self, messages: Sequence[Message], params: GenerationParams
+    ) -> tuple[list[types.Content], types.GenerateContentConfig]:
+        """The contents and generation config of a ``generate_content`` call."""
         system, turns = split_system(messages)
         contents = [
             types.Content(
@@ -134,10 +137,20 @@ class GeminiModel(VendorModel):
         if params.answer_shape is not None:
             config.response_mime_type = "application/json"
             config.response_schema = gemini_schema(params.answer_shape.json_schema())
+        return contents, config
+
+    async def _send(self, messages: Sequence[Message], params: GenerationParams) -> RawReply:
+        contents, config = self.request(messages, params)
         with self.clients.lease() as client:
             response = await client.aio.models.generate_content(
                 model=self.identifier, contents=contents, config=config
             )
+        return self.parse(response)
+
+    def parse(self, response: types.GenerateContentResponse) -> RawReply:
+        """A response's text, usage and finish reason; the error a blocked prompt, a refusal
+        or an error body stands for. Shared with the batch client
+        (harness.models.providers._google_batch), whose inlined responses are the same."""
         request_id = response.response_id
         failed = error_in_body(response, secrets=self._secrets)
         if failed is not None:

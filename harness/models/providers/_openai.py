@@ -80,6 +80,12 @@ class OpenAIChatModel(VendorModel):
             completion = await client.post(
                 "/chat/completions", body=self.request(messages, params), cast_to=ChatCompletion
             )
+        return self.parse(completion)
+
+    def parse(self, completion: object) -> RawReply:
+        """A chat completion's text, usage and finish reason; the error a refusal, a body
+        that is an error object or a reply without choices stands for. Shared with the batch
+        client (harness.models.providers._openai_batch), whose results hold the same body."""
         if not isinstance(completion, ChatCompletion):
             raise MalformedResponseError(
                 f"reply is not a chat completion ({type(completion).__name__})"

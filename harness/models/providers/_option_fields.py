@@ -23,6 +23,11 @@ class VendorOptions(BaseModel):
     tpm: float | None = Field(default=None, gt=0)  # tokens (in + out) per minute
     price_in_per_mtok: float | None = Field(default=None, ge=0)
     price_out_per_mtok: float | None = Field(default=None, ge=0)
+    # Batch mode (docs/vendors.md, "Batch APIs"): the share of the price a batch takes off
+    # (the vendor's default, 0.5, when unset), or the batch prices themselves, which win.
+    batch_discount: float | None = Field(default=None, ge=0, lt=1)
+    batch_price_in_per_mtok: float | None = Field(default=None, ge=0)
+    batch_price_out_per_mtok: float | None = Field(default=None, ge=0)
     timeout: float | None = Field(default=None, gt=0, le=MAX_SECONDS)  # seconds per request
     adaptive: bool = True  # shrink calls in flight on 429, grow back on success
     min_in_flight: int = Field(default=1, ge=1, le=MAX_IN_FLIGHT)

@@ -100,3 +100,32 @@ def price_for(
         listed.in_per_mtok if price_in is None else price_in,
         listed.out_per_mtok if price_out is None else price_out,
     )
+
+
+# The share of the list price each vendor's batch API takes off: half, for OpenAI's Batch
+# API, Anthropic's Message Batches and Gemini's batch mode alike, at the time of writing.
+BATCH_DISCOUNTS: dict[str, float] = {"openai": 0.5, "anthropic": 0.5, "google": 0.5}
+
+
+def batch_price_for(
+    scheme: str,
+    identifier: str,
+    price_in: float | None,
+    price_out: float | None,
+    *,
+    discount: float | None = None,
+    batch_in: float | None = None,
+    batch_out: float | None = None,
+) -> Price | None:
+    """The price of a reply that came through ``scheme``'s batch API: a batch price given
+    in the options wins (per side); the other side is the direct price (`price_for`) less
+    ``discount`` (the vendor's `BATCH_DISCOUNTS` share when None). None: unknown."""
+    direct = price_for(scheme, identifier, price_in, price_out)
+    share = BATCH_DISCOUNTS.get(scheme, 0.0) if discount is None else discount
+    if batch_in is None:
+        batch_in = direct.in_per_mtok * (1 - share) if direct is not None else None
+    if batch_out is None:
+        batch_out = direct.out_per_mtok * (1 - share) if direct is not None else None
+    if batch_in is None or batch_out is None:
+        return None
+    return Price(batch_in, batch_out)

@@ -1,0 +1,106 @@
+"""What the three vendor batch clients share: the direct adapter they lean on (request
+bodies, reply parsing, error translation), the batch price, and the mapping of a failed
+request's vendor error to the error a direct call would have raised.
+
+A batch client never builds a request body or reads a reply on its own: the direct adapter's
+``request`` and ``parse`` do, so a batched turn is sent and read exactly as a direct one
+(same refusal, error-body and structured-answer rules); only the price differs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from harness.models.batch import BatchResult
+from harness.models.providers._base import RawReply, VendorModel, approx_tokens
+from harness.models.providers._errors import from_status
+from harness.models.providers._pricing import Price, batch_price_for
+from harness.vocabulary.errors import ModelError, redact
+from harness.vocabulary.model import ModelSpec, Reply, Usage, recordable_reply
+
+T = TypeVar("T")
+
+# The tag's key in a vendor's batch metadata (OpenAI); Gemini keeps it as the display name.
+TAG_KEY = "harness_tag"
+
+# How many of the newest batches `find` reads before it gives up (vendors list newest first;
+# a wave's batch is found among the newest unless thousands were created since).
+FIND_SCAN_LIMIT = 2000
+
+
+class VendorBatchClient:
+    """Base of the SDK batch clients; ``name`` is the campaign-level model name."""
+
+    def __init__(self, spec: ModelSpec, model: VendorModel) -> None:
+        self.name = spec.name
+        self.model = model
+        options = model.options
+        self.price: Price | None = batch_price_for(
+            spec.scheme,
+            spec.identifier,
+            options.price_in_per_mtok,
+            options.price_out_per_mtok,
+            discount=options.batch_discount,
+            batch_in=options.batch_price_in_per_mtok,
+            batch_out=options.batch_price_out_per_mtok,
+        )
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        return self.model._secrets
+
+    async def call(self, make: Callable[[], Awaitable[T]]) -> T:
+        """One SDK call; whatever it raises leaves as a `ModelError` (key redacted)."""
+        try:
+            return await make()
+        except (ModelError, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            raise self.model.translate(exc) from exc
+
+    def reply(self, raw: RawReply) -> Reply:
+        """A batched reply, priced at the batch rate. The latency of a batched reply is not
+        the vendor's: it is recorded as 0."""
+        usage = Usage(
+            input_tokens=raw.input_tokens if raw.input_tokens is not None else 0,
+            output_tokens=raw.output_tokens
+            if raw.output_tokens is not None
+            else approx_tokens(raw.text),
+        )
+        return recordable_reply(
+            Reply(
+                text=raw.text,
+                usage=usage,
+                finish_reason=raw.finish_reason,
+                request_id=raw.request_id,
+                cost_usd=self.price.cost(usage) if self.price is not None else None,
+            )
+        )
+
+    def outcome(self, custom_id: str, parse: Callable[[], RawReply]) -> BatchResult:
+        """The result of one answered request: its reply, or the error its body stands for
+        (a refusal, an error object), as `parse` (the direct adapter's) decides."""
+        try:
+            return BatchResult(custom_id, self.reply(parse()), None)
+        except ModelError as error:
+            return BatchResult(custom_id, None, error)
+        except Exception as exc:  # a body the parser cannot read: a malformed reply
+            return BatchResult(custom_id, None, self.model.translate(exc))
+
+    def failure(
+        self, custom_id: str, status: int, message: str, *, body: Any = None,
+        request_id: str | None = None,
+    ) -> BatchResult:  # fmt: skip
+        """A request the vendor answered with an error status: the error a direct call that
+        got the same status and message would have raised (retryable or not alike)."""
+        error = from_status(
+            status, redact(message, extra=self.secrets), body=body, request_id=request_id,
+            secrets=self.secrets,
+        )  # fmt: skip
+        return BatchResult(custom_id, None, error)
+
+    async def aclose(self) -> None:
+        """Close the SDK clients."""
+        await self.model.aclose()

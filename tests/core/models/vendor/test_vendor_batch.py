@@ -1,0 +1,288 @@
+"""The vendors' batch clients (harness.models.providers._*_batch) through their official
+SDKs, over real HTTP against a fake that speaks each batch protocol (batch_fakes.py)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+from batch_fakes import FakeBatchVendor
+from vendor_support import CANARY, IDENTIFIERS
+
+import harness.builtins  # noqa: F401  (registers the vendors' batch clients, as a run does)
+from harness.models.batch import BatchClient, BatchRequest, BatchResult, batch_client_for
+from harness.models.providers import batch_price_for, list_price
+from harness.vocabulary.errors import (
+    AuthenticationError,
+    BadRequestError,
+    ConfigError,
+    ContentRefusedError,
+    ModelError,
+    OverloadedError,
+    RateLimitedError,
+    ServerError,
+)
+from harness.vocabulary.model import GenerationParams, Message, ModelSpec
+
+BATCH_VENDORS = ("openai", "anthropic", "google")
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeBatchVendor]:
+    server = FakeBatchVendor(polls=3).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def spec(scheme: str, fake: FakeBatchVendor, **options: Any) -> ModelSpec:
+    options.setdefault("base_url", fake.url + ("/v1" if scheme == "openai" else ""))
+    return ModelSpec(name=f"{scheme}:{IDENTIFIERS[scheme]}", options=options)
+
+
+@pytest.fixture
+async def clients(
+    fake: FakeBatchVendor, canary_keys: dict[str, str]
+) -> AsyncIterator[dict[str, BatchClient]]:
+    built = {scheme: batch_client_for(spec(scheme, fake)) for scheme in BATCH_VENDORS}
+    yield built
+    for client in built.values():
+        await client.aclose()  # type: ignore[attr-defined]
+
+
+def wave(n: int, prefix: str = "req") -> list[BatchRequest]:
+    return [
+        BatchRequest(
+            custom_id=f"{prefix}_{i:03d}",
+            messages=(
+                Message(role="system", content="Answer briefly."),
+                Message(role="user", content=f"question number {i}"),
+            ),
+            params=GenerationParams(temperature=0.0, max_tokens=50),
+        )
+        for i in range(n)
+    ]
+
+
+async def run_to_end(client: BatchClient, requests: list[BatchRequest], tag: str) -> str:
+    file_id = await client.upload(requests)
+    batch_id = await client.create(requests, file_id, tag)
+    states = []
+    for _ in range(10):
+        status = await client.status(batch_id)
+        states.append(status.vendor_state)
+        if status.state != "pending":
+            break
+    assert status.state != "pending", states
+    return batch_id
+
+
+def by_id(results: list[BatchResult]) -> dict[str, BatchResult]:
+    out = {r.custom_id: r for r in results}
+    assert len(out) == len(results), "a custom_id came back twice"
+    return out
+
+
+@pytest.mark.parametrize("scheme", BATCH_VENDORS)
+async def test_full_cycle_gives_every_reply_at_the_batch_price(
+    scheme: str, fake: FakeBatchVendor, clients: dict[str, BatchClient]
+) -> None:
+    client = clients[scheme]
+    requests = wave(6)
+    batch_id = await run_to_end(client, requests, f"wave-{scheme}-1")
+    status = await client.status(batch_id)
+    assert (status.state, status.total, status.completed, status.failed) == ("ended", 6, 6, 0)
+    results = by_id(await client.results(batch_id))
+    assert sorted(results) == [r.custom_id for r in requests]
+    for i, request in enumerate(requests):
+        result = results[request.custom_id]
+        assert result.error is None and result.reply is not None
+        assert result.reply.text == f"echo: question number {i}"
+    # What the fake billed, at half the list price, is what the replies cost.
+    price = list_price(scheme, IDENTIFIERS[scheme])
+    assert price is not None
+    billed = (fake.input_tokens * price.in_per_mtok + fake.output_tokens * price.out_per_mtok) / 2e6
+    cost = sum(r.reply.cost_usd or 0.0 for r in results.values() if r.reply is not None)
+    assert cost == pytest.approx(billed, rel=1e-9) and cost > 0
+    assert fake.stats()["billed_requests"] == 6
+    assert all(n == 1 for n in fake.billed.values())
+
+
+@pytest.mark.parametrize("scheme", BATCH_VENDORS)
+async def test_requests_go_as_a_direct_call_would_send_them(
+    scheme: str, fake: FakeBatchVendor, clients: dict[str, BatchClient]
+) -> None:
+    await clients[scheme].create(wave(1), await clients[scheme].upload(wave(1)), "t")
+    (batch,) = fake.batches.values()
+    ((custom_id, body),) = batch.requests
+    assert custom_id == "req_000"
+    text = str(body)
+    assert "question number 0" in text and "Answer briefly." in text
+    if scheme == "openai":
+        assert body["model"] == IDENTIFIERS["openai"] and body["max_completion_tokens"] == 50
+    elif scheme == "anthropic":
+        assert body["system"] == "Answer briefly." and body["temperature"] == 0.0
+    else:
+        assert body["generationConfig"]["maxOutputTokens"] == 50
+        assert body["systemInstruction"]["parts"][0]["text"] == "Answer briefly."
+
+
+FATES = {0: "400", 1: "429", 2: "500", 3: "refusal", 4: "ok", 5: "529"}
+
+
+@pytest.mark.parametrize("scheme", BATCH_VENDORS)
+async def test_per_request_errors_are_the_errors_a_direct_call_raises(
+    scheme: str, fake: FakeBatchVendor, clients: dict[str, BatchClient]
+) -> None:
+    fake.chooser = lambda _custom_id, index: FATES[index]
+    client = clients[scheme]
+    batch_id = await run_to_end(client, wave(6), "mixed")
+    results = by_id(await client.results(batch_id))
+    assert len(results) == 6
+    errors = {cid: r.error for cid, r in results.items()}
+    assert isinstance(errors["req_000"], BadRequestError) and not errors["req_000"].retryable
+    assert isinstance(errors["req_001"], RateLimitedError) and errors["req_001"].retryable
+    assert isinstance(errors["req_002"], ServerError) and errors["req_002"].retryable
+    assert isinstance(errors["req_003"], ContentRefusedError)
+    assert errors["req_004"] is None and results["req_004"].reply is not None
+    assert isinstance(errors["req_005"], OverloadedError) and errors["req_005"].retryable
+    # Only answered requests are billed (a refusal is an answer, billed like one).
+    assert sorted(fake.billed) == ["req_003", "req_004"]
+    status = await client.status(batch_id)
+    assert status.state == "ended"
+    if scheme != "google":  # the Developer API has no separate counts for refusals
+        assert (status.completed, status.failed) == (2, 4)
+
+
+@pytest.mark.parametrize("scheme", BATCH_VENDORS)
+async def test_an_expired_batch_keeps_the_results_it_has(
+    scheme: str, fake: FakeBatchVendor, clients: dict[str, BatchClient]
+) -> None:
+    fake.chooser = lambda _custom_id, index: "expire" if index % 2 else "ok"
+    client = clients[scheme]
+    batch_id = await run_to_end(client, wave(6), "late")
+    assert (await client.status(batch_id)).state == "expired"
+    results = by_id(await client.results(batch_id))
+    # The unrun requests have no result (the engine sends them again); none is an error.
+    assert sorted(results) == ["req_000", "req_002", "req_004"]
+    assert all(r.reply is not None for r in results.values())
+    assert sorted(fake.billed) == ["req_000", "req_002", "req_004"]
+
+
+@pytest.mark.parametrize("scheme", ["openai", "google"])
+async def test_a_failed_batch_has_no_results(
+    scheme: str, fake: FakeBatchVendor, clients: dict[str, BatchClient]
+) -> None:
+    fake.fail_batch = True
+    client = clients[scheme]
+    batch_id = await run_to_end(client, wave(3), "broken")
+    assert (await client.status(batch_id)).state == "failed"
+    assert await client.results(batch_id) == []
+    assert fake.billed == {}
+
+
+@pytest.mark.parametrize("scheme", ["openai", "google"])
+async def test_find_re_attaches_a_batch_by_its_tag(
+    scheme: str, fake: FakeBatchVendor, clients: dict[str, BatchClient]
+) -> None:
+    client = clients[scheme]
+    ids = {}
+    for n in range(5):
+        requests = wave(1, prefix=f"w{n}")
+        ids[f"wave-{n}"] = await client.create(requests, await client.upload(requests), f"wave-{n}")
+    assert len(set(ids.values())) == 5
+    for tag, batch_id in ids.items():
+        assert await client.find(tag) == batch_id
+    assert await client.find("wave-never-sent") is None
+
+
+async def test_find_pages_through_openai_batches(
+    fake: FakeBatchVendor, clients: dict[str, BatchClient]
+) -> None:
+    client = clients["openai"]
+    first = await client.create(wave(1), None, "oldest")  # create uploads when not staged
+    for n in range(120):  # more than a page of 100: the oldest is on the second page
+        await client.create(wave(1, prefix=f"p{n}"), None, f"later-{n}")
+    assert await client.find("oldest") == first
+
+
+async def test_anthropic_cannot_find_a_batch_and_says_none(
+    clients: dict[str, BatchClient],
+) -> None:
+    client = clients["anthropic"]
+    await client.create(wave(2), None, "tagged")
+    assert await client.find("tagged") is None
+
+
+async def test_anthropic_rejects_a_custom_id_it_would_refuse_before_sending(
+    fake: FakeBatchVendor, clients: dict[str, BatchClient]
+) -> None:
+    bad = [BatchRequest("has space", (Message(role="user", content="x"),), GenerationParams())]
+    with pytest.raises(BadRequestError, match="custom_id"):
+        await clients["anthropic"].create(bad, None, "t")
+    assert fake.batches == {}
+
+
+@pytest.mark.parametrize("scheme", BATCH_VENDORS)
+async def test_a_bad_key_never_appears_in_the_error(
+    scheme: str, fake: FakeBatchVendor, monkeypatch: pytest.MonkeyPatch,
+    canary_keys: dict[str, str],
+) -> None:  # fmt: skip
+    name = {
+        "openai": "OPENAI_API_KEY",
+        "anthropic": "ANTHROPIC_API_KEY",
+        "google": "GEMINI_API_KEY",
+    }
+    secret = f"bad-{CANARY[name[scheme]]}"
+    monkeypatch.setenv(name[scheme], secret)
+    client = batch_client_for(spec(scheme, fake))
+    try:
+        with pytest.raises(AuthenticationError) as caught:
+            requests = wave(1)
+            await client.create(requests, await client.upload(requests), "t")
+    finally:
+        await client.aclose()  # type: ignore[attr-defined]
+    assert secret in fake.keys  # the fake saw it and echoed it back in its 401 body
+    error: ModelError = caught.value
+    assert "Incorrect API key" in str(error)  # the vendor's message is kept, the key is not
+    assert secret not in str(error) and secret not in repr(error) and "***" in str(error)
+
+
+def test_batch_price_is_half_the_list_price_unless_configured() -> None:
+    listed = list_price("openai", "gpt-4o-mini")
+    assert listed is not None
+    half = batch_price_for("openai", "gpt-4o-mini", None, None)
+    assert half is not None
+    assert (half.in_per_mtok, half.out_per_mtok) == (
+        listed.in_per_mtok / 2,
+        listed.out_per_mtok / 2,
+    )
+    quarter = batch_price_for("anthropic", "claude-haiku-4-5", None, None, discount=0.75)
+    assert quarter is not None and quarter.in_per_mtok == pytest.approx(0.25)
+    explicit = batch_price_for("google", "gemini-2.0-flash", 1.0, 2.0, batch_in=0.3)
+    assert explicit is not None and (explicit.in_per_mtok, explicit.out_per_mtok) == (0.3, 1.0)
+    assert batch_price_for("openai", "unlisted-model", None, None) is None
+    assert batch_price_for("openai", "unlisted-model", None, None, batch_in=1, batch_out=2)
+
+
+async def test_configured_batch_prices_price_the_replies(
+    fake: FakeBatchVendor, canary_keys: dict[str, str]
+) -> None:
+    client = batch_client_for(
+        spec("openai", fake, batch_price_in_per_mtok=1.0, batch_price_out_per_mtok=3.0)
+    )
+    try:
+        batch_id = await run_to_end(client, wave(3), "priced")
+        results = await client.results(batch_id)
+    finally:
+        await client.aclose()  # type: ignore[attr-defined]
+    cost = sum(r.reply.cost_usd or 0.0 for r in results if r.reply is not None)
+    assert cost == pytest.approx((fake.input_tokens * 1.0 + fake.output_tokens * 3.0) / 1e6)
+
+
+def test_a_scheme_without_a_batch_api_is_a_config_error() -> None:
+    with pytest.raises(ConfigError) as caught:
+        batch_client_for(ModelSpec(name="openai-compat:x", options={"base_url": "http://h/v1"}))
+    assert "mode" in str(caught.value.field)
