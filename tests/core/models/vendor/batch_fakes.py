@@ -8,12 +8,15 @@ batches go validating -> in_progress -> finalizing -> completed on the way), and
 
     ok  refusal  400  401  429  500  503  529  expire
 
-``expire`` leaves a request unrun: its batch ends expired (OpenAI: an error line with code
-``batch_expired``; Anthropic: an ``expired`` result; Gemini: no response), while the other
-requests of the batch keep their results. ``fail_batch`` makes every batch fail validation.
+``transient`` (the default as a process) gives a request its fault only the first time it
+is run, so resends succeed. ``expire`` leaves a request unrun: its batch ends expired
+(OpenAI: an error line with code ``batch_expired``; Anthropic: an ``expired`` result;
+Gemini: no response), while the other requests of the batch keep their results.
+``fail_batch`` makes every batch fail validation.
 
 The fake bills like a vendor: a request is billed (counted in ``billed[custom_id]``, with
-its tokens) once, when it is answered successfully; errors and unrun requests are free.
+its tokens) each time it is answered (a refusal too); errors and unrun requests are free,
+and ``billed_twice`` in the stats names any request paid for more than once.
 Everything it counts is served at ``GET /_fake/stats``, so a campaign killed and resumed in
 other processes can be checked against it. Start it in a thread (``FakeBatchVendor().start()``)
 or as a process: ``python batch_fakes.py --polls 3 --every 5=500 --every 7=expire`` prints
@@ -73,6 +76,10 @@ class FakeBatchVendor:
     polls: int = 2  # status reads before a batch ends
     chooser: Callable[[str, int], str] | None = None  # (custom_id, index in batch) -> fault
     fail_batch: bool = False
+    # A transient fault meets a request only the first time it is run: its resend in a later
+    # batch is answered, so a campaign that resends what failed or expired comes to an end.
+    transient: bool = False
+    runs: dict[str, int] = field(default_factory=dict)  # custom_id -> times run in a batch
     reply_fn: Callable[[str], str] = echo
     batches: dict[str, FakeBatch] = field(default_factory=dict)
     files: dict[str, bytes] = field(default_factory=dict)
@@ -115,6 +122,7 @@ class FakeBatchVendor:
             return {
                 "billed": dict(self.billed),
                 "billed_requests": sum(self.billed.values()),
+                "billed_twice": sorted(c for c, n in self.billed.items() if n > 1),
                 "input_tokens": self.input_tokens,
                 "output_tokens": self.output_tokens,
                 "batches": len(self.batches),
@@ -148,6 +156,9 @@ class FakeBatchVendor:
                 fault = self.chooser(custom_id, index) if self.chooser else "ok"
                 if fault not in BATCH_FAULTS:
                     raise ValueError(f"unknown batch fault {fault!r}")
+                if self.transient and self.runs.get(custom_id, 0) > 0:
+                    fault = "ok"
+                self.runs[custom_id] = self.runs.get(custom_id, 0) + 1
                 if fault == "expire":
                     expired = True
                     continue
@@ -543,6 +554,9 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--polls", type=int, default=2)
     parser.add_argument("--every", action="append", default=[], metavar="K=FAULT")
+    parser.add_argument(
+        "--permanent", action="store_true", help="a request meets its fault every time it is run"
+    )
     args = parser.parse_args()
     rules = []
     for rule in args.every:
@@ -550,7 +564,9 @@ def main() -> None:
         if fault not in BATCH_FAULTS:
             parser.error(f"unknown fault {fault!r} (one of {', '.join(BATCH_FAULTS)})")
         rules.append((int(every), fault))
-    fake = FakeBatchVendor(polls=args.polls, chooser=_every_chooser(rules)).start(args.port)
+    fake = FakeBatchVendor(
+        polls=args.polls, chooser=_every_chooser(rules), transient=not args.permanent
+    ).start(args.port)
     print(f"listening on {fake.url}", flush=True)
     try:
         threading.Event().wait()

@@ -3,7 +3,13 @@ SDKs, over real HTTP against a fake that speaks each batch protocol (batch_fakes
 
 from __future__ import annotations
 
+import asyncio
+import json
+import subprocess
+import sys
+import urllib.request
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -286,3 +292,49 @@ def test_a_scheme_without_a_batch_api_is_a_config_error() -> None:
     with pytest.raises(ConfigError) as caught:
         batch_client_for(ModelSpec(name="openai-compat:x", options={"base_url": "http://h/v1"}))
     assert "mode" in str(caught.value.field)
+
+
+async def test_a_transient_fault_meets_a_request_once(
+    fake: FakeBatchVendor, clients: dict[str, BatchClient]
+) -> None:
+    fake.transient = True
+    fake.chooser = lambda _custom_id, index: "expire" if index == 0 else "500"
+    client = clients["anthropic"]
+    first = by_id(await client.results(await run_to_end(client, wave(2), "a")))
+    assert list(first) == ["req_001"] and isinstance(first["req_001"].error, ServerError)
+    again = by_id(await client.results(await run_to_end(client, wave(2), "b")))
+    assert all(r.reply is not None for r in again.values()) and len(again) == 2
+    assert fake.stats()["billed_twice"] == []
+
+
+def test_the_fake_runs_as_a_process_for_other_processes(canary_keys: dict[str, str]) -> None:
+    script = Path(__file__).with_name("batch_fakes.py")
+    process = subprocess.Popen(
+        [sys.executable, str(script), "--polls", "1", "--every", "2=400"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert line.startswith("listening on http://127.0.0.1:"), line
+        url = line.split()[-1]
+
+        async def cycle() -> list[BatchResult]:
+            client = batch_client_for(
+                ModelSpec(name="openai:gpt-4o-mini", options={"base_url": url + "/v1"})
+            )
+            try:
+                return await client.results(await run_to_end(client, wave(4), "p"))
+            finally:
+                await client.aclose()  # type: ignore[attr-defined]
+
+        results = asyncio.run(cycle())
+        with urllib.request.urlopen(url + "/_fake/stats", timeout=10) as reply:
+            stats = json.load(reply)
+    finally:
+        process.terminate()
+        process.wait(10)
+    answered = sorted(r.custom_id for r in results if r.reply is not None)
+    assert len(results) == 4 and 0 < len(answered) < 4  # some custom_ids meet the 400
+    assert sorted(stats["billed"]) == answered and stats["requests_sent"] == 4
