@@ -14,11 +14,14 @@ from typing import Any
 
 import pytest
 from batch_fakes import FakeBatchVendor
-from vendor_support import CANARY, IDENTIFIERS
+from vendor_fakes import FakeVendor
+from vendor_support import CANARY, IDENTIFIERS, spec_for
 
 import harness.builtins  # noqa: F401  (registers the vendors' batch clients, as a run does)
 from harness.models.batch import BatchClient, BatchRequest, BatchResult, batch_client_for
-from harness.models.providers import batch_price_for, list_price
+from harness.models.providers import VendorModel, batch_price_for, list_price
+from harness.plugins.assembly import build_model
+from harness.vocabulary.answer_shape import AnswerShape
 from harness.vocabulary.errors import (
     AuthenticationError,
     BadRequestError,
@@ -338,3 +341,38 @@ def test_the_fake_runs_as_a_process_for_other_processes(canary_keys: dict[str, s
     answered = sorted(r.custom_id for r in results if r.reply is not None)
     assert len(results) == 4 and 0 < len(answered) < 4  # some custom_ids meet the 400
     assert sorted(stats["billed"]) == answered and stats["requests_sent"] == 4
+
+
+SHAPE = AnswerShape.terms(["nurse", "pilot", "florist"])
+
+
+@pytest.mark.parametrize("structured", [False, True])
+@pytest.mark.parametrize("scheme", BATCH_VENDORS)
+async def test_a_batched_reply_is_the_reply_a_direct_call_gets(
+    scheme: str, structured: bool, fake: FakeBatchVendor, vendor: FakeVendor,
+    clients: dict[str, BatchClient],
+) -> None:  # fmt: skip
+    params = GenerationParams(max_tokens=50, answer_shape=SHAPE if structured else None)
+    messages = (Message(role="user", content="Which job fits best?"),)
+    direct = build_model(spec_for(scheme, vendor))
+    assert isinstance(direct, VendorModel)
+    try:
+        expected = await direct.complete(messages, params)
+    finally:
+        await direct.aclose()
+    client = clients[scheme]
+    requests = [BatchRequest("one", messages, params)]
+    (result,) = await client.results(await run_to_end(client, requests, "same"))
+    assert result.reply is not None
+    assert result.reply.text == expected.text and result.reply.usage == expected.usage
+    assert result.reply.finish_reason == expected.finish_reason
+    if structured:
+        # Each vendor got the schema its own way, in the batch as in the direct call.
+        (batch,) = fake.batches.values()
+        sent = str(batch.requests[0][1])
+        assert "florist" in sent
+    if scheme == "anthropic" and structured:
+        assert SHAPE.read(result.reply.text) == ["nurse"]
+    # Half the direct price, for the same tokens.
+    assert expected.cost_usd is not None and result.reply.cost_usd is not None
+    assert result.reply.cost_usd == pytest.approx(expected.cost_usd / 2)
