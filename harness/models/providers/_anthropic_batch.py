@@ -12,6 +12,7 @@ re-attach a batch whose id was never recorded: it returns None. See docs/vendors
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -41,6 +42,8 @@ _STATUS_OF = {
 
 class AnthropicBatchClient(VendorBatchClient):
     model: AnthropicModel
+    max_requests = 100_000  # whichever limit a batch reaches first
+    max_bytes = 256 * 1024 * 1024
 
     def __init__(self, spec: ModelSpec, model: AnthropicModel) -> None:
         super().__init__(spec, model)
@@ -64,6 +67,7 @@ class AnthropicBatchClient(VendorBatchClient):
 
     async def create(self, requests: Sequence[BatchRequest], file_id: str | None, tag: str) -> str:
         body = self.batch_requests(requests)
+        self.check_size(len(body), len(json.dumps(body, ensure_ascii=False).encode()))
         batch = await self.call(lambda: self.client.messages.batches.create(requests=body))  # type: ignore[arg-type]
         return batch.id
 

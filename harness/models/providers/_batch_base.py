@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from harness.models.batch import BatchResult
 from harness.models.providers._base import RawReply, VendorModel, approx_tokens
 from harness.models.providers._errors import from_status
 from harness.models.providers._pricing import Price, batch_price_for
-from harness.vocabulary.errors import ModelError, redact
+from harness.vocabulary.errors import BadRequestError, ModelError, redact
 from harness.vocabulary.model import ModelSpec, Reply, Usage, recordable_reply
 
 T = TypeVar("T")
@@ -31,7 +31,14 @@ FIND_SCAN_LIMIT = 2000
 
 
 class VendorBatchClient:
-    """Base of the SDK batch clients; ``name`` is the campaign-level model name."""
+    """Base of the SDK batch clients; ``name`` is the campaign-level model name.
+
+    ``max_requests`` and ``max_bytes`` are the vendor's limits on one batch (None: none
+    documented); the engine may read them to size its waves, and a wave past them is
+    refused before anything is sent (`check_size`)."""
+
+    max_requests: ClassVar[int | None] = None
+    max_bytes: ClassVar[int | None] = None
 
     def __init__(self, spec: ModelSpec, model: VendorModel) -> None:
         self.name = spec.name
@@ -46,6 +53,20 @@ class VendorBatchClient:
             batch_in=options.batch_price_in_per_mtok,
             batch_out=options.batch_price_out_per_mtok,
         )
+
+    def check_size(self, count: int, size: int) -> None:
+        """A `BadRequestError` (not retried) for a wave the vendor would reject for its size:
+        ``count`` requests of ``size`` bytes as sent."""
+        if self.max_requests is not None and count > self.max_requests:
+            raise BadRequestError(
+                f"a batch of {count} requests is more than the {self.max_requests} one "
+                f"{self.model.vendor} batch may hold: send smaller waves"
+            )
+        if self.max_bytes is not None and size > self.max_bytes:
+            raise BadRequestError(
+                f"a batch of {size} bytes is more than the {self.max_bytes} one "
+                f"{self.model.vendor} batch may hold: send smaller waves"
+            )
 
     @property
     def secrets(self) -> tuple[str, ...]:

@@ -69,6 +69,7 @@ def _state(job: types.BatchJob) -> str:
 
 class GeminiBatchClient(VendorBatchClient):
     model: GeminiModel
+    max_bytes = 20 * 1000 * 1000  # inline requests (larger jobs need the file input)
 
     def __init__(self, spec: ModelSpec, model: GeminiModel) -> None:
         super().__init__(spec, model)
@@ -90,6 +91,8 @@ class GeminiBatchClient(VendorBatchClient):
 
     async def create(self, requests: Sequence[BatchRequest], file_id: str | None, tag: str) -> str:
         src: Any = self.inlined(requests)
+        size = sum(len(r.model_dump_json(exclude_none=True)) for r in src)
+        self.check_size(len(src), size)
         job = await self.call(
             lambda: self.client.aio.batches.create(
                 model=self.model.identifier,

@@ -42,6 +42,8 @@ _NOT_RUN = {"batch_expired", "batch_cancelled"}
 
 class OpenAIBatchClient(VendorBatchClient):
     model: OpenAIChatModel
+    max_requests = 50_000  # a batch input file's limits
+    max_bytes = 200 * 1024 * 1024
 
     def __init__(self, spec: ModelSpec, model: OpenAIChatModel) -> None:
         super().__init__(spec, model)
@@ -65,6 +67,7 @@ class OpenAIBatchClient(VendorBatchClient):
 
     async def upload(self, requests: Sequence[BatchRequest]) -> str | None:
         data = self.jsonl(requests)
+        self.check_size(len(requests), len(data))
         uploaded = await self.call(
             lambda: self.client.files.create(
                 file=("requests.jsonl", data, "application/jsonl"), purpose="batch"

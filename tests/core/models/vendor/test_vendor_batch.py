@@ -376,3 +376,20 @@ async def test_a_batched_reply_is_the_reply_a_direct_call_gets(
     # Half the direct price, for the same tokens.
     assert expected.cost_usd is not None and result.reply.cost_usd is not None
     assert result.reply.cost_usd == pytest.approx(expected.cost_usd / 2)
+
+
+@pytest.mark.parametrize("scheme", BATCH_VENDORS)
+async def test_a_wave_past_the_vendors_limits_is_refused_before_sending(
+    scheme: str, fake: FakeBatchVendor, clients: dict[str, BatchClient],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    client = clients[scheme]
+    monkeypatch.setattr(type(client), "max_bytes", 2000)
+    big = [
+        BatchRequest(f"big_{i}", (Message(role="user", content="x" * 500),), GenerationParams())
+        for i in range(5)
+    ]
+    with pytest.raises(BadRequestError, match="smaller waves"):
+        await client.create(big, await client.upload(big), "too-big")
+    assert fake.batches == {} and fake.files == {}
+    assert (await client.create(big[:1], await client.upload(big[:1]), "fits")) in fake.batches
