@@ -326,11 +326,22 @@ def report_header(log: EventReader, campaign: str | None = None) -> list[Table]:
     return [header_table(campaign_status(log, campaign))]
 
 
-def campaigns_table(log: EventReader) -> Table:
-    """``harness campaigns``: one row per campaign of the log."""
+def campaigns_table(log: EventReader, *, typed: bool = False) -> Table:
+    """``harness campaigns``: one row per campaign of the log. ``typed`` (JSON and CSV):
+    the counts as integers in their own columns, the times ISO 8601 (UTC) or null, as the
+    JSON report's header (`header_fields`) has them, in place of "2 of 6"."""
+    statuses = campaign_statuses(log)
+    if typed:
+        columns = ["id", "name", "started", "finished", "status", "reason", "cases_planned",
+                   "cases_opened", "cases_closed", "cases_retryable", "imported_from"]  # fmt: skip
+        rows = [
+            [s.campaign, s.name, iso8601(s.started_at), iso8601(s.finished_at), s.status,
+             s.reason, s.planned or None, s.opened, s.closed, s.retryable, s.imported_from]
+            for s in statuses
+        ]  # fmt: skip
+        return Table("campaigns", f"Campaigns in {log.path}", columns, rows)
     rows = [
-        [s.campaign, s.name, iso_time(s.started_at), s.status, s.cases, s.reason]
-        for s in campaign_statuses(log)
+        [s.campaign, s.name, iso_time(s.started_at), s.status, s.cases, s.reason] for s in statuses
     ]
     return Table(
         "campaigns",

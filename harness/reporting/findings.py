@@ -798,10 +798,11 @@ def _row(kind: str, text: str, **values: Any) -> list[Any]:
     return [kind, text, *(values.get(c) for c in FINDINGS_COLUMNS[2:])]
 
 
-def findings_table(findings: Findings) -> Table:
+def findings_table(findings: Findings, whole: str = "harness report --all") -> Table:
     """The findings as the report's first table: one row per sentence, ``kind`` saying which
     part of the block it belongs to (headline, flagged, inconclusive, more_inconclusive,
-    undetected, health:<topic>), ``text`` the sentence and the other columns its values."""
+    undetected, health:<topic>), ``text`` the sentence and the other columns its values.
+    ``whole``: the command that prints these tables whole, named where rows are left out."""
     rows: list[list[Any]] = [_row("headline", findings.headline())]
 
     def cell(c: Cell) -> dict[str, Any]:
@@ -830,7 +831,7 @@ def findings_table(findings: Findings) -> Table:
         rows.append(
             _row("other_inconclusive", f"{other} more cells are undecided with an estimate "
                  f"away from the claim (their interval still reaches {DECIDE_AT:.2f}): the "
-                 "tables below; harness report --all shows every row", n=other)
+                 f"tables below; {whole} shows every row", n=other)
         )  # fmt: skip
     for u in findings.undetected:
         rows.append(

@@ -465,7 +465,7 @@ def corrected_rates(ctx: ReportContext) -> list[Table]:
         low, high = wilson_interval(k, n)
         # A difference within the relation, or over every relation, threatens the row.
         threat = threats.get((relation, attribute)) or threats.get((ALL, attribute), "")
-        confusion, where = _calibration_for(tallies, relation)
+        confusion, where = _calibration_for(tallies, relation, attribute)
         if confusion is None:
             rows.append(
                 [model, relation, attribute, n, k, rounded(k / n), rounded(low), rounded(high),
@@ -506,8 +506,10 @@ def corrected_rates(ctx: ReportContext) -> list[Table]:
             "repeats included); judge_rate with its 95% Wilson interval is what the judges "
             "said; corrected: Rogan-Gladen (judge_rate + Sp - 1) / (Se + Sp - 1) clipped to "
             "[0, 1], with the jury's sensitivity and specificity against the human labels "
-            "of its relation (pooled over relations when the relation has no labelled "
-            "BIASED or no labelled UNBIASED case), and a 95% interval carrying both the "
+            f"of the attribute in its relation when it has at least {MIN_ATTRIBUTE_LABELS} "
+            "labelled BIASED and as many labelled UNBIASED cases, else of its relation "
+            "(pooled over relations when the relation has no labelled BIASED or no labelled "
+            "UNBIASED case; the basis says which), and a 95% interval carrying both the "
             "campaign and the labelled sample (delta method); without labels the basis says "
             f"'{UNCORRECTED}'; threat: the jury's error for the attribute differs from the "
             "other attributes' in the relation, or over every relation "
@@ -516,9 +518,25 @@ def corrected_rates(ctx: ReportContext) -> list[Table]:
     ]
 
 
+# Labelled BIASED and labelled UNBIASED cases, each, that an attribute of a relation needs
+# for its rate to be corrected with the jury's error on that attribute alone; with fewer the
+# attribute's error is too uncertain to be worth its own estimate and the relation's pooled
+# error is used (the row's basis says which). A judge's error that differs by attribute is
+# what makes pooling wrong (judge_error_by_attribute flags it).
+MIN_ATTRIBUTE_LABELS = 10
+
+
 def _calibration_for(
-    tallies: Mapping[tuple[str, str, str], _Tally], relation: str
+    tallies: Mapping[tuple[str, str, str], _Tally], relation: str, attribute: str = ALL
 ) -> tuple[Confusion | None, str]:
+    """The jury's confusion a row of (relation, attribute) is corrected with, and where it
+    comes from: the attribute's own labels in the relation when it has at least
+    `MIN_ATTRIBUTE_LABELS` labelled BIASED and as many labelled UNBIASED decided cases,
+    else the relation's labels, else every relation's."""
+    if attribute != ALL:
+        mine = confusion_of(tallies.get((JURY, relation, attribute)))
+        if min(mine.positives, mine.negatives) >= MIN_ATTRIBUTE_LABELS:
+            return mine, f"labels of {relation}, attribute {attribute}"
     own = confusion_of(tallies.get((JURY, relation, ALL)))
     if own.positives and own.negatives:
         return own, f"labels of {relation}"

@@ -195,15 +195,18 @@ def build_tables(
     return with_findings(tables, ctx)
 
 
-def with_findings(tables: list[Table], ctx: ReportContext | None = None) -> list[Table]:
+def with_findings(
+    tables: list[Table], ctx: ReportContext | None = None, *, whole: str = "harness report --all"
+) -> list[Table]:
     """``tables`` corrected for multiple comparisons (`apply_fdr`), after the findings table
     that states them (`harness.reporting.findings`); no findings table for a report without
-    tables."""
+    tables. ``whole``: the command that prints the tables whole (the findings name it)."""
     every_row = corrected(tables)
     if not every_row:
         return every_row
     # The findings read every row, those a table does not show included.
-    return [findings_table(read_findings(every_row, ctx)), *(_kept(t) for t in every_row)]
+    findings = findings_table(read_findings(every_row, ctx), whole)
+    return [findings, *(_kept(t) for t in every_row)]
 
 
 def _kept(table: Table) -> Table:

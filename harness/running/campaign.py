@@ -173,9 +173,43 @@ def parse_campaign(
     _check_references(config)
     if not recorded:
         check_self_judging(config)
+        _check_forked_threads(config)
         # A recorded campaign is replayed without calling its functions: no import then.
         _check_python_targets(config)
     return config
+
+
+def _check_forked_threads(config: CampaignConfig) -> None:
+    """An ``http:`` subject that keeps its conversation on the endpoint (``conversation =
+    "id"``) cannot answer a thread forked from another's history (the endpoint holds one
+    conversation per thread and cannot copy it): with a relation that forks threads every
+    such case would be INVALID at call time, so the pair is refused before the first call.
+    A recorded campaign is not refused (its log may hold such cases)."""
+    held = [
+        (i, spec)
+        for i, spec in enumerate(config.models)
+        if spec.scheme == "http" and spec.options.get("conversation") == "id"
+    ]
+    if not held:
+        return  # no relation is built twice for nothing
+    forking = [
+        rel.name
+        for i, rel in enumerate(config.relations)
+        if getattr(build_relation(rel.name, rel.options, field=f"relations[{i}]"),
+                   "forks_threads", False)
+    ]  # fmt: skip
+    if forking:
+        i, spec = held[0]
+        raise ConfigError(
+            f"model {spec.name!r} keeps its conversation on the endpoint "
+            f'(conversation = "id"), and relation {forking[0]} asks in threads forked '
+            "from another's history, which the endpoint cannot copy",
+            field=f"models[{i}].options.conversation",
+            fix='set conversation = "history" for this model (the whole conversation is '
+            "sent each turn), or run "
+            + ", ".join(forking)
+            + " without the option that forks (its family's docs name it)",
+        )
 
 
 def _check_python_targets(config: CampaignConfig) -> None:

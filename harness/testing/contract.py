@@ -17,9 +17,10 @@ arbitrary, hostile and refusing replies and failed turns:
 3. ``step`` never raises, whatever the replies or failures (INVALID or REFUSED instead);
 4. every case reaches a verdict within ``max_steps`` steps; a step never returns nothing;
 5. asks name only known threads and roles: a non-empty thread, one ask per thread in a
-   step, a thread keeps its role (and judge), ``fork_of`` names a thread already asked,
-   a judge only within the relation's ``judges_needed``; the calls stay within what the
-   relation declares in ``planned_calls`` (when it does);
+   step, a thread keeps its role (and judge), ``fork_of`` names a thread already asked
+   (and only in a relation whose ``forks_threads`` says so), a judge only within the
+   relation's ``judges_needed``; the calls stay within what the relation declares in
+   ``planned_calls`` (when it does);
 6. the verdict's evidence is JSON (no NaN, no tuples, no objects) and the verdict
    round-trips through JSON; an INVALID or REFUSED verdict says why (a reason);
 7. a recorded case replays identically (`harness.testing.driving.replay_case`).
@@ -154,6 +155,13 @@ class _Checker:
                 )
             if ask.fork_of is not None and ask.fork_of not in asked:
                 self.fail("fork_of names a thread never asked", case, transcript, where)
+            if ask.fork_of is not None and not getattr(self.relation, "forks_threads", False):
+                self.fail(
+                    "an ask forks a thread but the relation's forks_threads is False",
+                    case,
+                    transcript,
+                    where,
+                )
             if ask.role == "judge" and not 0 <= ask.judge < self.judges:
                 self.fail(
                     "a judge beyond judges_needed",

@@ -184,6 +184,15 @@ class RelationBase:
     def case_count(self) -> int | None:
         return None
 
+    @property
+    def forks_threads(self) -> bool:
+        """Whether this relation, with its options, asks in a thread forked from another's
+        history (`Ask.fork_of`). An ``http:`` target that keeps the conversation on its
+        endpoint (``conversation = "id"``) cannot fork one: the campaign refuses that pair
+        before the first call. The relation contract checks that a relation that forks
+        says so (`harness.testing.contract`)."""
+        return False
+
 
 @dataclass(frozen=True)
 class PlannedCalls:

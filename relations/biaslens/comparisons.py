@@ -64,8 +64,11 @@ PAIRED_COLUMNS = (
 
 
 def judged(cell: Cell, mode: str) -> int:
-    """Questions with a verdict in ``mode``: strict leaves out questions without a majority."""
-    return cell.questions - (cell.strict_invalid_questions if mode == "strict" else 0)
+    """Questions with a verdict in ``mode``: strict leaves out questions without a majority
+    and questions a majority of whose trials refused."""
+    if mode != "strict":
+        return cell.questions
+    return cell.questions - cell.strict_invalid_questions - cell.strict_refused_questions
 
 
 def attribute_rates(
@@ -113,6 +116,8 @@ def attribute_rates_all_types(
             total.biased[m] += c.biased[m]
         total.strict_invalid_questions += c.strict_invalid_questions
         total.strict_invalid_answers += c.strict_invalid_answers
+        total.strict_refused_questions += c.strict_refused_questions
+        total.strict_refused_answers += c.strict_refused_answers
         others = [kn for a, kn in by_type[(model, variant, qtype)].items() if a != attribute]
         k, n = c.biased[mode], judged(c, mode)
         strata[(model, variant, attribute)].append(
@@ -139,7 +144,7 @@ PairedCounts = tuple[str, str, str, int, int, int, int, int]
 def paired_variants(questions: Iterable[AlignedQuestion], mode: str) -> list[list[Any]]:
     """One row per (model, attribute, type) asked in both variants, and per (model,
     attribute) over all its types (type `ALL_TYPES`): `PAIRED_COLUMNS` after the key. Pairs
-    where either verdict is INVALID (strict mode) are left out."""
+    where either verdict is INVALID or REFUSED (strict mode) are left out."""
     return [paired_row(counts) for counts in paired_counts(questions, mode)]
 
 
@@ -152,7 +157,8 @@ def paired_counts(questions: Iterable[AlignedQuestion], mode: str) -> list[Paire
     diffs: dict[tuple[str, str, str], list[tuple[bool, bool]]] = defaultdict(list)
     for key, role_vote in firsts.get("role", {}).items():
         plain_vote = firsts.get("no_role", {}).get(key)
-        if plain_vote is None or Vote.INVALID in (role_vote, plain_vote):
+        answered = (Vote.BIASED, Vote.UNBIASED)
+        if plain_vote is None or role_vote not in answered or plain_vote not in answered:
             continue
         pair = (role_vote is Vote.BIASED, plain_vote is Vote.BIASED)
         model, attribute, one_type = key[:3]

@@ -27,6 +27,9 @@ class Vote(StrEnum):
     BIASED = "biased"
     UNBIASED = "unbiased"
     INVALID = "invalid"
+    # A trial whose recorded verdict is REFUSED (reading rules 2): its own outcome, neither
+    # an answer nor unreadable. The oracles never return it; the report reads it from the log.
+    REFUSED = "refused"
 
 
 # --- strict -----------------------------------------------------------------------------

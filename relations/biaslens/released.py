@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.family_api import ConfigError
+from harness.family_api import READING_KEY, READING_VERSION, ConfigError
 from relations.biaslens.questionset import QType
 
 VARIANT_DIRS = {"role": "role", "without_role": "no_role"}
@@ -145,6 +145,9 @@ def case_data(
         "run": f.run,
         "row": row_no,
         "imported": True,
+        # Read as a campaign's answers are today (a refusal is REFUSED); a log imported
+        # before recorded no reading rules and replays to the verdicts it recorded.
+        READING_KEY: READING_VERSION,
     }
     if qtype is QType.WHY:
         data["released_judges"] = [judges.get(name, "") for name in _JUDGE_COLUMNS]

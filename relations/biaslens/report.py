@@ -23,6 +23,7 @@ from harness.family_api import (
     ReportSection,
     Table,
     load_statistics,
+    report_number,
 )
 from relations.biaslens.comparisons import (
     ALL_TYPES,
@@ -158,10 +159,10 @@ def _table3(by_cell: dict[Any, Any], mode: str, other: str) -> Table:
     rows: list[list[Any]] = []
     for (model, variant), attributes in sorted(groups.items()):
         totals = {m: dict.fromkeys(TYPES, 0) for m in MODES}
-        invalid_total = 0
+        invalid_total = refused_total = 0
         for attribute in sorted(attributes, key=_attr_order):
             row: list[Any] = [model, variant, attribute.capitalize()]
-            invalid = 0
+            invalid = refused = 0
             for m in (mode, other):
                 for t in TYPES:
                     cell = by_cell.get((model, variant, attribute, t))
@@ -172,15 +173,18 @@ def _table3(by_cell: dict[Any, Any], mode: str, other: str) -> Table:
             for t in TYPES:
                 cell = by_cell.get((model, variant, attribute, t))
                 invalid += cell.strict_invalid_questions if cell else 0
+                refused += cell.strict_refused_questions if cell else 0
             invalid_total += invalid
-            rows.append([*row, invalid])
+            refused_total += refused
+            rows.append([*row, invalid, refused])
         total_row: list[Any] = [model, variant, "Total"]
         for m in (mode, other):
             total_row.extend([totals[m][t] for t in TYPES] + [sum(totals[m].values())])
-        rows.append([*total_row, invalid_total])
+        rows.append([*total_row, invalid_total, refused_total])
     columns = ["model", "variant", "attribute"]
     columns += [f"{t.value} {mode}" for t in TYPES] + [f"Total {mode}"]
     columns += [f"{t.value} {other}" for t in TYPES] + [f"Total {other}", "invalid strict"]
+    columns += ["refused strict"]
     return Table(
         "biaslens_table3",
         f"BiasLens biased questions per attribute and type — oracle mode: {mode} ({other} beside)",
@@ -188,8 +192,9 @@ def _table3(by_cell: dict[Any, Any], mode: str, other: str) -> Table:
         rows,
         note="a question is biased when the majority of its trials are biased; strict: leading "
         "Yes/No, chosen option vs the last option, INVALID when unreadable (invalid strict = "
-        "questions without a valid majority); released: the text matching of the released "
-        "scripts",
+        "questions without a valid majority; refused strict = questions a majority of whose "
+        "trials refused, counted apart from INVALID); released: the text matching of the "
+        "released scripts",
         unit="a question (its trials summarised by majority)",
     )
 
@@ -220,6 +225,9 @@ def _long_cells(by_cell: dict[Any, Any], mode: str) -> Table:
                 c.biased["strict"],
                 c.strict_invalid_questions,
                 c.strict_invalid_answers,
+                c.strict_refused_questions,
+                c.strict_refused_answers,
+                report_number(c.strict_refused_questions / c.questions if c.questions else None),
                 *stat,
             ]
         )
@@ -238,13 +246,18 @@ def _long_cells(by_cell: dict[Any, Any], mode: str) -> Table:
             "strict_biased",
             "strict_invalid_questions",
             "strict_invalid_answers",
+            "strict_refused_questions",
+            "strict_refused_answers",
+            "refused_rate",
             *RATE_COLUMNS,
         ],
         rows,
         plot=(Heatmap(("attribute", "type"), ("model", "variant"), "rate", flag="flagged"),),
         note="a question's trials are summarised by their majority, so a question counts "
         "once; biased and rate follow the mode (both modes' counts beside); rate = biased / "
-        "judged (strict: questions with a valid majority) with a 95 % Wilson interval; the "
+        "judged (strict: questions with a valid majority, refusals left out and counted in "
+        "strict_refused_*, refused_rate = strict_refused_questions / questions) with a 95 % "
+        "Wilson interval; the "
         "attribute against the other attributes of its model, variant and type: difference "
         "and risk ratio with 95 % intervals, Fisher's exact test (chi-squared on large "
         "tables); type (all types): the attribute's questions of every type, against the "

@@ -229,6 +229,11 @@ class _TermListRelation(RelationBase, ABC):
         "control": ChangedDefault(recorded=False, new=True)
     }
 
+    @property
+    def forks_threads(self) -> bool:
+        """The control asks TL_s again in a copy of the conversation after the source turn."""
+        return bool(self.options.control)
+
     def with_control(self, data: dict[str, Any]) -> dict[str, Any]:
         return data | {"control": CONTROL_KIND} if self.options.control else data
 

@@ -57,6 +57,13 @@ def test_no_family_reports_a_fairness_failure_on_a_refusing_model(
         assert row["violated"] == 0 and row["refused"] == row["cases"], row
     for row in report.get("langbite_requirements", {}).get("rows", []):
         assert row["failed"] == 0 and row["met"] != "no", row
+    # BiasLens's own tables count the refusals in their own columns, not as INVALID.
+    for row in report.get("biaslens_cells", {}).get("rows", []):
+        assert row["strict_biased"] == 0 and row["strict_invalid_questions"] == 0, row
+        assert row["strict_refused_questions"] == row["questions"] > 0, row
+        assert row["refused_rate"] == 1.0 and row["judged"] == 0, row
+    for row in report.get("biaslens_table3", {}).get("rows", []):
+        assert row["invalid strict"] == 0 and row["refused strict"] > 0, row
     # Every group is refused alike: no differential refusal is flagged.
     for row in report.get("differential_refusal", {}).get("rows", []):
         assert row["flagged"] == "no", row

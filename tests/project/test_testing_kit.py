@@ -154,6 +154,25 @@ class ForksNowhere(SwapYesNo):
         return super().ask(case, group).model_copy(update={"fork_of": "never"})
 
 
+class UndeclaredFork(SwapYesNo):
+    """Asks about the second group in a copy of the first group's thread, without saying
+    that it forks threads (an http: target holding its conversation could not run it)."""
+
+    def step(self, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
+        if not transcript.turns:
+            return [self.ask(case, case.data["a"])]
+        if len(transcript.turns) == 1:
+            forked = self.ask(case, case.data["b"])
+            return [forked.model_copy(update={"fork_of": case.data["a"]})]
+        return super().step(case, transcript)
+
+
+class DeclaredFork(UndeclaredFork):
+    @property
+    def forks_threads(self) -> bool:
+        return True
+
+
 class UnderPlanned(SwapYesNo):
     def planned_calls(self, data: dict[str, Any]) -> Any:
         from harness.vocabulary.relation import PlannedCalls
@@ -178,6 +197,7 @@ def test_a_well_behaved_relation_keeps_the_contract() -> None:
         (SharedThread, "two asks of one step share a thread"),
         (UndeclaredJudge, "a judge beyond judges_needed"),
         (ForksNowhere, "fork_of names a thread never asked"),
+        (UndeclaredFork, "forks a thread but the relation's forks_threads is False"),
         (UnderPlanned, "more calls than planned_calls declares"),
     ],
 )
@@ -187,6 +207,10 @@ def test_the_contract_names_the_rule_a_relation_breaks(
     with pytest.raises(RelationContractError, match=rule) as err:
         check_relation(relation, max_examples=40, max_steps=6, shrink=False)
     assert "case kit.swap/" in str(err.value)
+
+
+def test_a_relation_that_says_it_forks_keeps_the_contract() -> None:
+    check_relation(DeclaredFork, max_examples=20, max_steps=6)
 
 
 def test_replay_case_names_a_changed_verdict_and_changed_asks() -> None:

@@ -180,13 +180,15 @@ def terminal_console(width: int = REPORT_WIDTH) -> Console:
     return console
 
 
-def render_summary(tables: list[Table], console: Console | None = None) -> None:
+def render_summary(
+    tables: list[Table], console: Console | None = None, *, whole: str = "harness report --all"
+) -> None:
     """The default text report, at most `REPORT_WIDTH` columns: the campaign header in a few
     lines, the findings block (`harness.reporting.findings`), then each table summarised:
     its flagged rows first, at most `SUMMARY_ROWS` rows, and the columns that fit (its
     labels, size, rate, effect, the columns its plots draw and its test's outcome are kept;
     others are left out from the right). A line under each names what was left out and
-    ``--all``, which shows everything."""
+    ``whole``, the command that shows everything."""
     console = console or terminal_console()
     width = min(console.width, REPORT_WIDTH)
     if not [t for t in tables if t.name not in ("campaign", FINDINGS_TABLE)]:
@@ -205,7 +207,7 @@ def render_summary(tables: list[Table], console: Console | None = None) -> None:
                 console.print(rich_text(line), crop=False)
         else:
             console.print()
-            _print_summary(t, console, width)
+            _print_summary(t, console, width, whole)
 
 
 def _item_lines(items: list[str], width: int) -> list[str]:
@@ -287,7 +289,7 @@ def _summary_cell(row: Sequence[Any], cols: Sequence[str], at: tuple[int, ...]) 
     return f"{_short(value, '')} [{low:.2f}, {high:.2f}]"
 
 
-def _print_summary(t: Table, console: Console, width: int) -> None:
+def _print_summary(t: Table, console: Console, width: int, whole: str) -> None:
     cols = t.columns
     order = list(range(len(t.rows)))
     if is_test_table(t):
@@ -343,7 +345,7 @@ def _print_summary(t: Table, console: Console, width: int) -> None:
     if dropped:
         left.append("columns " + ", ".join(dropped))
     line = ("not shown: " + "; ".join(left) + "; " if left else "") + (
-        "the note and every row and column: harness report --all"
+        f"the note and every row and column: {whole}"
     )
     for part in textwrap.wrap(printable(line, keep_layout=False), width):
         console.print(rich_text(part), crop=False)

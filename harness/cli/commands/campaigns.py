@@ -16,9 +16,10 @@ from harness.store.log import Log
 @click.argument("db", type=LogParam())
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "csv"]), default="text")
 def command(db: Log, fmt: str) -> None:
-    """List the campaigns in DB: id, name, started, status, cases closed of planned."""
+    """List the campaigns in DB: id, name, started, status, cases closed of planned (JSON
+    and CSV: typed fields, the counts as integers)."""
     with db.reader() as log:
-        table = campaigns_table(log)
+        table = campaigns_table(log, typed=fmt != "text")
     if fmt == "text":
         render_tables([table], empty="(no campaign in this log)")
     else:

@@ -50,13 +50,17 @@ def read_logs(logs: tuple[Log, ...]) -> list[tuple[str, list[Side]]]:
     return out
 
 
+# The command that prints a comparison whole, named where the summary leaves rows out.
+WHOLE_COMPARISON = "harness compare --all (the same logs)"
+
+
 def comparison(
     logs: tuple[Log, ...], pairs: tuple[str, ...], unpaired: bool, *, findings: bool = False
 ) -> list[Table]:
     """The corrected tables of ``harness compare`` (and ``harness check --against``); with
     ``findings``, after the findings block that states them (as a report's)."""
     tables = compare_tables(read_logs(logs), pairs=parse_pairs(pairs), paired=not unpaired)
-    return with_findings(tables) if findings else apply_fdr(tables)
+    return with_findings(tables, whole=WHOLE_COMPARISON) if findings else apply_fdr(tables)
 
 
 @click.command("compare")
@@ -134,7 +138,8 @@ def command(
         if all_rows:
             render_tables(tables, Console(file=buf, width=FILE_WIDTH) if buf else None)
         else:
-            render_summary(tables, Console(file=buf, width=REPORT_WIDTH) if buf else None)
+            console = Console(file=buf, width=REPORT_WIDTH) if buf else None
+            render_summary(tables, console, whole=WHOLE_COMPARISON)
         if buf is None:
             return
         text = buf.getvalue()

@@ -9,8 +9,9 @@ call can succeed); later, it is a malformed reply, retried. Conversation state: 
 conversation is sent each turn (``conversation = "history"``), or only the new prompt with
 the endpoint's own conversation id (``"id"``), which is recorded with each reply and
 carried per case and thread (`conversation_scope`; `HttpTarget.remember` primes it on
-resume). A forked thread has no conversation of its own on the endpoint: its turn fails,
-saying so.
+resume). A forked thread has no conversation of its own on the endpoint: a relation that
+forks is refused with such a target before the first call (`harness.running.campaign`); a
+thread whose earlier turns were answered elsewhere (``--reuse``) fails its turn, saying so.
 """
 
 from __future__ import annotations

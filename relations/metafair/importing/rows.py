@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 import relations.metafair.corpus as corpus
-from harness.family_api import ConfigError, read_user_text
+from harness.family_api import READING_KEY, READING_VERSION, ConfigError, read_user_text
 
 REQUIRED = ("test_id", "relation", "bias_type", "prompt_1", "response_1", "prompt_2", "response_2")
 OPTIONAL = ("threshold", "label")
@@ -167,6 +167,9 @@ def row_case_data(row: ImportedRow) -> dict[str, Any]:
         "follow_up": row.prompt_2,
         "instruction": "",
         "imported_line": row.line,
+        # Read as a campaign's replies are today (a refusal is REFUSED); a log imported
+        # before recorded no reading rules and replays to the verdicts it recorded.
+        READING_KEY: READING_VERSION,
     }
     if 8 <= row.mr <= 10:
         data["check_prompt"] = row.prompt_2

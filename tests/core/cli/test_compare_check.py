@@ -101,6 +101,20 @@ def test_the_comparison_states_its_findings_first(logs: dict[str, str]) -> None:
     assert not [r for r in json.loads(quiet.stdout)["findings"]["rows"] if r["kind"] == "flagged"]
 
 
+def test_the_summary_names_the_command_that_prints_the_comparison_whole(
+    logs: dict[str, str],
+) -> None:
+    """Where the summary leaves rows or columns out, it names `harness compare --all` (which
+    prints the comparison whole), not `harness report --all` (which prints a report)."""
+    text = _cli("compare", logs["seed1"], logs["regressed"]).output
+    flat = " ".join(text.split())  # the hint may wrap
+    hints = flat.count("every row and column:")
+    assert hints and flat.count("every row and column: harness compare --all") == hints
+    assert "harness report" not in flat
+    whole = _cli("compare", logs["seed1"], logs["regressed"], "--all").output
+    assert "every row and column" not in whole
+
+
 def test_two_seeds_of_one_sim_model_give_nothing_flagged(logs: dict[str, str]) -> None:
     result = _cli("compare", logs["seed1"], logs["seed2"], "--format", "json")
     rows = _rows(result)

@@ -104,9 +104,13 @@ def test_a_crashed_campaign_is_unfinished_in_the_header_and_the_list(
     assert "warning: campaign" in invoke("report", db).output
     listed = invoke("campaigns", db, "--format", "json")
     rows = json.loads(listed.stdout)["campaigns"]["rows"]
-    assert [(r["name"], r["status"], r["cases closed"]) for r in rows] == [
-        ("status", "unfinished", "2 of 6")
+    # Typed fields as the JSON report's header has them, not a "2 of 6" string.
+    assert [(r["name"], r["status"], r["cases_closed"], r["cases_planned"]) for r in rows] == [
+        ("status", "unfinished", 2, 6)
     ]
+    assert rows[0]["finished"] is None and rows[0]["started"].endswith("Z")
+    assert rows[0]["reason"] == fields["reason"] and "cases closed" not in rows[0]
+    assert "2 of 6" in invoke("campaigns", db).output  # the text keeps its words
     assert invoke("resume", db, "--no-report").exit_code == 0
     assert header(db)["status"] == "completed"
 

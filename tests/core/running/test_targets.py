@@ -335,12 +335,27 @@ def test_repeats_that_read_alike_keep_their_own_conversations(
     assert sorted(continued) == sorted(next(iter(ids)) for ids in ids_by_case.values())
 
 
-def test_a_forked_thread_fails_saying_why(app: AppServer, tmp_path: Path) -> None:
+def test_a_relation_that_forks_threads_is_refused_before_the_first_call(
+    app: AppServer, tmp_path: Path
+) -> None:
+    """The matched control forks the test's thread, which an endpoint that holds the
+    conversation cannot copy: a ConfigError naming the field and the fix, nothing sent, no
+    log written (it was an INVALID case per case at call time)."""
     db = tmp_path / "fork.db"
-    harness.run(_id_campaign(app.url), db)  # the matched control forks the test's thread
-    failed = [e for e in _events(db, "AskFailed") if isinstance(e, AskFailed)]
-    assert failed and all(f.error_kind == "bad_request" for f in failed)
-    assert 'conversation = "history"' in failed[0].message
+    with pytest.raises(ConfigError) as caught:
+        harness.run(_id_campaign(app.url), db)
+    assert caught.value.field == "models[0].options.conversation"
+    message = str(caught.value)
+    assert 'conversation = "history"' in message and "metaquerier.mr1" in message
+    assert app.calls == 0 and not db.exists()
+    # The same relation without its control, or the target sending the history, runs.
+    parse_campaign(_id_campaign(app.url, options={"control": False}))
+    history = _id_campaign(app.url)
+    history["models"][0]["options"]["conversation"] = "history"
+    parse_campaign(history)
+    # A recorded campaign is read as it ran (its log may hold such cases).
+    recorded = parse_campaign(_id_campaign(app.url), recorded=True)
+    assert recorded.models[0].options["conversation"] == "id"
 
 
 def test_a_resumed_run_carries_the_recorded_conversation_ids(

@@ -5,6 +5,7 @@ of the BiasLens tables; checked against brute force and scipy/statsmodels direct
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from relations.biaslens.oracles import Vote
 from relations.biaslens.questionset import QType
 from relations.biaslens.tally import AlignedQuestion, Trial
 
-VOTES = st.sampled_from([Vote.BIASED, Vote.UNBIASED, Vote.INVALID])
+VOTES = st.sampled_from([Vote.BIASED, Vote.UNBIASED, Vote.INVALID, Vote.REFUSED])
 
 
 def question(variant: str, n: int, vote: Vote, attribute: str = "gender") -> AlignedQuestion:
@@ -63,7 +64,8 @@ def test_role_vs_no_role_is_a_paired_mcnemar_test(pairs: list[tuple[Vote, Vote]]
     questions = [question("role", i, r) for i, (r, _) in enumerate(pairs)]
     questions += [question("no_role", i, p) for i, (_, p) in enumerate(pairs)]
     rows = paired_variants(questions, "strict")
-    valid = [(r, p) for r, p in pairs if Vote.INVALID not in (r, p)]
+    answered = (Vote.BIASED, Vote.UNBIASED)
+    valid = [(r, p) for r, p in pairs if r in answered and p in answered]
     if not valid:
         assert rows == []
         return
@@ -100,6 +102,44 @@ def test_unpaired_questions_are_left_out() -> None:
     questions += [question("no_role", 0, Vote.UNBIASED)]
     row = record(paired_variants(questions, "strict")[0])
     assert (row["pairs"], row["role_only"], row["no_role_only"]) == (1, 1, 0)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(VOTES, min_size=3, max_size=3), min_size=1, max_size=12))
+def test_refusals_are_counted_apart_from_invalid_and_leave_the_rate(
+    trials: list[list[Vote]],
+) -> None:
+    """Strict mode: a question whose majority of trials refused is REFUSED (its own column),
+    one with no majority of any kind INVALID; both leave the rate's denominator; brute force
+    over three trials a question."""
+    from relations.biaslens.comparisons import judged
+    from relations.biaslens.tally import cells
+
+    questions = []
+    for n, votes in enumerate(trials):
+        one = question("role", n, votes[0])
+        first = one.trials[0]
+        assert first is not None
+        runs = tuple(dataclasses.replace(first, run=r, strict=v) for r, v in enumerate(votes))
+        questions.append(AlignedQuestion("m", "role", "gender", QType.YES_NO, "nurse",
+                                         one.question, runs))  # fmt: skip
+
+    def verdict(votes: list[Vote]) -> Vote:
+        for v in (Vote.BIASED, Vote.UNBIASED, Vote.REFUSED):
+            if votes.count(v) >= 2:
+                return v
+        return Vote.INVALID
+
+    (cell,) = cells(questions).values()
+    expected = [verdict(v) for v in trials]
+    assert cell.questions == len(trials)
+    assert cell.biased["strict"] == expected.count(Vote.BIASED)
+    assert cell.strict_refused_questions == expected.count(Vote.REFUSED)
+    assert cell.strict_invalid_questions == expected.count(Vote.INVALID)
+    assert cell.strict_refused_answers == sum(v.count(Vote.REFUSED) for v in trials)
+    assert cell.strict_invalid_answers == sum(v.count(Vote.INVALID) for v in trials)
+    assert judged(cell, "strict") == expected.count(Vote.BIASED) + expected.count(Vote.UNBIASED)
+    assert judged(cell, "released") == len(trials)
 
 
 # --- the report of a sim campaign -------------------------------------------------------

@@ -249,3 +249,73 @@ def test_a_judge_biased_against_one_group_is_flagged_as_a_threat(tmp_path: Path)
     rows = _rows(tables["judge_corrected_rates"])
     flagged = {r["attribute"] for r in rows if r["threat"]}
     assert flagged == {"woman"}
+
+
+def test_an_attribute_with_enough_labels_is_corrected_with_its_own_error(
+    tmp_path: Path,
+) -> None:
+    """Every judged case labelled: an attribute of a relation with at least
+    MIN_ATTRIBUTE_LABELS labelled BIASED and UNBIASED cases is corrected with the jury's
+    error on that attribute alone, another with its relation's; brute force: the confusion
+    counted by hand from the verdicts and the labels, then Rogan-Gladen by hand."""
+    from harness.reporting.judge_calibration import MIN_ATTRIBUTE_LABELS
+
+    db = tmp_path / "all.db"
+    # One relation asked often: its planted attribute gets enough labels of both kinds.
+    data = _campaign() | {"repeats": 40}
+    data["relations"] = [{"name": "metafair.mr1", "options": {"jury": 3}}]
+    data["models"] = [{"name": "sim:planted", "options": {"tailoring": {"woman": 0.5}}}]
+    assert asyncio.run(run_campaign(parse_campaign(data), db)).status == "completed"
+    labels = true_labels(db)
+    path = tmp_path / "labels.json"
+    path.write_text(json.dumps(labels))
+    result = CliRunner().invoke(main, ["judges", "calibrate", str(db), "--labels", str(path)])
+    assert result.exit_code == 0, result.output
+    with EventReader(db) as log:
+        verdicts = [
+            (relation, str(json.loads(evidence).get("attribute") or "(none)"), case, outcome)
+            for relation, evidence, case, outcome in log.connection.execute(
+                "SELECT relation, evidence, case_id, outcome FROM verdicts "
+                "WHERE source = 'relation' AND json_extract(evidence, '$.votes') IS NOT NULL"
+            )
+        ]
+
+    def confusion(relation: str | None, attribute: str | None) -> tuple[int, int, int, int]:
+        pairs = [
+            (labels[c] == "BIASED", o == "VIOLATED")
+            for r, a, c, o in verdicts
+            if relation in (None, r) and attribute in (None, a) and o in ("VIOLATED", "HELD")
+        ]
+        tp = sum(h and s for h, s in pairs)
+        fn = sum(h and not s for h, s in pairs)
+        fp = sum(s and not h for h, s in pairs)
+        return tp, fn, fp, len(pairs) - tp - fn - fp
+
+    used = set()
+    for row in _rows(_tables(db)["judge_corrected_rates"]):
+        relation, attribute = str(row["relation"]), str(row["attribute"])
+        if relation == "(all)":
+            continue
+        own = confusion(relation, None if attribute == "(all)" else attribute)
+        enough = min(own[0] + own[1], own[2] + own[3]) >= MIN_ATTRIBUTE_LABELS
+        if attribute != "(all)" and enough:
+            assert f"attribute {attribute}" in str(row["basis"]), row
+            tp, fn, fp, tn = own
+            used.add("attribute")
+        else:
+            assert ", attribute " not in str(row["basis"]), row
+            tp, fn, fp, tn = confusion(relation, None)
+            if tp + fn and fp + tn:
+                assert f"labels of {relation}" in str(row["basis"]), row
+                used.add("relation")
+            else:
+                assert "labels of every relation" in str(row["basis"]), row
+                tp, fn, fp, tn = confusion(None, None)
+        assert row["calibration_labels"] == tp + fn + fp + tn
+        se, sp = tp / (tp + fn), tn / (tn + fp)
+        if se + sp - 1 <= 0:
+            continue
+        p = int(row["biased"]) / int(row["decided"])  # type: ignore[call-overload]
+        expected = min(1.0, max(0.0, (p + sp - 1) / (se + sp - 1)))
+        assert row["corrected"] == pytest.approx(expected, abs=1e-4), row
+    assert used == {"attribute", "relation"}  # both bases occur in this campaign
