@@ -270,7 +270,10 @@ class Engine:
         workers: list[asyncio.Task[None]] = []
         for spec in self.config.models:
             cases = self.plan.cases_for(spec.name, skip=self._skip)
-            for i in range(spec.max_in_flight):
+            # In batch mode a worker waits a whole wave for each turn: as many workers as a
+            # wave holds, so a wave fills with every case's next step.
+            workers_of = self.config.batch.wave_size if spec.mode == "batch" else spec.max_in_flight
+            for i in range(workers_of):
                 workers.append(
                     asyncio.create_task(self._worker(cases), name=f"case-worker-{spec.name}-{i}")
                 )
