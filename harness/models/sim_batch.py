@@ -138,7 +138,7 @@ class SimBatchClient:
 
     async def _end(self, data: dict[str, Any]) -> None:
         """Answer the batch (the whole change is written at once by the caller)."""
-        expired = _every(self.expire_every, f"batch{data['number']}")
+        expired = self.expire_every > 0 and data["number"] % self.expire_every == 0
         results: list[dict[str, Any]] = []
         billed: list[str] = []
         for i, request in enumerate(data["requests"]):

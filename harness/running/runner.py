@@ -72,17 +72,17 @@ class Session:
         """``spent_usd``: what earlier runs of this campaign spent, so a resumed campaign's
         ceiling covers the whole campaign, not each run."""
         overrides = overrides or {}
+        clients = {
+            s.name: batch_client_for(s)
+            for s in [*config.models, *config.judges]
+            if s.mode == "batch"
+        }
         models = {s.name: overrides.get(s.name) or build_model(s) for s in config.models}
         judges = [overrides.get(s.name) or build_model(s) for s in config.judges]
         budgets = build_budgets(config, spent_usd=spent_usd)
         gates: dict[str, CallGate] = {
             s.name: budgets.gates.get(s.name) or InFlightGate(s.max_in_flight)
             for s in [*config.models, *config.judges]
-        }
-        clients = {
-            s.name: batch_client_for(s)
-            for s in [*config.models, *config.judges]
-            if s.mode == "batch"
         }
         return cls(models, judges, gates, budgets, clients)
 
