@@ -101,7 +101,8 @@ def test_failed_and_expired_requests_are_sent_again_once(tmp_path: Path) -> None
         replies = log.connection.execute(
             "SELECT count(*) FROM events WHERE kind = 'ReplyReceived'"
         ).fetchone()[0]
-    ended = [n.data["state"] for n in batch_notes(tmp_path / "batch.db") if n.topic == "batch.ended"]
+    notes = batch_notes(tmp_path / "batch.db")
+    ended = [n.data["state"] for n in notes if n.topic == "batch.ended"]
     assert "expired" in ended and failed > 0
     billed = billed_requests(sim_dir)
     assert max(billed.values()) == 1 and sum(billed.values()) == replies
@@ -120,7 +121,8 @@ def test_a_scheme_without_a_batch_api_is_refused_before_the_first_call(tmp_path:
 
 
 def test_direct_mode_and_default_batch_options_leave_the_config_hash_alone() -> None:
-    base = {"name": "h", "models": [{"name": "sim:planted"}], "relations": [{"name": "metaquerier.mr1", "cases": 2}]}
+    relations = [{"name": "metaquerier.mr1", "cases": 2}]
+    base = {"name": "h", "models": [{"name": "sim:planted"}], "relations": relations}
     explicit = {
         **base,
         "models": [{"name": "sim:planted", "mode": "direct"}],
