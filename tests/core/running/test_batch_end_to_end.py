@@ -7,6 +7,7 @@ API is refused before the first call."""
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +15,14 @@ import pytest
 from fixtures.log_snapshot import transcripts
 
 from harness.models.sim_batch import billed_requests
+from harness.reporting.batch_replies import batch_replies
+from harness.reporting.tables import ReportContext
 from harness.running.campaign import parse_campaign
 from harness.running.runner import run_campaign
 from harness.store.reader import EventReader
 from harness.verifying.replay import verify_log
 from harness.vocabulary.errors import ConfigError
-from harness.vocabulary.events import Note, ReplyReceived
+from harness.vocabulary.events import AskSent, Note, ReplyReceived
 
 CORPUS = Path(__file__).resolve().parents[3] / "corpora" / "metafair" / "crossed_open_tests.json"
 
@@ -83,6 +86,17 @@ def test_batch_run_equals_direct_run_and_replays(tmp_path: Path) -> None:
     assert 2 <= len(subject_waves) <= 4
     billed = billed_requests(sim_dir)
     assert max(billed.values()) == 1 and sum(billed.values()) == len(replies)
+
+    # The report counts the replies that came through a batch, per model; a direct log none.
+    with EventReader(tmp_path / "batch.db") as log:
+        (table,) = batch_replies(ReportContext(log, log.campaign_id(None)))
+        asked = Counter(
+            e.event.model for e in log.events(kinds=("AskSent",)) if isinstance(e.event, AskSent)
+        )
+    assert {row[0]: row[1] for row in table.rows} == asked
+    assert {row[0]: row[2] for row in table.rows} == Counter(w.data["model"] for w in waves)
+    with EventReader(tmp_path / "direct.db") as log:
+        assert batch_replies(ReportContext(log, log.campaign_id(None))) == []
 
 
 def test_failed_and_expired_requests_are_sent_again_once(tmp_path: Path) -> None:
