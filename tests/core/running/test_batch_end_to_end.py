@@ -147,3 +147,29 @@ def test_direct_mode_and_default_batch_options_leave_the_config_hash_alone() -> 
     assert "batch" not in plain.resolved() and "mode" not in plain.resolved()["models"][0]
     batched = parse_campaign({**base, "models": [{"name": "sim:planted", "mode": "batch"}]})
     assert batched.config_hash() != plain.config_hash()
+
+
+def test_harness_run_batch_from_the_command_line(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from harness.cli.main import main
+
+    toml = tmp_path / "c.toml"
+    toml.write_text(
+        'name = "cli"\nseed = 2\n[[models]]\nname = "sim:planted"\n'
+        f'options = {{ batch_dir = "{tmp_path / "sim"}" }}\n'
+        '[[relations]]\nname = "metaquerier.mr1"\ncases = 3\n'
+        "[batch]\nwave_age_s = 0.05\npoll_s = 0.02\n"
+    )
+    db = tmp_path / "cli.db"
+    result = CliRunner().invoke(main, ["run", str(toml), "--batch", "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    assert "vendor batch" in result.output  # the report's batch_replies table
+    assert sum(billed_requests(tmp_path / "sim").values()) == 9
+    refused = tmp_path / "refused.toml"
+    refused.write_text(
+        'name = "cli"\n[[models]]\nname = "local:smol"\n'
+        '[[relations]]\nname = "metaquerier.mr1"\ncases = 1\n'
+    )
+    result = CliRunner().invoke(main, ["run", str(refused), "--batch", "--db", str(db) + "2"])
+    assert result.exit_code == 2 and "mode" in result.output
