@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from harness.reporting.batch_replies import batch_replies
 from harness.reporting.findings import findings_table, is_test_table, read_findings
 from harness.reporting.format_report import answer_formats
 from harness.reporting.outcome_groups import outcome_groups
@@ -141,6 +142,7 @@ CORE_SECTIONS = (
     ReportSection("invalid_reasons", 40, invalid_reasons),
     ReportSection("answer_formats", 11, answer_formats),
     ReportSection("outcome_groups", 45, outcome_groups),
+    ReportSection("batch_replies", 90, batch_replies),
 )
 
 

@@ -153,7 +153,10 @@ class CallLoop:
                 append, model, gate, messages, params, turn, attempt
             )
             if reply is not None:
-                return CallOutcome(ReplyReceived(turn=turn, attempt=attempt, reply=reply), reply)
+                tag_of = getattr(model, "batch_tag_of", None)  # a model in batch mode
+                tag = tag_of(key) if tag_of is not None else None
+                received = ReplyReceived(turn=turn, attempt=attempt, reply=reply, batch=tag)
+                return CallOutcome(received, reply)
             assert error is not None
             counted += 1
             decision = self.retry.decide(error, counted)
@@ -186,7 +189,11 @@ class CallLoop:
             started = time.monotonic()
             # One timer for all the loop's calls (harness.running.call_deadlines), not a timer
             # handle per call (asyncio.timeout) nor a task per call (wait_for).
-            reply = await self._deadlines.run(model.complete(messages, params))
+            if getattr(model, "batched", False):
+                # A batch takes its time (up to a vendor's 24 h): no per-call deadline.
+                reply = await model.complete(messages, params)
+            else:
+                reply = await self._deadlines.run(model.complete(messages, params))
         except ModelError as exc:
             error = exc
         except TimeoutError as exc:

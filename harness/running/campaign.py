@@ -62,6 +62,18 @@ class Limits(BaseModel):
     outage_pauses: int = Field(default=4, ge=0, le=100, exclude_if=lambda v: v == 4)
 
 
+class BatchOptions(BaseModel):
+    """How models in ``mode = "batch"`` are sent (docs/batch.md): a wave goes to the vendor
+    when it holds ``wave_size`` requests or its oldest is ``wave_age_s`` old; a batch is
+    polled every ``poll_s``, the wait growing by half each poll up to ``poll_max_s``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    wave_size: int = Field(default=1000, ge=1, le=50_000)
+    wave_age_s: float = Field(default=2.0, gt=0, le=MAX_SECONDS)
+    poll_s: float = Field(default=5.0, gt=0, le=MAX_SECONDS)
+    poll_max_s: float = Field(default=300.0, gt=0, le=MAX_SECONDS)
+
+
 class CampaignConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     name: str = "campaign"
@@ -72,6 +84,10 @@ class CampaignConfig(BaseModel):
     judges: list[ModelSpec] = Field(default_factory=list)
     relations: list[RelationSpec] = Field(min_length=1)
     limits: Limits = Field(default_factory=Limits)
+    # Left out of the recorded config at its defaults: old config hashes are unchanged.
+    batch: BatchOptions = Field(
+        default_factory=BatchOptions, exclude_if=lambda value: value == BatchOptions()
+    )
     defaults: GenerationParams = Field(default_factory=GenerationParams)
     # "structured": answers constrained to each ask's declared shape (see harness/answer_shape)
     answer_format: AnswerFormat = "free"
@@ -133,6 +149,16 @@ class CampaignConfig(BaseModel):
     def config_hash(self) -> str:
         blob = json.dumps(self.resolved(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def all_in_batch_mode(config: CampaignConfig) -> CampaignConfig:
+    """``config`` with every model and judge in ``mode = "batch"`` (``harness run --batch``)."""
+    return config.model_copy(
+        update={
+            group: [s.model_copy(update={"mode": "batch"}) for s in getattr(config, group)]
+            for group in ("models", "judges")
+        }
+    )
 
 
 def _without_url_credentials(value: Any) -> Any:

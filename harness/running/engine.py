@@ -40,6 +40,7 @@ from harness.vocabulary.errors import (
     BudgetExceededError,
     CampaignAbortedError,
     ConcurrencyError,
+    ConfigError,
     HarnessError,
     ModelError,
     RelationError,
@@ -196,6 +197,15 @@ class Engine:
         ``lease``: share the cases with other workers (then the workers, not this engine,
         record the campaign's end: `harness.running.worker`).
         """
+        if lease is not None:
+            batched = next((s for s in [*config.models, *config.judges] if s.mode == "batch"), None)
+            if batched is not None:
+                raise ConfigError(
+                    f"{batched.name} is in batch mode, which runs in one process on a SQLite "
+                    "log; cases shared between workers are sent directly",
+                    field=f"models[{batched.name!r}].mode",
+                    fix='run it with a SQLite --db, or remove mode (mode = "direct")',
+                )
         self.store = store
         self.config = config
         self.campaign_id = campaign_id
@@ -270,7 +280,10 @@ class Engine:
         workers: list[asyncio.Task[None]] = []
         for spec in self.config.models:
             cases = self.plan.cases_for(spec.name, skip=self._skip)
-            for i in range(spec.max_in_flight):
+            # In batch mode a worker waits a whole wave for each turn: as many workers as a
+            # wave holds, so a wave fills with every case's next step.
+            workers_of = self.config.batch.wave_size if spec.mode == "batch" else spec.max_in_flight
+            for i in range(workers_of):
                 workers.append(
                     asyncio.create_task(self._worker(cases), name=f"case-worker-{spec.name}-{i}")
                 )

@@ -10,14 +10,23 @@ import sys
 import threading
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from harness.models.batch import BatchClient, batch_client_for
 from harness.models.gates import CallGate, InFlightGate
 from harness.models.providers import Budgets, build_budgets, campaign_endpoints
 from harness.plugins.assembly import build_model
 from harness.reporting.campaign_status import refuse_resume_of_import
+from harness.running.batch_waves import (
+    BatchGate,
+    BatchModel,
+    BatchRecorder,
+    KnownWave,
+    batch_progress,
+    known_waves,
+)
 from harness.running.campaign import CampaignConfig, parse_campaign, parse_recorded_campaign
 from harness.running.code_version import code_version as code_version
 from harness.running.engine import AnswerCache, Engine, ProgressSink, RunSummary
@@ -25,10 +34,11 @@ from harness.running.plan import Plan
 from harness.store.fold import CaseState, fold_case
 from harness.store.log import LogLike
 from harness.store.open import log_exists, open_reader, open_writer
+from harness.store.protocol import EventSink
 from harness.store.reader import LogSummary
 from harness.store.writer import EventWriter, PendingEvent
 from harness.vocabulary.errors import ConfigError, StoreError, strip_url_credentials
-from harness.vocabulary.events import CampaignResumed, CampaignStarted
+from harness.vocabulary.events import CampaignResumed, CampaignStarted, Note
 from harness.vocabulary.model import Model
 
 
@@ -47,6 +57,9 @@ class Session:
     judges: list[Model]
     gates: dict[str, CallGate]
     budgets: Budgets
+    # The batch clients of the models in ``mode = "batch"`` (by name), built before the first
+    # call: a scheme without a batch API is a ConfigError then (exit 2).
+    batch_clients: dict[str, BatchClient] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -59,6 +72,11 @@ class Session:
         """``spent_usd``: what earlier runs of this campaign spent, so a resumed campaign's
         ceiling covers the whole campaign, not each run."""
         overrides = overrides or {}
+        clients = {
+            s.name: batch_client_for(s)
+            for s in [*config.models, *config.judges]
+            if s.mode == "batch"
+        }
         models = {s.name: overrides.get(s.name) or build_model(s) for s in config.models}
         judges = [overrides.get(s.name) or build_model(s) for s in config.judges]
         budgets = build_budgets(config, spent_usd=spent_usd)
@@ -66,11 +84,37 @@ class Session:
             s.name: budgets.gates.get(s.name) or InFlightGate(s.max_in_flight)
             for s in [*config.models, *config.judges]
         }
-        return cls(models, judges, gates, budgets)
+        return cls(models, judges, gates, budgets, clients)
+
+    def use_batches(
+        self,
+        config: CampaignConfig,
+        store: EventSink,
+        campaign_id: str,
+        known: Mapping[str, KnownWave] | None = None,
+    ) -> None:
+        """Put every model in ``mode = "batch"`` behind its `BatchModel` (docs/batch.md).
+        ``known``: the waves of the log being resumed, to re-attach to."""
+        if not self.batch_clients:
+            return
+        recorder = BatchRecorder(store, campaign_id)
+
+        def batched(model: Model) -> Model:
+            client = self.batch_clients.get(model.name)
+            if client is None:
+                return model
+            self.gates[model.name] = BatchGate(model.name, self.gates.get(model.name))
+            return BatchModel(model, client, config.batch, recorder, known)
+
+        self.models = {name: batched(m) for name, m in self.models.items()}
+        self.judges = [batched(j) for j in self.judges]
 
     def status_line(self) -> str:
-        """Rate, tokens, spend and retries of the vendor models (empty without any)."""
-        return self.budgets.snapshot().line() if self.budgets.gates else ""
+        """Rate, tokens, spend and retries of the vendor models (empty without any), and
+        the batches under way."""
+        line = self.budgets.snapshot().line() if self.budgets.gates else ""
+        batches = batch_progress([*self.models.values(), *self.judges])
+        return " · ".join(part for part in (line, batches) if part)
 
     def attach(self, progress: ProgressSink | None) -> None:
         setter = getattr(progress, "set_status_source", None)
@@ -176,6 +220,7 @@ async def run_campaign(
     async with await open_writer(db) as store:
         started = campaign_started(config, plan.total_cases)
         await store.append([PendingEvent(campaign_id, "", 1, started)])
+        session.use_batches(config, store, campaign_id)
         engine = Engine(
             store,
             config,
@@ -379,6 +424,11 @@ async def resume_campaign(
         await store.append(
             [PendingEvent(point.campaign, "", await store.next_seq(point.campaign, ""), resumed)]
         )
+        if session.batch_clients:
+            with open_reader(db) as log:
+                notes = [e.event for e in log.events(point.campaign, kinds=("Note",))]
+            known = known_waves(n for n in notes if isinstance(n, Note))
+            session.use_batches(config, store, point.campaign, known)
         engine = Engine(
             store,
             config,

@@ -156,6 +156,14 @@ class MalformedResponseError(ModelError):
     retryable = True
 
 
+class BatchUnansweredError(ModelError):
+    """A vendor batch ended (expired, failed, cancelled) without a result for a request:
+    sent again in a later wave, as a direct call's transient failure would be."""
+
+    kind = "batch_unanswered"
+    retryable = True
+
+
 class AuthenticationError(ModelError):
     """Bad or missing key: fatal for the whole campaign, not just the call."""
 

@@ -73,6 +73,9 @@ class ReplyReceived(_Event):
     attempt: int = 1
     reply: Reply
     cached: bool = False  # served from an earlier campaign's answer, not paid again
+    # The tag of the vendor batch the reply came through (docs/batch.md); left out of the
+    # JSON when None, so every direct reply is written exactly as before.
+    batch: str | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
 class AskFailed(_Event):

@@ -161,6 +161,12 @@ class ModelSpec(BaseModel):
     system: str | None = Field(default=None, exclude_if=lambda value: value is None)
     template: str | None = Field(default=None, exclude_if=lambda value: value is None)
     prefix: tuple[Message, ...] = Field(default=(), exclude_if=lambda value: not value)
+    # How the engine sends this model's requests: one call each ("direct"), or in waves
+    # through the vendor's batch API ("batch", docs/batch.md). Left out of the recorded
+    # config when "direct": old config hashes are unchanged.
+    mode: Literal["direct", "batch"] = Field(
+        default="direct", exclude_if=lambda value: value == "direct"
+    )
 
     @property
     def dressed(self) -> bool:

@@ -29,6 +29,14 @@ class SimOptions(BaseModel):
     refuse_mentions: list[str] = Field(default_factory=list)
     latency_s: float = Field(default=0.0, ge=0)
     latency_jitter_s: float = Field(default=0.0, ge=0)
+    # The sim's batch service (`harness.models.sim_batch`, for ``mode = "batch"``): where
+    # its batches persist (default: $HARNESS_SIM_BATCH_DIR, else ./sim-batches), the polls a
+    # batch stays pending, and failures on request: every k-th request fails once, every
+    # k-th batch expires with half its requests unanswered (0: never).
+    batch_dir: str | None = None
+    batch_polls: int = Field(default=1, ge=0, le=1000)
+    batch_fail_every: int = Field(default=0, ge=0)
+    batch_expire_every: int = Field(default=0, ge=0)
 
 
 class SimRequest(NamedTuple):

@@ -27,7 +27,7 @@ from harness.reporting.campaign_status import campaign_status, campaign_statuses
 from harness.reporting.html import write_html_report
 from harness.reporting.output_files import check_output
 from harness.running.cache import open_cache
-from harness.running.campaign import CampaignConfig, resolve_campaign
+from harness.running.campaign import CampaignConfig, all_in_batch_mode, resolve_campaign
 from harness.running.engine import RunSummary
 from harness.running.plan import Plan
 from harness.running.runner import run_campaign
@@ -106,6 +106,12 @@ def refuse_second_campaign(db: Log, config: CampaignConfig, campaign_arg: str) -
     help="Run a vendor model its price list does not list (and no price is given for) with "
     "its cost 'unknown'.",
 )
+@click.option(
+    "--batch",
+    is_flag=True,
+    help="Send every model's and judge's requests through its vendor's batch API "
+    '(mode = "batch" for all; docs/batch.md).',
+)
 def command(
     campaign: str | None,
     db: Log | None,
@@ -116,6 +122,7 @@ def command(
     html_out: str | None,
     force: bool,
     allow_unpriced: bool,
+    batch: bool,
 ) -> None:
     """Run CAMPAIGN (a TOML file, or 'demo' / 'sim'; default: the embedded local-model demo).
 
@@ -126,9 +133,18 @@ def command(
     text goes: both are part of the logged request. See docs/targets.md.
     """
     config, stem = resolve_campaign(campaign)
+    if batch:
+        config = all_in_batch_mode(config)
     db_path = db or Log.at(config.store or f"{stem}.db", field="store")
     if workers > 1:
         db_path.postgres("--workers")  # refused on a SQLite log, before anything is read
+    batched = [s.name for s in [*config.models, *config.judges] if s.mode == "batch"]
+    if batched and db_path.is_postgres:
+        raise ConfigError(
+            f"{batched[0]} is in batch mode, which runs in one process on a SQLite log",
+            field="--db",
+            fix='give a SQLite --db, or remove mode = "batch" (and --batch)',
+        )
     if not new_campaign:
         refuse_second_campaign(db_path, config, campaign or "demo")
     if html_out is not None:

@@ -1,0 +1,426 @@
+"""Batch mode: a model's requests sent in waves through its vendor's batch API, every step
+of a batch recorded in the log before and after it is taken (docs/batch.md).
+
+A `BatchModel` stands in for a model in ``mode = "batch"``: the engine calls it as it calls
+any model (AskSent before, ReplyReceived or AskFailed after, the same retry rules), but a
+call only queues its request. A wave is sent when it holds ``batch.wave_size`` requests or
+its oldest is ``batch.wave_age_s`` old; when the batch ends, each waiting call returns its
+reply (or the error a direct call would have raised), so a case's next step joins the next
+wave and a 3-turn relation takes about 3 waves.
+
+What the log records of a wave, as `Note` events of the campaign (case id ""):
+``batch.wave`` (its tag and every request's ``custom_id``, the request key) before the
+upload; ``batch.submitted`` (the vendor's file and batch ids) once created;
+``batch.ended`` (its state and counts) when it ends. A resumed run reads them back
+(`known_waves`): a re-sent turn whose request is in a known wave re-attaches to that batch
+(found by its tag when its id was never recorded) instead of paying for it again; a
+finished batch's results are ingested once, because a turn with a recorded reply is never
+asked again; a request the batch left without a result is sent in a new wave.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import time
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+import harness.models.sim_batch  # noqa: F401  (registers the sim's batch client)
+from harness.models.batch import BatchClient, BatchRequest, BatchResult, BatchStatus
+from harness.models.gates import CallGate
+from harness.running.campaign import BatchOptions
+from harness.store.protocol import EventSink
+from harness.store.writer import PendingEvent
+from harness.vocabulary.errors import BatchUnansweredError, ModelError
+from harness.vocabulary.events import Note
+from harness.vocabulary.model import GenerationParams, Message, Model, Reply, request_key
+
+WAVE_TOPIC = "batch.wave"
+SUBMITTED_TOPIC = "batch.submitted"
+ENDED_TOPIC = "batch.ended"
+
+
+class _NoteData(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class WaveQueued(_NoteData):
+    """A wave about to be uploaded: recorded before anything reaches the vendor."""
+
+    tag: str
+    model: str
+    custom_ids: list[str]
+
+
+class WaveSubmitted(_NoteData):
+    """The vendor's ids of a wave's batch, once it exists."""
+
+    tag: str
+    model: str
+    file_id: str | None
+    batch_id: str
+
+
+class WaveEnded(_NoteData):
+    """A wave's batch finished (``state``: ended, expired, failed or cancelled)."""
+
+    tag: str
+    model: str
+    state: str
+    total: int
+    completed: int
+    failed: int
+
+
+@dataclass
+class KnownWave:
+    """What the log says of one wave."""
+
+    tag: str
+    model: str
+    custom_ids: tuple[str, ...]
+    file_id: str | None = None
+    batch_id: str | None = None
+    state: str | None = None  # None: not recorded as ended
+
+
+def known_waves(notes: Iterable[Note]) -> dict[str, KnownWave]:
+    """The waves a log's notes record, by tag, in the order they were queued."""
+    waves: dict[str, KnownWave] = {}
+    for note in notes:
+        if note.topic == WAVE_TOPIC:
+            queued = WaveQueued.model_validate(note.data)
+            waves[queued.tag] = KnownWave(queued.tag, queued.model, tuple(queued.custom_ids))
+        elif note.topic == SUBMITTED_TOPIC:
+            submitted = WaveSubmitted.model_validate(note.data)
+            if (wave := waves.get(submitted.tag)) is not None:
+                wave.file_id, wave.batch_id = submitted.file_id, submitted.batch_id
+        elif note.topic == ENDED_TOPIC:
+            ended = WaveEnded.model_validate(note.data)
+            if (wave := waves.get(ended.tag)) is not None:
+                wave.state = ended.state
+    return waves
+
+
+class BatchRecorder:
+    """Appends a campaign's batch notes, one at a time (each takes the next sequence number
+    of the campaign's own events), and returns once each is committed."""
+
+    def __init__(self, store: EventSink, campaign_id: str) -> None:
+        self.store = store
+        self.campaign_id = campaign_id
+        self._lock = asyncio.Lock()
+
+    async def record(self, topic: str, data: _NoteData) -> None:
+        note = Note(topic=topic, data=data.model_dump(mode="json"))
+        async with self._lock:
+            seq = await self.store.next_seq(self.campaign_id, "")
+            await self.store.append([PendingEvent(self.campaign_id, "", seq, note)])
+
+
+@dataclass
+class WaveProgress:
+    """One batch as the progress line shows it."""
+
+    tag: str
+    submitted: int
+    started: float  # monotonic
+    state: str = "queued"
+    completed: int = 0
+    failed: int = 0
+
+
+@dataclass
+class _Waiting:
+    """A request some call awaits."""
+
+    request: BatchRequest
+    future: asyncio.Future[tuple[BatchResult, str]] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+
+
+class BatchModel:
+    """A model in batch mode (see the module's docstring). ``known``: the waves of the log
+    being resumed, whose batches a re-sent request re-attaches to."""
+
+    batched = True  # the call loop sets no per-call deadline: a batch takes its time
+
+    def __init__(
+        self,
+        inner: Model,
+        client: BatchClient,
+        options: BatchOptions,
+        recorder: BatchRecorder,
+        known: Mapping[str, KnownWave] | None = None,
+    ) -> None:
+        self.name = inner.name
+        self.inner = inner
+        self.client = client
+        self.options = options
+        self.recorder = recorder
+        self._waiting: dict[str, _Waiting] = {}  # custom_id -> the call(s) awaiting it
+        self._queue: list[BatchRequest] = []
+        self._timer: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._tags: dict[str, str] = {}  # custom_id -> tag, until the call loop reads it
+        # Re-attaching: the latest known wave of each request, and results of re-attached
+        # batches not yet asked for (a resumed case may reach its turn later).
+        self._known: dict[str, KnownWave] = {}
+        for wave in (known or {}).values():
+            if wave.model == self.name:
+                for custom_id in wave.custom_ids:
+                    self._known[custom_id] = wave
+        self._attached: set[str] = set()
+        self._kept: dict[str, tuple[BatchResult, str]] = {}
+        self.progress: dict[str, WaveProgress] = {}
+        self.waves_sent = 0
+
+    # --- what the engine calls ---------------------------------------------------------
+
+    async def complete(self, messages: Sequence[Message], params: GenerationParams) -> Reply:
+        custom_id = request_key(self.name, messages, params)
+        kept = self._kept.pop(custom_id, None)
+        if kept is None:
+            waiting = self._waiting.get(custom_id)
+            if waiting is None:
+                request = BatchRequest(custom_id, tuple(messages), params)
+                waiting = self._waiting[custom_id] = _Waiting(request)
+                wave = self._known.pop(custom_id, None)
+                if wave is not None:
+                    self._reattach(wave)
+                else:
+                    self._enqueue(request)
+            # Shielded: a cancelled call (a stop) leaves the batch to the others awaiting it.
+            kept = await asyncio.shield(waiting.future)
+        result, tag = kept
+        if result.reply is not None:
+            self._tags[custom_id] = tag
+            return result.reply
+        raise result.error or BatchUnansweredError(f"batch {tag} returned nothing for it")
+
+    def batch_tag_of(self, custom_id: str) -> str | None:
+        """The tag of the batch the reply to ``custom_id`` just returned came through."""
+        return self._tags.pop(custom_id, None)
+
+    async def aclose(self) -> None:
+        for task in [*self._tasks, *([self._timer] if self._timer else [])]:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        closer = getattr(self.client, "aclose", None)
+        if closer is not None:
+            await closer()
+        await self.inner.aclose()
+
+    def progress_lines(self) -> list[str]:
+        """Per batch under way: submitted, completed, failed and age."""
+        now = time.monotonic()
+        return [
+            f"{self.name} batch {p.tag}: {p.state}, {p.completed}/{p.submitted} done, "
+            f"{p.failed} failed, {now - p.started:.0f}s old"
+            for p in self.progress.values()
+        ]
+
+    # --- waves -------------------------------------------------------------------------
+
+    def _enqueue(self, request: BatchRequest) -> None:
+        self._queue.append(request)
+        if len(self._queue) >= self.options.wave_size:
+            self._flush()
+        elif self._timer is None:
+            self._timer = asyncio.create_task(self._flush_when_old(), name=f"wave-age-{self.name}")
+
+    async def _flush_when_old(self) -> None:
+        await asyncio.sleep(self.options.wave_age_s)
+        self._timer = None
+        self._flush()
+
+    def _flush(self) -> None:
+        if self._timer is not None and self._timer is not asyncio.current_task():
+            self._timer.cancel()
+        self._timer = None
+        requests, self._queue = self._queue, []
+        if requests:
+            self.waves_sent += 1
+            tag = f"{self.recorder.campaign_id}-{uuid.uuid4().hex[:12]}"
+            self._spawn(self._send(tag, requests), tag)
+
+    def _spawn(self, work: object, tag: str) -> None:
+        task: asyncio.Task[None] = asyncio.create_task(work, name=f"batch-{tag}")  # type: ignore[arg-type]
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _send(self, tag: str, requests: list[BatchRequest]) -> None:
+        ids = [r.custom_id for r in requests]
+        self.progress[tag] = WaveProgress(tag, len(ids), time.monotonic())
+        try:
+            await self.recorder.record(
+                WAVE_TOPIC, WaveQueued(tag=tag, model=self.name, custom_ids=ids)
+            )
+            file_id = await self.client.upload(requests)
+            try:
+                batch_id = await self.client.create(requests, file_id, tag)
+            except ModelError:
+                # The vendor may have created it before the error reached us: never twice.
+                found = await self.client.find(tag)
+                if found is None:
+                    raise
+                batch_id = found
+            submitted = WaveSubmitted(tag=tag, model=self.name, file_id=file_id, batch_id=batch_id)
+            await self.recorder.record(SUBMITTED_TOPIC, submitted)
+            await self._follow(tag, batch_id, ids, ended=None)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            self._fail(ids, tag, exc)
+        finally:
+            self.progress.pop(tag, None)
+
+    def _reattach(self, wave: KnownWave) -> None:
+        """Follow a batch the log knows (once), for a request a resumed run sends again."""
+        if wave.tag in self._attached:
+            return
+        self._attached.add(wave.tag)
+        self._spawn(self._follow_known(wave), wave.tag)
+
+    async def _follow_known(self, wave: KnownWave) -> None:
+        ids = list(wave.custom_ids)
+        self.progress[wave.tag] = WaveProgress(wave.tag, len(ids), time.monotonic(), "attached")
+        try:
+            batch_id = wave.batch_id
+            if batch_id is None:
+                batch_id = await self.client.find(wave.tag)
+                if batch_id is None:  # never created: its requests go in a new wave
+                    for custom_id in ids:
+                        waiting = self._waiting.get(custom_id)
+                        if self._known.get(custom_id) is wave:
+                            del self._known[custom_id]
+                        if waiting is not None and not waiting.future.done():
+                            self._enqueue(waiting.request)
+                    return
+                submitted = WaveSubmitted(
+                    tag=wave.tag, model=self.name, file_id=wave.file_id, batch_id=batch_id
+                )
+                await self.recorder.record(SUBMITTED_TOPIC, submitted)
+            await self._follow(wave.tag, batch_id, ids, ended=wave.state)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            self._fail(ids, wave.tag, exc)
+        finally:
+            self.progress.pop(wave.tag, None)
+
+    async def _follow(self, tag: str, batch_id: str, ids: list[str], ended: str | None) -> None:
+        """Poll the batch until it ends (with backoff), record its end, hand out results."""
+        wait = self.options.poll_s
+        while True:
+            status = await self.client.status(batch_id)
+            self._show(tag, status)
+            if status.state != "pending":
+                break
+            await asyncio.sleep(wait)
+            wait = min(wait * 1.5, self.options.poll_max_s)
+        if ended is None:
+            end = WaveEnded(
+                tag=tag,
+                model=self.name,
+                state=status.state,
+                total=status.total,
+                completed=status.completed,
+                failed=status.failed,
+            )
+            await self.recorder.record(ENDED_TOPIC, end)
+        results = await self.client.results(batch_id) if status.state != "failed" else []
+        by_id = {r.custom_id: r for r in results}
+        for custom_id in ids:
+            result = by_id.get(custom_id) or BatchResult(
+                custom_id,
+                None,
+                BatchUnansweredError(f"batch {tag} ended {status.state} without answering it"),
+            )
+            self._deliver(result, tag)
+
+    def _show(self, tag: str, status: BatchStatus) -> None:
+        shown = self.progress.get(tag)
+        if shown is not None:
+            shown.state, shown.completed, shown.failed = (
+                status.vendor_state,
+                status.completed,
+                status.failed,
+            )
+
+    def _deliver(self, result: BatchResult, tag: str) -> None:
+        waiting = self._waiting.pop(result.custom_id, None)
+        if waiting is None:
+            if result.custom_id in self._known or tag in self._attached:
+                # A re-attached batch's result no call has asked for yet.
+                self._known.pop(result.custom_id, None)
+                self._kept[result.custom_id] = (result, tag)
+            return
+        if not waiting.future.done():
+            waiting.future.set_result((result, tag))
+
+    def _fail(self, ids: list[str], tag: str, exc: BaseException) -> None:
+        """A wave that could not be sent or followed: each of its calls fails as a direct
+        call would (a vendor error, retried by the engine's rules)."""
+        error = (
+            exc
+            if isinstance(exc, ModelError)
+            else ModelError(f"batch {tag}: untranslated {type(exc).__name__}: {exc}")
+        )
+        for custom_id in ids:
+            self._deliver(BatchResult(custom_id, None, error), tag)
+
+
+class BatchGate:
+    """The gate of a model in batch mode: no rate limit and no in-flight limit (the vendor
+    queues a batch; the engine's workers bound a wave), but the spending ceiling holds per
+    request, so a wave is admitted only if its worst case fits: each request reserves its
+    worst case before it joins a wave, and settles at the cost the batch client reports
+    (the batch rate). ``vendor``: the model's direct gate, whose meter and price it uses."""
+
+    def __init__(self, name: str, vendor: CallGate | None = None) -> None:
+        self.name = name
+        self.meter: Any = getattr(vendor, "meter", None)
+        self.price: Any = getattr(vendor, "price", None)
+        self._reserved: contextvars.ContextVar[float] = contextvars.ContextVar(
+            f"batch-reserved-{name}", default=0.0
+        )
+
+    async def acquire(self, estimated_tokens: int) -> None:
+        if self.meter is None:
+            return
+        reserve = 0.0
+        if self.price is not None and self.meter.ceiling_usd is not None:
+            reserve = float(self.price.worst_case(estimated_tokens))
+        self.meter.reserve(self.name, reserve)  # raises BudgetExceededError
+        self._reserved.set(reserve)
+
+    async def ready(self) -> None:
+        return None
+
+    def release(self, reply: Reply | None, error: ModelError | None) -> None:
+        if self.meter is None:
+            return
+        reserved = self._reserved.get()
+        self._reserved.set(0.0)
+        cost = 0.0
+        if reply is not None:
+            cost = reply.cost_usd if reply.cost_usd is not None else 0.0
+            if reply.cost_usd is None and self.price is not None:
+                cost = float(self.price.cost(reply.usage))
+        self.meter.settle(self.name, reserved, cost)
+
+
+def batch_progress(models: Iterable[object]) -> str:
+    """The progress lines of every batch under way (empty when none)."""
+    lines: list[str] = []
+    for model in models:
+        if isinstance(model, BatchModel):
+            lines.extend(model.progress_lines())
+    return "; ".join(lines[:4]) + (f" (+{len(lines) - 4} more)" if len(lines) > 4 else "")

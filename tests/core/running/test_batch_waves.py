@@ -1,0 +1,306 @@
+"""Unit tests of the wave scheduler (`harness.running.batch_waves`) with an in-memory batch
+client: waves by size and by age, one request per custom_id, the log's notes before and after
+each step, re-attaching to the batches a log knows, errors as a direct call's, the ceiling."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pytest
+
+from harness.models.batch import BatchRequest, BatchResult, BatchState, BatchStatus
+from harness.models.providers._budget import CostMeter
+from harness.running.batch_waves import (
+    BatchGate,
+    BatchModel,
+    BatchRecorder,
+    KnownWave,
+    known_waves,
+)
+from harness.running.campaign import BatchOptions
+from harness.store.writer import PendingEvent
+from harness.testing import FakeModel
+from harness.vocabulary.errors import BatchUnansweredError, BudgetExceededError, ServerError
+from harness.vocabulary.events import Note
+from harness.vocabulary.model import GenerationParams, Message, Reply, request_key
+
+FAST = BatchOptions(wave_size=3, wave_age_s=0.05, poll_s=0.01, poll_max_s=0.02)
+WHOLE = BatchOptions(wave_size=3, wave_age_s=60, poll_s=0.01)  # sent only when full
+AGED = BatchOptions(wave_size=100, wave_age_s=0.05, poll_s=0.01)  # sent only by age
+
+
+class Store:
+    """The two calls `BatchRecorder` makes, kept in a list."""
+
+    def __init__(self, journal: list[str]) -> None:
+        self.events: list[PendingEvent] = []
+        self.journal = journal
+
+    async def next_seq(self, campaign: str, case_id: str) -> int:
+        return len(self.events) + 1
+
+    async def append(self, events: Sequence[PendingEvent]) -> list[int]:
+        self.events.extend(events)
+        for pending in events:
+            assert isinstance(pending.event, Note)
+            self.journal.append(pending.event.topic)
+        return [len(self.events)]
+
+
+@dataclass
+class Client:
+    """A batch API in memory: every batch ends after ``polls`` polls, answering each request
+    with its last message reversed, except the ids in ``fail`` (an error) and ``drop`` (no
+    result)."""
+
+    journal: list[str]
+    polls: int = 1
+    state: BatchState = "ended"
+    fail: set[str] = field(default_factory=set)
+    drop: set[str] = field(default_factory=set)
+    create_error: bool = False
+    batches: dict[str, tuple[str, list[BatchRequest]]] = field(default_factory=dict)
+    polled: dict[str, int] = field(default_factory=dict)
+    name: str = "m"
+
+    async def upload(self, requests: Sequence[BatchRequest]) -> str | None:
+        self.journal.append("upload")
+        return f"file-{len(self.batches)}"
+
+    async def create(self, requests: Sequence[BatchRequest], file_id: str | None, tag: str) -> str:
+        self.journal.append("create")
+        batch_id = f"b{len(self.batches)}"
+        self.batches[batch_id] = (tag, list(requests))
+        if self.create_error:
+            raise ServerError("the connection dropped after the batch was made")
+        return batch_id
+
+    async def find(self, tag: str) -> str | None:
+        self.journal.append("find")
+        return next((b for b, (t, _) in self.batches.items() if t == tag), None)
+
+    async def status(self, batch_id: str) -> BatchStatus:
+        self.journal.append("status")
+        self.polled[batch_id] = self.polled.get(batch_id, 0) + 1
+        total = len(self.batches[batch_id][1])
+        if self.polled[batch_id] <= self.polls:
+            return BatchStatus("pending", "in_progress", total, 0, 0)
+        return BatchStatus(self.state, self.state, total, total, 0)
+
+    async def results(self, batch_id: str) -> list[BatchResult]:
+        self.journal.append("results")
+        out = []
+        for request in self.batches[batch_id][1]:
+            if request.custom_id in self.drop:
+                continue
+            if request.custom_id in self.fail:
+                out.append(BatchResult(request.custom_id, None, ServerError("overloaded")))
+            else:
+                text = request.messages[-1].content[::-1]
+                out.append(BatchResult(request.custom_id, Reply(text=text), None))
+        return out
+
+
+def batch_model(
+    client: Client, journal: list[str], options: BatchOptions = FAST, **known: KnownWave
+) -> tuple[BatchModel, Store]:
+    store = Store(journal)
+    recorder = BatchRecorder(store, "camp")  # type: ignore[arg-type]
+    return BatchModel(FakeModel(name="m"), client, options, recorder, known), store
+
+
+def ask(text: str) -> tuple[list[Message], GenerationParams]:
+    return [Message(role="user", content=text)], GenerationParams(seed=1)
+
+
+async def test_a_full_wave_goes_at_once_and_its_notes_bracket_every_step() -> None:
+    journal: list[str] = []
+    client = Client(journal)
+    model, store = batch_model(
+        client, journal, BatchOptions(wave_size=3, wave_age_s=60, poll_s=0.01)
+    )
+    replies = await asyncio.wait_for(
+        asyncio.gather(*(model.complete(*ask(t)) for t in ("abc", "de", "f"))), timeout=5
+    )
+    assert [r.text for r in replies] == ["cba", "ed", "f"]
+    assert len(client.batches) == 1 and model.waves_sent == 1
+    assert journal == [
+        "batch.wave",
+        "upload",
+        "create",
+        "batch.submitted",
+        "status",
+        "status",
+        "batch.ended",
+        "results",
+    ]
+    waves = known_waves(e.event for e in store.events if isinstance(e.event, Note))
+    (wave,) = waves.values()
+    assert wave.batch_id == "b0" and wave.state == "ended" and len(wave.custom_ids) == 3
+    messages, params = ask("abc")
+    key = request_key("m", messages, params)
+    assert key in wave.custom_ids
+    assert model.batch_tag_of(key) == wave.tag and model.batch_tag_of(key) is None
+
+
+async def test_a_wave_that_does_not_fill_goes_at_its_age() -> None:
+    journal: list[str] = []
+    client = Client(journal)
+    model, _ = batch_model(
+        client, journal, BatchOptions(wave_size=100, wave_age_s=0.05, poll_s=0.01)
+    )
+    replies = await asyncio.wait_for(
+        asyncio.gather(model.complete(*ask("xy")), model.complete(*ask("xy"))), timeout=5
+    )
+    assert [r.text for r in replies] == ["yx", "yx"]
+    # The same request twice is one request of the batch (custom ids are unique in it).
+    ((_, requests),) = client.batches.values()
+    assert len(requests) == 1
+
+
+async def test_next_steps_form_the_next_wave() -> None:
+    journal: list[str] = []
+    client = Client(journal)
+    model, _ = batch_model(client, journal)
+
+    async def case(name: str) -> str:
+        first = await model.complete(*ask(name))
+        second = await model.complete(*ask(first.text + "!"))
+        return second.text
+
+    answers = await asyncio.wait_for(asyncio.gather(*(case(c) for c in "pqr")), timeout=5)
+    assert answers == ["!p", "!q", "!r"]
+    assert len(client.batches) == 2  # two turns of three cases: two waves, not six
+
+
+async def test_errors_and_missing_results_fail_the_call_as_a_direct_call_would() -> None:
+    journal: list[str] = []
+    messages, params = ask("gone")
+    failing, _ = ask("bad")
+    client = Client(
+        journal,
+        drop={request_key("m", messages, params)},
+        fail={request_key("m", failing, params)},
+    )
+    model, _ = batch_model(client, journal)
+    outcomes = await asyncio.gather(
+        model.complete(messages, params),
+        model.complete(failing, params),
+        model.complete(*ask("ok")),
+        return_exceptions=True,
+    )
+    assert isinstance(outcomes[0], BatchUnansweredError) and outcomes[0].retryable
+    assert isinstance(outcomes[1], ServerError)
+    assert isinstance(outcomes[2], Reply) and outcomes[2].text == "ko"
+
+
+async def test_a_failed_batch_leaves_every_request_unanswered() -> None:
+    journal: list[str] = []
+    client = Client(journal, state="failed")
+    model, _ = batch_model(client, journal)
+    with pytest.raises(BatchUnansweredError, match="ended failed"):
+        await model.complete(*ask("a"))
+    assert "results" not in journal
+
+
+async def test_a_creation_that_errs_after_the_vendor_made_it_is_found_not_made_twice() -> None:
+    journal: list[str] = []
+    client = Client(journal, create_error=True)
+    model, _ = batch_model(client, journal)
+    reply = await asyncio.wait_for(model.complete(*ask("ab")), timeout=5)
+    assert reply.text == "ba" and len(client.batches) == 1 and "find" in journal
+
+
+async def test_a_resumed_request_re_attaches_to_its_batch_instead_of_paying_again() -> None:
+    journal: list[str] = []
+    client = Client(journal)
+    messages, params = ask("kept")
+    key = request_key("m", messages, params)
+    client.batches["b0"] = ("old-tag", [BatchRequest(key, tuple(messages), params)])
+    known = KnownWave("old-tag", "m", (key,), batch_id="b0")
+    model, store = batch_model(client, journal, wave=known)
+    reply = await asyncio.wait_for(model.complete(messages, params), timeout=5)
+    assert reply.text == "tpek" and len(client.batches) == 1
+    assert "upload" not in journal and "create" not in journal
+    assert [e.event.topic for e in store.events] == ["batch.ended"]  # type: ignore[union-attr]
+    assert model.batch_tag_of(key) == "old-tag"
+
+
+async def test_a_batch_whose_id_was_never_recorded_is_found_by_its_tag() -> None:
+    journal: list[str] = []
+    client = Client(journal)
+    messages, params = ask("lost id")
+    key = request_key("m", messages, params)
+    client.batches["b0"] = ("old-tag", [BatchRequest(key, tuple(messages), params)])
+    model, store = batch_model(client, journal, wave=KnownWave("old-tag", "m", (key,)))
+    reply = await asyncio.wait_for(model.complete(messages, params), timeout=5)
+    assert reply.text == "di tsol" and len(client.batches) == 1 and journal[0] == "find"
+    topics = [e.event.topic for e in store.events]  # type: ignore[union-attr]
+    assert topics == ["batch.submitted", "batch.ended"]
+
+
+async def test_a_batch_never_created_is_sent_in_a_new_wave() -> None:
+    journal: list[str] = []
+    client = Client(journal)
+    messages, params = ask("never sent")
+    key = request_key("m", messages, params)
+    model, _ = batch_model(client, journal, wave=KnownWave("old-tag", "m", (key,)))
+    reply = await asyncio.wait_for(model.complete(messages, params), timeout=5)
+    assert reply.text == "tnes reven" and len(client.batches) == 1
+    ((tag, _),) = client.batches.values()
+    assert tag != "old-tag"
+
+
+async def test_an_ended_batch_s_results_wait_for_a_case_that_asks_later() -> None:
+    journal: list[str] = []
+    client = Client(journal)
+    first, params = ask("one")
+    second, _ = ask("two")
+    keys = (request_key("m", first, params), request_key("m", second, params))
+    pairs = zip(keys, (first, second), strict=True)
+    requests = [BatchRequest(k, tuple(m), params) for k, m in pairs]
+    client.batches["b0"] = ("old-tag", requests)
+    known = KnownWave("old-tag", "m", keys, batch_id="b0", state="ended")
+    model, store = batch_model(client, journal, wave=known)
+    assert (await asyncio.wait_for(model.complete(first, params), timeout=5)).text == "eno"
+    assert (await asyncio.wait_for(model.complete(second, params), timeout=5)).text == "owt"
+    assert len(client.batches) == 1 and journal.count("results") == 1
+    assert not store.events  # its end was recorded before: not again
+
+
+async def test_polls_back_off_up_to_the_longest_wait() -> None:
+    journal: list[str] = []
+    client = Client(journal, polls=6)
+    model, _ = batch_model(client, journal, BatchOptions(wave_size=1, poll_s=0.01, poll_max_s=0.02))
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await asyncio.wait_for(model.complete(*ask("slow")), timeout=5)
+    # waits 0.01, 0.015, then 0.02 four times: about 0.105 s, far from 6 x the longest.
+    assert 0.1 <= loop.time() - started < 0.5 and journal.count("status") == 7
+
+
+async def test_the_ceiling_admits_a_request_only_if_its_worst_case_fits() -> None:
+    @dataclass
+    class Price:
+        def worst_case(self, tokens: int) -> float:
+            return tokens * 0.01
+
+        def cost(self, usage: object) -> float:
+            return 99.0
+
+    @dataclass
+    class Vendor:
+        meter: CostMeter
+        price: Price
+
+    meter = CostMeter(ceiling_usd=1.0)
+    gate = BatchGate("m", Vendor(meter, Price()))  # type: ignore[arg-type]
+    await gate.acquire(60)
+    gate.release(Reply(text="x", cost_usd=0.25), None)  # the client's batch-rate cost
+    assert meter.spent_usd == 0.25 and meter.reserved_usd == 0.0
+    await gate.acquire(70)
+    with pytest.raises(BudgetExceededError):
+        await gate.acquire(10)  # 0.25 spent + 0.70 reserved + 0.10 > 1.00
+    assert BatchGate("free").meter is None
