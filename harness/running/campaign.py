@@ -62,6 +62,20 @@ class Limits(BaseModel):
     outage_pauses: int = Field(default=4, ge=0, le=100, exclude_if=lambda v: v == 4)
 
 
+class Stopping(BaseModel):
+    """Stopping when decided (opt-in; `harness.reporting.sequential`): every ``look_every``
+    closed cases of a relation (per model), its excess over its matched control is read from
+    an anytime-valid confidence sequence at ``alpha`` (Bonferroni over the campaign's
+    relations and models); a relation decided (an effect, or none as large as
+    ``smallest_effect``) draws no more cases."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    method: Literal["confidence-sequence"] = "confidence-sequence"
+    look_every: int = Field(default=50, ge=1, strict=True)
+    alpha: float = Field(default=0.05, gt=0, le=0.2)
+    smallest_effect: float = Field(default=0.05, gt=0, lt=1)
+
+
 class CampaignConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     name: str = "campaign"
@@ -90,6 +104,8 @@ class CampaignConfig(BaseModel):
     # postgresql:// URL (docs/scale-out.md). Where a campaign is stored is not what it is:
     # left out of the recorded config and its hash.
     store: str | None = None
+    # Opt-in: left out of the recorded config when unset, so older config hashes stand.
+    stopping: Stopping | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @field_validator("store")
     @classmethod

@@ -22,6 +22,7 @@ from harness.running.campaign import CampaignConfig, parse_campaign, parse_recor
 from harness.running.code_version import code_version as code_version
 from harness.running.engine import AnswerCache, Engine, ProgressSink, RunSummary
 from harness.running.plan import Plan
+from harness.running.stopping import StoppingMonitor, monitor_from_log
 from harness.store.fold import CaseState, fold_case
 from harness.store.log import LogLike
 from harness.store.open import log_exists, open_reader, open_writer
@@ -379,6 +380,16 @@ async def resume_campaign(
         await store.append(
             [PendingEvent(point.campaign, "", await store.next_seq(point.campaign, ""), resumed)]
         )
+        stopping: StoppingMonitor | None = None
+        if config.stopping is not None:
+            # The decisions the log records stand; looks a crash cut off are recorded now.
+            with open_reader(db) as log:
+                stopping, missing = monitor_from_log(config.stopping, plan, log, point.campaign)
+            if missing:
+                seq = await store.next_seq(point.campaign, "")
+                await store.append(
+                    [PendingEvent(point.campaign, "", seq + i, x) for i, x in enumerate(missing)]
+                )
         engine = Engine(
             store,
             config,
@@ -391,6 +402,7 @@ async def resume_campaign(
             skip=point.closed.__contains__,
             cache=cache,
             plan=plan,
+            stopping=stopping,
         )
         if handle_signals:
             install_stop_handlers(engine.signal_stop, grace_s=config.limits.stop_grace_s)
