@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from harness.reporting.sequential import METHOD_NAME
 from harness.reporting.tables import REJUDGE_TOPIC, Table
 from harness.store.reader import EventReader
 from harness.vocabulary.errors import ConfigError
-from harness.reporting.sequential import METHOD_NAME
 from harness.vocabulary.events import (
     CampaignFinished,
     CampaignResumed,
