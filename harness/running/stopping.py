@@ -186,20 +186,33 @@ def monitor_from_log(
     return monitor, feed_verdicts(monitor, log, campaign)
 
 
-def recomputed_looks(spec: Stopping, plan: Plan, log: StoppingLog, campaign: str) -> list[str]:
+def recomputed_looks(
+    spec: Stopping, plan: Plan, log: StoppingLog, campaign: str
+) -> list[tuple[str, str, str]]:
     """Replay's check: the looks recomputed from the recorded verdicts against the looks
-    the log records; one line per difference (none: the same decisions)."""
+    the log records; (which look, as logged, as recomputed) for each difference (none: the
+    same decisions)."""
     monitor = StoppingMonitor(spec, plan)
     fresh = {(x.relation, x.model, x.look): x for x in feed_verdicts(monitor, log, campaign)}
     logged = {(x.relation, x.model, x.look): x for x in recorded_looks(log, campaign)}
-    lines = []
+    found = []
     for key in sorted(set(fresh) | set(logged)):
         now, then = fresh.get(key), logged.get(key)
-        where = f"stopping look {key[2]} of {key[0]} on {key[1]}"
-        if then is None:
-            lines.append(f"{where}: recomputed ({now and now.decision}) but not in the log")
-        elif now is None:
-            lines.append(f"{where}: in the log ({then.decision}) but not recomputed")
-        elif now != then:
-            lines.append(f"{where}: logged {then.decision}, recomputed {now.decision}")
-    return lines
+        if now != then:
+            found.append(
+                (
+                    f"stopping look {key[2]} of {key[0]}@{key[1]}",
+                    _shown(then),
+                    _shown(now),
+                )
+            )
+    return found
+
+
+def _shown(look: StoppingLook | None) -> str:
+    if look is None:
+        return "(none)"
+    return (
+        f"{look.decision} at {look.cases} cases ({look.pairs} pairs, excess {look.excess:+.4f} "
+        f"[{look.low:+.4f}, {look.high:+.4f}])"
+    )
