@@ -11,6 +11,7 @@ import pytest
 
 from harness.reporting.campaign_status import campaign_status, stopping_lines
 from harness.running.campaign import Stopping, parse_campaign
+from harness.running.engine import Engine, NullProgress
 from harness.running.plan import Plan
 from harness.running.runner import resume_campaign, run_campaign
 from harness.running.stopping import (
@@ -22,6 +23,7 @@ from harness.running.stopping import (
 from harness.store.reader import EventReader
 from harness.verifying.replay import verify_log
 from harness.vocabulary.errors import ConfigError
+from harness.vocabulary.relation import Case, Verdict
 
 
 def _data(stopping: dict[str, Any] | None) -> dict[str, Any]:
@@ -113,3 +115,55 @@ async def test_a_decided_relation_draws_no_more_cases(tmp_path: Path) -> None:
     assert logged.startswith("effect") and now.startswith("no_effect")
     verified = verify_log(db)
     assert [m.case_id for m in verified.differences] == [where]
+
+
+class _StopAt(NullProgress):
+    """Stops the engine (as Ctrl-C does) once ``at`` cases have closed."""
+
+    def __init__(self, at: int) -> None:
+        self.at = at
+        self.closed = 0
+        self.engine: Engine | None = None
+
+    def case_closed(self, case: Case, verdict: Verdict) -> None:
+        self.closed += 1
+        if self.closed == self.at and self.engine is not None:
+            self.engine.request_stop("test stop")
+
+
+def _looks(db: Path) -> list[tuple[str, int, int, str, float, float]]:
+    with EventReader(db) as log:
+        looks = recorded_looks(log, log.latest_campaign())
+    return sorted((x.relation, x.look, x.cases, x.decision, x.low, x.high) for x in looks)
+
+
+@pytest.mark.parametrize("at", [30, 70])
+async def test_a_stopped_and_resumed_campaign_takes_the_same_looks(tmp_path: Path, at: int) -> None:
+    """Stopped mid-run (before or after a decision) and resumed, a campaign takes the same
+    looks and decisions as one run without a stop, and closes the same number of cases."""
+    data = _data({"look_every": 20, "smallest_effect": 0.1})
+    data["relations"].append({"name": "metaquerier.mr2", "cases": 60})
+    config = parse_campaign(data)
+    whole = tmp_path / "whole.db"
+    await run_campaign(config, whole)
+    cut = tmp_path / "cut.db"
+    progress = _StopAt(at)
+    original = Engine.run
+
+    async def capture(self: Engine) -> Any:
+        progress.engine = self
+        return await original(self)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Engine, "run", capture)
+        stopped = await run_campaign(config, cut, progress=progress)
+    assert stopped.status == "stopped"
+    resumed = await resume_campaign(cut)
+    assert resumed.status == "completed"
+    assert _looks(cut) == _looks(whole)
+    assert any(x[3] != "continue" for x in _looks(whole))
+    with EventReader(cut) as log:
+        assert verify_log(cut).differences == []
+        status = campaign_status(log, log.latest_campaign())
+    assert status.status == "completed"
+    assert status.closed + status.not_drawn == status.planned
