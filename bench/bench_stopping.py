@@ -136,8 +136,15 @@ def main() -> None:
     parser.add_argument("--planted", type=int, default=60, help="planted campaigns")
     parser.add_argument("--relation", default="biaslens.answer")
     parser.add_argument("--smallest-effect", type=float, default=0.1)
+    parser.add_argument(
+        "--method",
+        default="confidence-sequence",
+        choices=["confidence-sequence", "group-sequential"],
+    )
     args = parser.parse_args()
     STOPPING["smallest_effect"] = args.smallest_effect
+    STOPPING["method"] = args.method
+    print(f"stopping: {STOPPING}", flush=True)
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from harness.reporting.sequential import METHOD_NAME
+from harness.reporting.sequential import method_name
 from harness.reporting.tables import REJUDGE_TOPIC, Table
 from harness.store.reader import EventReader
 from harness.vocabulary.errors import ConfigError
@@ -359,7 +359,8 @@ def stopping_lines(status: CampaignStatus) -> list[str]:
     looks = status.looks
     alpha = looks[0].alpha if looks else None
     lines = [
-        f"{METHOD_NAME}: a look every {spec.get('look_every')} closed cases of a relation "
+        f"{method_name(spec.get('method'))}: a look every {spec.get('look_every')} closed "
+        "cases of a relation "
         f"and model, alpha {spec.get('alpha')}"
         + (f" ({alpha:.4g} each)" if alpha is not None else "")
         + f", smallest effect {spec.get('smallest_effect')}; {len(looks)} looks"
@@ -384,8 +385,8 @@ def stopping_fields(status: CampaignStatus) -> dict[str, Any]:
         return {}
     return {
         "stopping": {
-            "method": METHOD_NAME,
             **spec,
+            "method_name": method_name(spec.get("method")),
             "cases_not_drawn": status.not_drawn,
             "looks": [x.model_dump(mode="json", exclude={"kind"}) for x in status.looks],
         }

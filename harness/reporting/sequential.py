@@ -25,6 +25,7 @@ so the chance that any of them flags an effect where there is none stays within 
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -89,8 +90,9 @@ class BettingSequence:
         self._sum_sq += (y - self._mean) ** 2
         self._var = (0.25 + self._sum_sq) / (t + 1)
 
-    def interval(self) -> tuple[float, float] | None:
-        """The sequence now (in D), intersected with every earlier reading; None: empty."""
+    def interval(self, look: int = 0) -> tuple[float, float] | None:
+        """The sequence now (in D), intersected with every earlier reading; None: empty
+        (valid at any time: ``look`` is not needed)."""
         # Hedged capital max(K+/2, K-/2) < 1/alpha, in logs.
         bound = math.log(2 / self.alpha)
         kept = np.maximum(self._log_up, self._log_down) < bound
@@ -125,3 +127,126 @@ def decide(interval: tuple[float, float] | None, smallest_effect: float) -> Deci
 def family_alpha(alpha: float, units: int) -> float:
     """The level of each relation-model sequence: alpha over the units (Bonferroni)."""
     return alpha / max(1, units)
+
+
+GS_METHOD_NAME = (
+    "group-sequential, Lan-DeMets O'Brien-Fleming spending, repeated confidence intervals, "
+    "Bonferroni over relations"
+)
+_GS_GRID = 801  # points of the numerical integration between the bounds
+
+
+def _obf_spent(t: float, alpha: float) -> float:
+    """Lan-DeMets O'Brien-Fleming-type spending, two-sided: alpha / 2 a side, each side
+    spending 2 - 2 Phi(z_{alpha/4} / sqrt(t)) (the usual symmetric convention: four equal
+    looks at 0.05 give 4.3326, 2.9631, 2.3590, 2.0141)."""
+    from scipy.stats import norm
+
+    if t <= 0:
+        return 0.0
+    return float(4 * norm.sf(norm.isf(alpha / 4) / math.sqrt(t)))
+
+
+def _crossed(
+    c: float,
+    t: float,
+    dt: float,
+    grid: npt.NDArray[np.float64],
+    mass: npt.NDArray[np.float64],
+    alive: float,
+) -> float:
+    """The chance of continuing to a look at t and crossing +-c there (from the mass left
+    on ``grid`` at the look before, dt earlier), minus ``alive`` - the target."""
+    from scipy.stats import norm
+
+    edge = c * math.sqrt(t)
+    sd = math.sqrt(dt)
+    inside = norm.cdf((edge - grid) / sd) - norm.cdf((-edge - grid) / sd)
+    return float(alive - (mass * inside).sum())
+
+
+@functools.cache
+def obf_bounds(fractions: tuple[float, ...], alpha: float) -> tuple[float, ...]:
+    """The two-sided critical values of |Z| at looks taken at these information fractions
+    (increasing, the last 1), spending alpha by `_obf_spent`; computed by the recursive
+    numerical integration of Armitage, McPherson and Rowe on the score process S_t
+    (a Brownian motion under the null): deterministic, so a replay gets the same bounds."""
+    from scipy.optimize import brentq
+    from scipy.stats import norm
+
+    bounds: list[float] = []
+    grid = np.zeros(0)
+    density = np.zeros(0)  # of S at the previous look, inside its continuation region
+    weights = np.zeros(0)
+    previous = 0.0
+    for t in fractions:
+        target = _obf_spent(t, alpha) - _obf_spent(previous, alpha)
+        if not bounds:
+            c = float(norm.isf(target / 2))
+        else:
+            mass = density * weights
+            args = (t, t - previous, grid, mass, float(mass.sum()) - target)
+            c = float(brentq(_crossed, 0.1, 40.0, args=args, xtol=1e-10))
+        edge = c * math.sqrt(t)
+        new_grid = np.linspace(-edge, edge, _GS_GRID)
+        if not bounds:
+            new_density = norm.pdf(new_grid / math.sqrt(t)) / math.sqrt(t)
+        else:
+            sd = math.sqrt(t - previous)
+            kernel = norm.pdf((new_grid[:, None] - grid[None, :]) / sd) / sd
+            new_density = kernel @ (density * weights)
+        step = new_grid[1] - new_grid[0]
+        weights = np.full(_GS_GRID, step)
+        weights[0] = weights[-1] = step / 2  # the trapezoid rule
+        grid, density, previous = new_grid, new_density, t
+        bounds.append(c)
+    return tuple(bounds)
+
+
+def look_fractions(size: int, every: int) -> tuple[float, ...]:
+    """The information fractions of the looks of a relation of ``size`` planned cases
+    read every ``every`` cases (the last at its full size)."""
+    counts = [min(every * (j + 1), size) for j in range(-(-size // every))]
+    return tuple(n / size for n in counts)
+
+
+@dataclass
+class GroupSequence:
+    """One relation and model read by group-sequential looks: at look j the excess with its
+    repeated confidence interval, excess +- c_j x its standard error (c_j from
+    `obf_bounds`). Valid at the planned looks only (`harness.running.stopping` takes them
+    there), unlike `BettingSequence`."""
+
+    alpha: float
+    bounds: tuple[float, ...]
+    pairs: int = 0
+    total: float = 0.0
+    discordant: int = 0
+    low: float = -1.0
+    high: float = 1.0
+
+    def add(self, d: int) -> None:
+        self.pairs += 1
+        self.total += d
+        self.discordant += d != 0
+
+    def interval(self, look: int = 0) -> tuple[float, float] | None:
+        """The repeated confidence interval at look ``look`` (1, 2, ...)."""
+        c = self.bounds[min(max(look, 1), len(self.bounds)) - 1]
+        n = self.pairs
+        mean = self.total / n
+        # The variance of D, floored at one discordant pair's worth: a look at a few pairs
+        # that all agree must not read as a zero-width interval.
+        var = max(self.discordant / n - mean * mean, 1.0 / n)
+        half = c * math.sqrt(var / n)
+        self.low, self.high = mean - half, mean + half
+        return self.low, self.high
+
+    @property
+    def excess(self) -> float:
+        return self.total / self.pairs if self.pairs else 0.0
+
+
+def method_name(method: object) -> str:
+    """How the report names a recorded ``[stopping]`` method."""
+    return GS_METHOD_NAME if method == "group-sequential" else METHOD_NAME

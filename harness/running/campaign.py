@@ -70,7 +70,9 @@ class Stopping(BaseModel):
     ``smallest_effect``) draws no more cases."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
-    method: Literal["confidence-sequence"] = "confidence-sequence"
+    # "confidence-sequence": anytime-valid (betting); "group-sequential": Lan-DeMets
+    # O'Brien-Fleming alpha spending over the planned looks (more power at the full plan).
+    method: Literal["confidence-sequence", "group-sequential"] = "confidence-sequence"
     look_every: int = Field(default=50, ge=1, strict=True)
     alpha: float = Field(default=0.05, gt=0, le=0.2)
     smallest_effect: float = Field(default=0.05, gt=0, lt=1)

@@ -14,7 +14,15 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from harness.reporting.sequential import BettingSequence, decide, family_alpha, pair_value
+from harness.reporting.sequential import (
+    BettingSequence,
+    GroupSequence,
+    decide,
+    family_alpha,
+    look_fractions,
+    obf_bounds,
+    pair_value,
+)
 from harness.running.campaign import Stopping
 from harness.running.plan import Plan
 from harness.vocabulary.events import StoppingLook, VerdictReached
@@ -25,7 +33,7 @@ class _Unit:
     """One relation and model: its sequence, the closed prefix and the looks taken."""
 
     size: int  # planned cases, repeats counted
-    sequence: BettingSequence
+    sequence: BettingSequence | GroupSequence
     counted: int = 0  # the closed prefix fed to the sequence
     pending: dict[int, int | None] = field(default_factory=dict)  # closed beyond the prefix
     recorded: int = 0  # looks the log holds already (not taken again)
@@ -47,7 +55,14 @@ class StoppingMonitor:
     def _unit(self, relation: str, model: str) -> _Unit:
         unit = self._units.get((relation, model))
         if unit is None:
-            unit = _Unit(self._sizes.get(relation, 0), BettingSequence(alpha=self.alpha))
+            size = self._sizes.get(relation, 0)
+            sequence: BettingSequence | GroupSequence
+            if self.spec.method == "group-sequential" and size > 0:
+                bounds = obf_bounds(look_fractions(size, self.spec.look_every), self.alpha)
+                sequence = GroupSequence(alpha=self.alpha, bounds=bounds)
+            else:
+                sequence = BettingSequence(alpha=self.alpha)
+            unit = _Unit(size, sequence)
             self._units[(relation, model)] = unit
         return unit
 
@@ -112,7 +127,7 @@ class StoppingMonitor:
         sequence = unit.sequence
         if sequence.pairs == 0:
             return None  # no control (or no valid pair yet): nothing to read
-        interval = sequence.interval()
+        interval = sequence.interval(number)
         low, high = interval if interval is not None else (sequence.low, sequence.high)
         return StoppingLook(
             relation=relation,

@@ -9,7 +9,15 @@ import math
 import numpy as np
 import pytest
 
-from harness.reporting.sequential import BettingSequence, decide, family_alpha, pair_value
+from harness.reporting.sequential import (
+    BettingSequence,
+    GroupSequence,
+    decide,
+    family_alpha,
+    look_fractions,
+    obf_bounds,
+    pair_value,
+)
 
 
 def _ever_misses(ds: tuple[int, ...], mean: float, alpha: float, looks: bool) -> bool:
@@ -99,3 +107,43 @@ def test_decisions_and_pairs() -> None:
     assert pair_value("HELD", control) == 0
     assert pair_value("INVALID", control) is None
     assert pair_value("VIOLATED", {}) is None
+
+
+def test_obrien_fleming_bounds_match_the_published_ones() -> None:
+    """Lan-DeMets O'Brien-Fleming spending, two-sided 0.05, four equal looks: the bounds
+    every group-sequential package prints (4.3326, 2.9631, 2.3590, 2.0141); one look is
+    the fixed test's 1.96."""
+    bounds = obf_bounds((0.25, 0.5, 0.75, 1.0), 0.05)
+    assert bounds == pytest.approx((4.3326, 2.9631, 2.3590, 2.0141), abs=2e-4)
+    assert obf_bounds((1.0,), 0.05) == pytest.approx((1.95996,), abs=1e-4)
+
+
+def test_obrien_fleming_bounds_spend_alpha_by_simulation() -> None:
+    """Unequal looks (a last one shorter, as `look_fractions` gives): Brownian paths cross
+    some bound at the rate alpha, within four standard errors."""
+    fractions = look_fractions(230, 50)
+    assert fractions == (50 / 230, 100 / 230, 150 / 230, 200 / 230, 1.0)
+    alpha = 0.05 / 3
+    bounds = np.array(obf_bounds(fractions, alpha))
+    rng = np.random.default_rng(5)
+    paths = 200_000
+    steps = np.diff(np.array((0.0, *fractions)))
+    walk = np.cumsum(rng.standard_normal((paths, len(fractions))) * np.sqrt(steps), axis=1)
+    z = walk / np.sqrt(np.array(fractions))
+    rate = float((np.abs(z) > bounds).any(axis=1).mean())
+    assert abs(rate - alpha) <= 4 * math.sqrt(alpha * (1 - alpha) / paths)
+
+
+def test_the_group_sequence_reads_its_repeated_interval() -> None:
+    bounds = obf_bounds(look_fractions(400, 100), 0.05)
+    sequence = GroupSequence(alpha=0.05, bounds=bounds)
+    for i in range(100):
+        sequence.add(1 if i % 4 == 0 else 0)  # an excess of 0.25
+    low, high = sequence.interval(1) or (0.0, 0.0)
+    half = bounds[0] * math.sqrt((0.25 - 0.25**2) / 100)
+    assert (low, high) == pytest.approx((0.25 - half, 0.25 + half))
+    assert decide((low, high), 0.1) == "effect"
+    quiet = GroupSequence(alpha=0.05, bounds=bounds)
+    for _ in range(100):
+        quiet.add(0)  # no disagreement: the variance floor keeps the interval open
+    assert quiet.interval(1) == pytest.approx((-bounds[0] / 100, bounds[0] / 100))

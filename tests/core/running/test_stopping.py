@@ -59,9 +59,10 @@ def test_the_option_is_left_out_when_unset_and_checked_when_set() -> None:
         assert field in str(caught.value)
 
 
-def test_looks_follow_the_case_order_not_the_closing_order() -> None:
+@pytest.mark.parametrize("method", ["confidence-sequence", "group-sequential"])
+def test_looks_follow_the_case_order_not_the_closing_order(method: str) -> None:
     """Closing the same verdicts in another order takes the same looks."""
-    config = parse_campaign(_data({"look_every": 10, "smallest_effect": 0.3}))
+    config = parse_campaign(_data({"look_every": 10, "smallest_effect": 0.3, "method": method}))
     plan = Plan(config)
     closes = [
         (i, r, "VIOLATED" if (i * 7 + r) % 5 == 0 else "HELD") for i in range(120) for r in (0, 1)
@@ -137,11 +138,13 @@ def _looks(db: Path) -> list[tuple[str, int, int, str, float, float]]:
     return sorted((x.relation, x.look, x.cases, x.decision, x.low, x.high) for x in looks)
 
 
-@pytest.mark.parametrize("at", [30, 70])
-async def test_a_stopped_and_resumed_campaign_takes_the_same_looks(tmp_path: Path, at: int) -> None:
+@pytest.mark.parametrize(("at", "method"), [(30, "confidence-sequence"), (70, "group-sequential")])
+async def test_a_stopped_and_resumed_campaign_takes_the_same_looks(
+    tmp_path: Path, at: int, method: str
+) -> None:
     """Stopped mid-run (before or after a decision) and resumed, a campaign takes the same
     looks and decisions as one run without a stop, and closes the same number of cases."""
-    data = _data({"look_every": 20, "smallest_effect": 0.1})
+    data = _data({"look_every": 20, "smallest_effect": 0.1, "method": method})
     data["relations"].append({"name": "metaquerier.mr2", "cases": 60})
     config = parse_campaign(data)
     whole = tmp_path / "whole.db"
