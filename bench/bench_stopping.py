@@ -172,11 +172,12 @@ def main() -> None:
                 flush=True,
             )
         r = args.relation
-        if not (args.null and args.planted):
+        if args.null:
+            null = [sequential(r, False, 1000 + s, work) for s in range(args.null)]
+            k = sum(found for found, _ in null)
+            print(f"{r} null: an effect decided in {cp(k, len(null))} of campaigns", flush=True)
+        if not args.planted:
             return
-        null = [sequential(r, False, 1000 + s, work) for s in range(args.null)]
-        k = sum(found for found, _ in null)
-        print(f"{r} null: an effect decided in {cp(k, len(null))} of campaigns", flush=True)
         planted = [sequential(r, True, 5000 + s, work) for s in range(args.planted)]
         fixed_runs = [one_campaign(r, True, 5000 + s, work) for s in range(args.planted)]
         seq_found = sum(found for found, _ in planted)

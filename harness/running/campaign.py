@@ -64,15 +64,16 @@ class Limits(BaseModel):
 
 class Stopping(BaseModel):
     """Stopping when decided (opt-in; `harness.reporting.sequential`): every ``look_every``
-    closed cases of a relation (per model), its excess over its matched control is read from
-    an anytime-valid confidence sequence at ``alpha`` (Bonferroni over the campaign's
-    relations and models); a relation decided (an effect, or none as large as
-    ``smallest_effect``) draws no more cases."""
+    closed cases of a relation (per model), its excess over its matched control is read by
+    a sequential method at ``alpha`` (Bonferroni over the campaign's relations and models);
+    a relation decided (an effect, or none as large as ``smallest_effect``) draws no more
+    cases."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
-    # "confidence-sequence": anytime-valid (betting); "group-sequential": Lan-DeMets
-    # O'Brien-Fleming alpha spending over the planned looks (more power at the full plan).
-    method: Literal["confidence-sequence", "group-sequential"] = "confidence-sequence"
+    # "group-sequential": Lan-DeMets O'Brien-Fleming alpha spending over the planned looks
+    # (about the fixed plan's power at its full size); "confidence-sequence": anytime-valid
+    # (betting), valid at any look, wider at the full plan (bench/RESULTS.md).
+    method: Literal["group-sequential", "confidence-sequence"] = "group-sequential"
     look_every: int = Field(default=50, ge=1, strict=True)
     alpha: float = Field(default=0.05, gt=0, le=0.2)
     smallest_effect: float = Field(default=0.05, gt=0, lt=1)
