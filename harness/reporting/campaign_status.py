@@ -165,7 +165,7 @@ def campaign_statuses(log: EventReader) -> list[CampaignStatus]:
         elif (
             status.status == "completed"
             and status.planned
-            and any(x.decision != "continue" for x in status.looks)
+            and any(stopped_by(status, x) for x in status.looks)
             and status.closed == status.opened
         ):
             # A completed run walked the whole plan: what it did not open, a decision skipped.
@@ -350,6 +350,12 @@ def _stopping_config(status: CampaignStatus) -> dict[str, Any] | None:
     return spec if isinstance(spec, dict) else None
 
 
+def stopped_by(status: CampaignStatus, look: StoppingLook) -> bool:
+    """True when this look stopped its relation (its decision is one the campaign stops on)."""
+    spec = _stopping_config(status) or {}
+    return look.decision in spec.get("stop_on", ["effect", "no_effect"])
+
+
 def stopping_lines(status: CampaignStatus) -> list[str]:
     """The header's lines of a campaign that stops when decided (none for the others): the
     method and its settings, then each relation's decision and where it was reached."""
@@ -365,7 +371,7 @@ def stopping_lines(status: CampaignStatus) -> list[str]:
         + (f" ({alpha:.4g} each)" if alpha is not None else "")
         + f", smallest effect {spec.get('smallest_effect')}; {len(looks)} looks"
     ]
-    decided = [x for x in looks if x.decision != "continue"]
+    decided = [x for x in looks if stopped_by(status, x)]
     for x in decided:
         what = "an effect" if x.decision == "effect" else "no effect that large"
         lines.append(

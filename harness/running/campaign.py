@@ -77,6 +77,12 @@ class Stopping(BaseModel):
     look_every: int = Field(default=50, ge=1, strict=True)
     alpha: float = Field(default=0.05, gt=0, le=0.2)
     smallest_effect: float = Field(default=0.05, gt=0, lt=1)
+    # The decisions that stop a relation: leave out "no_effect" to keep drawing the cases
+    # of a relation with no excess, whose finer findings (a group against the others, a
+    # term) need them (docs/controls.md).
+    stop_on: tuple[Literal["effect", "no_effect"], ...] = Field(
+        default=("effect", "no_effect"), min_length=1
+    )
 
 
 class CampaignConfig(BaseModel):

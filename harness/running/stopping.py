@@ -86,7 +86,7 @@ class StoppingMonitor:
         for look in looks:
             unit = self._unit(look.relation, look.model)
             unit.recorded = max(unit.recorded, look.look)
-            if look.decision != "continue" and unit.decided is None:
+            if look.decision in self.spec.stop_on and unit.decided is None:
                 unit.decided = look
 
     def closed(
@@ -116,7 +116,7 @@ class StoppingMonitor:
             look = self._look(relation, model, unit, number)
             if look is None:
                 continue
-            if look.decision != "continue":
+            if look.decision in self.spec.stop_on:
                 unit.decided = look
                 unit.pending.clear()
             if number > unit.recorded:

@@ -170,3 +170,25 @@ async def test_a_stopped_and_resumed_campaign_takes_the_same_looks(
         status = campaign_status(log, log.latest_campaign())
     assert status.status == "completed"
     assert status.closed + status.not_drawn == status.planned
+
+
+async def test_a_campaign_that_stops_on_effects_only_draws_every_case(tmp_path: Path) -> None:
+    """``stop_on = ["effect"]``: a relation read as no effect keeps drawing its cases (its
+    looks go on and say so), so nothing is left undrawn."""
+    config = parse_campaign(
+        _data({"look_every": 20, "smallest_effect": 0.1, "stop_on": ["effect"]})
+    )
+    db = tmp_path / "effects.db"
+    summary = await run_campaign(config, db)
+    assert summary.status == "completed"
+    assert summary.not_drawn == 0 and summary.cases_closed == 240
+    looks = _looks(db)
+    assert len(looks) == 12 and any(x[3] == "no_effect" for x in looks)
+    with EventReader(db) as log:
+        status = campaign_status(log, log.latest_campaign())
+        assert verify_log(db).differences == []
+    assert status.not_drawn == 0
+    assert not any("its later cases not drawn" in line for line in stopping_lines(status))
+    with pytest.raises(ConfigError) as caught:
+        parse_campaign(_data({"stop_on": []}))
+    assert "stopping.stop_on" in str(caught.value)
