@@ -35,8 +35,9 @@ def unfinished_reason(summary: RunSummary, cases_to_close: int | None) -> str:
             f"{summary.retryable} cases failed, retryable (transient vendor failures outlasted "
             "max_attempts; they are not closed): run 'harness resume' once the vendor answers"
         )
-    if cases_to_close is not None and summary.cases_closed < cases_to_close:
-        return f"{cases_to_close - summary.cases_closed} of {cases_to_close} cases still open"
+    done = summary.cases_closed + summary.not_drawn  # not drawn: their relation was decided
+    if cases_to_close is not None and done < cases_to_close:
+        return f"{cases_to_close - done} of {cases_to_close} cases still open"
     if summary.calls and summary.failures >= summary.calls and not summary.cached:
         return f"every one of {summary.calls} calls failed: no case got an answer"
     return ""

@@ -19,10 +19,17 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from harness.reporting.sequential import method_name
 from harness.reporting.tables import REJUDGE_TOPIC, Table
 from harness.store.reader import EventReader
 from harness.vocabulary.errors import ConfigError
-from harness.vocabulary.events import CampaignFinished, CampaignResumed, CampaignStarted, Note
+from harness.vocabulary.events import (
+    CampaignFinished,
+    CampaignResumed,
+    CampaignStarted,
+    Note,
+    StoppingLook,
+)
 
 # An importer of released data marks its campaign with a Note of this topic (or, in logs
 # written before it existed, of a topic "<family>.import").
@@ -50,6 +57,10 @@ class CampaignStatus:
     started: CampaignStarted | None = field(default=None, repr=False)
     # Re-judging runs whose judge was a subject of the campaign: (judge, subject).
     self_rejudged: list[tuple[str, str]] = field(default_factory=list)
+    # A campaign that stops when decided: every look, and the planned cases never opened
+    # because their relation was decided (not lost: not drawn).
+    looks: list[StoppingLook] = field(default_factory=list, repr=False)
+    not_drawn: int = 0
 
     @property
     def cases(self) -> str:
@@ -114,7 +125,7 @@ def campaign_statuses(log: EventReader) -> list[CampaignStatus]:
     index: the lifecycle events of all campaigns at once, by kind alone, were a scan of the
     whole events table (4.7 GB at six BiasLens models) for a few dozen rows."""
     found: dict[str, CampaignStatus] = {}
-    kinds = ("CampaignStarted", "CampaignResumed", "CampaignFinished", "Note")
+    kinds = ("CampaignStarted", "CampaignResumed", "CampaignFinished", "Note", "StoppingLook")
     for cid, _ in log.campaigns():  # oldest first
         status: CampaignStatus | None = None
         for stored in log.events(cid, kinds=kinds):
@@ -131,6 +142,8 @@ def campaign_statuses(log: EventReader) -> list[CampaignStatus]:
             elif isinstance(ev, CampaignFinished):
                 status.status, status.reason = ev.status, ev.reason
                 status.finished_at = stored.ts
+            elif isinstance(ev, StoppingLook):
+                status.looks.append(ev)
             elif isinstance(ev, Note) and ev.topic == REJUDGE_TOPIC and ev.data.get("self_judging"):
                 pair = (str(ev.data.get("judge")), str(ev.data["self_judging"]))
                 if pair not in status.self_rejudged:
@@ -149,6 +162,14 @@ def campaign_statuses(log: EventReader) -> list[CampaignStatus]:
             status.reason = (
                 "the import was interrupted" if status.imported_from else "no end recorded"
             ) + " (killed, crashed, or still running)"
+        elif (
+            status.status == "completed"
+            and status.planned
+            and any(stopped_by(status, x) for x in status.looks)
+            and status.closed == status.opened
+        ):
+            # A completed run walked the whole plan: what it did not open, a decision skipped.
+            status.not_drawn = status.planned - status.opened
         elif status.status == "completed" and status.planned and status.closed < status.planned:
             status.status = "unfinished"
             status.reason = f"{status.planned - status.closed} planned cases not closed"
@@ -278,6 +299,7 @@ def header_table(status: CampaignStatus) -> Table:
          "answers (--allow-self-judging)"]
         for judge, subject in status.self_rejudged
     )  # fmt: skip
+    rows.extend(["stopping", line] for line in stopping_lines(status))
     rows.append(["seed", started.config.get("seed") if started else None])
     rows.append(["code version", started.code_version if started else None])
     rows.append(["harness version", started.harness_version if started else None])
@@ -318,6 +340,62 @@ def header_fields(status: CampaignStatus) -> dict[str, Any]:
         ),
         "code_version": started.code_version if started else None,
         "harness_version": started.harness_version if started else None,
+        **stopping_fields(status),
+    }
+
+
+def _stopping_config(status: CampaignStatus) -> dict[str, Any] | None:
+    started = status.started
+    spec = started.config.get("stopping") if started else None
+    return spec if isinstance(spec, dict) else None
+
+
+def stopped_by(status: CampaignStatus, look: StoppingLook) -> bool:
+    """True when this look stopped its relation (its decision is one the campaign stops on)."""
+    spec = _stopping_config(status) or {}
+    return look.decision in spec.get("stop_on", ["effect", "no_effect"])
+
+
+def stopping_lines(status: CampaignStatus) -> list[str]:
+    """The header's lines of a campaign that stops when decided (none for the others): the
+    method and its settings, then each relation's decision and where it was reached."""
+    spec = _stopping_config(status)
+    if spec is None:
+        return []
+    looks = status.looks
+    alpha = looks[0].alpha if looks else None
+    lines = [
+        f"{method_name(spec.get('method'))}: a look every {spec.get('look_every')} closed "
+        "cases of a relation "
+        f"and model, alpha {spec.get('alpha')}"
+        + (f" ({alpha:.4g} each)" if alpha is not None else "")
+        + f", smallest effect {spec.get('smallest_effect')}; {len(looks)} looks"
+    ]
+    decided = [x for x in looks if stopped_by(status, x)]
+    for x in decided:
+        what = "an effect" if x.decision == "effect" else "no effect that large"
+        lines.append(
+            f"{x.relation} on {x.model}: {what} at look {x.look} ({x.cases} cases, {x.pairs} "
+            f"pairs; excess {x.excess:+.3f} [{x.low:+.3f}, {x.high:+.3f}]); its later cases "
+            "not drawn"
+        )
+    if status.not_drawn:
+        lines.append(f"{status.not_drawn} planned cases not drawn (their relation was decided)")
+    return lines
+
+
+def stopping_fields(status: CampaignStatus) -> dict[str, Any]:
+    """The JSON header's ``stopping`` (only for a campaign that stops when decided)."""
+    spec = _stopping_config(status)
+    if spec is None:
+        return {}
+    return {
+        "stopping": {
+            **spec,
+            "method_name": method_name(spec.get("method")),
+            "cases_not_drawn": status.not_drawn,
+            "looks": [x.model_dump(mode="json", exclude={"kind"}) for x in status.looks],
+        }
     }
 
 

@@ -74,6 +74,29 @@ class BatchOptions(BaseModel):
     poll_max_s: float = Field(default=300.0, gt=0, le=MAX_SECONDS)
 
 
+class Stopping(BaseModel):
+    """Stopping when decided (opt-in; `harness.reporting.sequential`): every ``look_every``
+    closed cases of a relation (per model), its excess over its matched control is read by
+    a sequential method at ``alpha`` (Bonferroni over the campaign's relations and models);
+    a relation decided (an effect, or none as large as ``smallest_effect``) draws no more
+    cases."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    # "group-sequential": Lan-DeMets O'Brien-Fleming alpha spending over the planned looks
+    # (about the fixed plan's power at its full size); "confidence-sequence": anytime-valid
+    # (betting), valid at any look, wider at the full plan (bench/RESULTS.md).
+    method: Literal["group-sequential", "confidence-sequence"] = "group-sequential"
+    look_every: int = Field(default=50, ge=1, strict=True)
+    alpha: float = Field(default=0.05, gt=0, le=0.2)
+    smallest_effect: float = Field(default=0.05, gt=0, lt=1)
+    # The decisions that stop a relation: leave out "no_effect" to keep drawing the cases
+    # of a relation with no excess, whose finer findings (a group against the others, a
+    # term) need them (docs/controls.md).
+    stop_on: tuple[Literal["effect", "no_effect"], ...] = Field(
+        default=("effect", "no_effect"), min_length=1
+    )
+
+
 class CampaignConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     name: str = "campaign"
@@ -106,6 +129,8 @@ class CampaignConfig(BaseModel):
     # postgresql:// URL (docs/scale-out.md). Where a campaign is stored is not what it is:
     # left out of the recorded config and its hash.
     store: str | None = None
+    # Opt-in: left out of the recorded config when unset, so older config hashes stand.
+    stopping: Stopping | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @field_validator("store")
     @classmethod

@@ -32,6 +32,7 @@ from harness.running.reachability import (
 )
 from harness.running.resume_step import InterruptedStep, interrupted_step
 from harness.running.retry import RetryDecision, RetryPolicy, failure_event
+from harness.running.stopping import StoppingMonitor
 from harness.runtime.gc_pause import gc_infrequent
 from harness.store.fold import CaseState, TurnState, messages_for
 from harness.store.protocol import EventSink
@@ -52,6 +53,7 @@ from harness.vocabulary.events import (
     CaseClosed,
     Event,
     ReplyReceived,
+    StoppingLook,
     VerdictReached,
 )
 from harness.vocabulary.model import (
@@ -117,6 +119,8 @@ class RunSummary:
     retryable: int = 0
     elapsed_s: float = 0.0
     ceiling_usd: float | None = None  # set when the spending ceiling stopped the run
+    # Cases of relations decided at a look (the campaign's [stopping]) this run did not draw.
+    not_drawn: int = 0
 
 
 class CaseLease(Protocol):
@@ -191,11 +195,14 @@ class Engine:
         cache: AnswerCache | None = None,
         plan: Plan | None = None,
         lease: CaseLease | None = None,
+        stopping: StoppingMonitor | None = None,
     ) -> None:
         """``plan``: the campaign's plan, built once by the caller (default: built here).
         ``skip``: ids of cases not to run (closed ones, on resume); they are never generated.
         ``lease``: share the cases with other workers (then the workers, not this engine,
         record the campaign's end: `harness.running.worker`).
+        ``stopping``: the looks of a campaign that stops when decided, restored from the log
+        (resume); a new one is built here when the campaign has a ``[stopping]`` table.
         """
         if lease is not None:
             batched = next((s for s in [*config.models, *config.judges] if s.mode == "batch"), None)
@@ -240,6 +247,17 @@ class Engine:
         )
         self._closing: set[Closing] = set()  # closing commits not yet resolved
         self._suspended: set[str] = set()  # cases left failed, retryable (RunSummary.retryable)
+        if config.stopping is not None and lease is not None:
+            # The looks count one process's closes; workers sharing a campaign do not share them.
+            raise ConfigError(
+                "a campaign that stops when decided runs in one process",
+                field="stopping",
+                fix="run it with harness run (or resume), or remove the [stopping] table",
+            )
+        if stopping is None and config.stopping is not None:
+            stopping = StoppingMonitor(config.stopping, self.plan)
+        self.decisions = stopping
+        self._look_lock = asyncio.Lock()
 
     # --- control ---------------------------------------------------------------------
 
@@ -278,8 +296,11 @@ class Engine:
     async def _run(self) -> RunSummary:
         started = time.monotonic()
         workers: list[asyncio.Task[None]] = []
+        skip = self._skip
+        if self.decisions is not None:
+            skip = self._skip_decided
         for spec in self.config.models:
-            cases = self.plan.cases_for(spec.name, skip=self._skip)
+            cases = self.plan.cases_for(spec.name, skip=skip)
             # In batch mode a worker waits a whole wave for each turn: as many workers as a
             # wave holds, so a wave fills with every case's next step.
             workers_of = self.config.batch.wave_size if spec.mode == "batch" else spec.max_in_flight
@@ -301,6 +322,8 @@ class Engine:
             # Closes a cancelled worker left unawaited: committed before CampaignFinished.
             await asyncio.gather(*self._closing, return_exceptions=True)
         self.summary.elapsed_s = time.monotonic() - started
+        if self.decisions is not None:
+            self.summary.not_drawn = self.decisions.not_drawn
         if self._abort is None and not self._stop.is_set() and self.summary.retryable:
             self._abort_if_never_answered()
         if self._abort is not None:
@@ -335,6 +358,23 @@ class Engine:
         if self._abort is not None:
             raise CampaignAbortedError(self.summary.reason) from self._abort
         return self.summary
+
+    def _skip_decided(self, case_id: str) -> bool:
+        """The resume's skip, and the cases of a decided relation not opened yet (an open
+        one finishes: it is paid for in part, and no case is lost)."""
+        if self._skip is not None and self._skip(case_id):
+            return True
+        assert self.decisions is not None
+        return case_id not in self._resume and self.decisions.skips(case_id)
+
+    async def _record_looks(self, looks: list[StoppingLook]) -> None:
+        """Looks a closing case completed, appended after its closing events (queued
+        first, so committed first): one at a time, in the campaign's own stream."""
+        async with self._look_lock:
+            seq = await self.store.next_seq(self.campaign_id, "")
+            await self.store.append(
+                [PendingEvent(self.campaign_id, "", seq + i, look) for i, look in enumerate(looks)]
+            )
 
     def _finished_status(self) -> Literal["completed", "unfinished", "stopped", "aborted"]:
         """The status CampaignFinished records: a run that went to its end with cases left
@@ -447,6 +487,17 @@ class Engine:
                 log.state.closed = True
                 self._closing.add(closing)
                 closing.add_done_callback(functools.partial(self._closed, case, result))
+                if self.decisions is not None:
+                    looks = self.decisions.closed(
+                        case.relation,
+                        case.model,
+                        case.index,
+                        case.repeat,
+                        result.outcome.value,
+                        result.evidence,
+                    )
+                    if looks:
+                        await self._record_looks(looks)
                 return closing
             if not result:
                 raise RelationError(f"{case.relation} returned no asks and no verdict")

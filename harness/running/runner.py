@@ -31,6 +31,7 @@ from harness.running.campaign import CampaignConfig, parse_campaign, parse_recor
 from harness.running.code_version import code_version as code_version
 from harness.running.engine import AnswerCache, Engine, ProgressSink, RunSummary
 from harness.running.plan import Plan
+from harness.running.stopping import StoppingMonitor, monitor_from_log
 from harness.store.fold import CaseState, fold_case
 from harness.store.log import LogLike
 from harness.store.open import log_exists, open_reader, open_writer
@@ -429,6 +430,16 @@ async def resume_campaign(
                 notes = [e.event for e in log.events(point.campaign, kinds=("Note",))]
             known = known_waves(n for n in notes if isinstance(n, Note))
             session.use_batches(config, store, point.campaign, known)
+        stopping: StoppingMonitor | None = None
+        if config.stopping is not None:
+            # The decisions the log records stand; looks a crash cut off are recorded now.
+            with open_reader(db) as log:
+                stopping, missing = monitor_from_log(config.stopping, plan, log, point.campaign)
+            if missing:
+                seq = await store.next_seq(point.campaign, "")
+                await store.append(
+                    [PendingEvent(point.campaign, "", seq + i, x) for i, x in enumerate(missing)]
+                )
         engine = Engine(
             store,
             config,
@@ -441,6 +452,7 @@ async def resume_campaign(
             skip=point.closed.__contains__,
             cache=cache,
             plan=plan,
+            stopping=stopping,
         )
         if handle_signals:
             install_stop_handlers(engine.signal_stop, grace_s=config.limits.stop_grace_s)

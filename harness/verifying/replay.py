@@ -286,6 +286,15 @@ def verify_log(db: LogLike, campaign: str | None = None) -> VerifyResult:
 
     split = boundary != ""
     result = verify_in_two(verify_range, boundary) if split else verify_range(None, None)
+    if config.stopping is not None:  # the looks, recomputed from the recorded verdicts
+        from harness.running.plan import Plan
+        from harness.running.stopping import recomputed_looks
+
+        with db.reader() as log:
+            for where, logged, now in recomputed_looks(
+                config.stopping, Plan(config), log, campaign
+            ):
+                result.differences.append(Mismatch(where, "decision", None, logged, now))
     result.elapsed_s = time.monotonic() - started_at
     return result
 

@@ -148,6 +148,29 @@ class JudgeCalibrated(_Event):
     summary: list[dict[str, Any]] = Field(default_factory=list)
 
 
+class StoppingLook(_Event):
+    """One interim look of a campaign that stops when decided (the campaign's ``[stopping]``
+    table; `harness.reporting.sequential`): the first ``cases`` planned cases of one relation
+    and model (in the relation's own order) are closed, and the confidence sequence of the
+    excess of the relation's violation rate over its matched control reads as ``decision``.
+    ``effect``: the sequence excludes 0; ``no_effect``: it lies inside (-smallest effect,
+    +smallest effect); ``continue``: neither. After a decided look the relation's later cases
+    are not drawn. Resume reads the decisions from these events; replay recomputes them from
+    the recorded verdicts."""
+
+    kind: Literal["StoppingLook"] = "StoppingLook"
+    relation: str
+    model: str
+    look: int  # 1, 2, ... for this relation and model
+    cases: int  # the planned cases counted (closed, the first ones in the relation's order)
+    pairs: int  # of them, cases with a valid test and a valid control outcome
+    excess: float  # mean of (test violated) - (control violated) over the pairs
+    low: float  # the confidence sequence at this look
+    high: float
+    alpha: float  # the level of this relation's sequence (after the correction)
+    decision: Literal["continue", "effect", "no_effect"]
+
+
 Event = Annotated[
     CampaignStarted
     | CampaignResumed
@@ -159,7 +182,8 @@ Event = Annotated[
     | CaseClosed
     | CampaignFinished
     | Note
-    | JudgeCalibrated,
+    | JudgeCalibrated
+    | StoppingLook,
     Field(discriminator="kind"),
 ]
 
@@ -177,6 +201,7 @@ EVENT_TYPES: dict[str, type[_Event]] = {
         CampaignFinished,
         Note,
         JudgeCalibrated,
+        StoppingLook,
     )
 }
 _ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
