@@ -282,6 +282,21 @@ def lock_waits(url: str, stop: threading.Event, samples: list[tuple[float, int, 
             samples.append((time.time(), int(row[0]), int(row[1])) if row else (0.0, 0, 0))
 
 
+def commit_counts(url: str) -> tuple[int, int]:
+    """(transactions committed in the database of ``url``, WAL flushes of the server) so far:
+    every autocommit statement is a transaction, and every transaction that wrote waits for
+    a WAL flush (``fsync`` on), unless a concurrent one's flush covered it."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        row = conn.execute(
+            "SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()),"
+            " (SELECT wal_sync FROM pg_stat_wal)"
+        ).fetchone()
+    return (int(row[0]), int(row[1])) if row else (0, 0)
+
+
 def run_quota(args: argparse.Namespace, server: object, url: str) -> None:
     """Each worker in its own CPU cgroup at ``args.quota`` of a core; N = ``args.modes``."""
     import asyncio
@@ -315,6 +330,7 @@ def run_quota(args: argparse.Namespace, server: object, url: str) -> None:
         sampler = threading.Thread(target=lock_waits, args=(db, stop, waits), daemon=True)
         sampler.start()
         load0 = os.getloadavg()[0]
+        xacts0, flushes0 = commit_counts(db)
         procs: list[subprocess.Popen[bytes]] = []
         cpu: list[tuple[float, float]] = []  # (time, CPU seconds of all the workers)
         try:
@@ -348,6 +364,8 @@ def run_quota(args: argparse.Namespace, server: object, url: str) -> None:
                     p.wait()
             for group in groups:
                 group.remove()
+        time.sleep(1.0)  # backends report their counts within a second of their last commit
+        xacts1, flushes1 = commit_counts(db)
         calls, start, end, steady = steady_window(db)
         rate = steady / max(end - start, 1e-9)
         one = one or rate / n
@@ -371,7 +389,11 @@ def run_quota(args: argparse.Namespace, server: object, url: str) -> None:
               f"(N = 1 needs {one_ms / ms_call:.0%} of it: the efficiency per CPU used); "
               f"commit lock held in {held} and waited for in {waiting} of "
               f"{len(steady_waits)} samples (most waiting {most}; {commits} commits, held about "
-              f"{hold_ms:.1f} ms a commit); load average {load0:.1f} -> "
+              f"{hold_ms:.1f} ms a commit); over the whole run "
+              f"{(xacts1 - xacts0) / max(1, calls):.2f} transactions and "
+              f"{(flushes1 - flushes0) / max(1, calls):.2f} WAL flushes a call, "
+              f"{commits_between(db, 0, float('inf')) / max(1, calls):.2f} event commits a call; "
+              f"load average {load0:.1f} -> "
               f"{os.getloadavg()[0]:.1f}")  # fmt: skip
 
 
