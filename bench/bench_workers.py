@@ -246,11 +246,16 @@ def cgroup_root() -> tuple[Path, int]:
     raise SystemExit("skipped: no writable CPU cgroup: " + "; ".join(why or ["none mounted"]))
 
 
-def commits_between(db: str, start: float, end: float) -> int:
-    """Commits (batch numbers) whose events were stamped from ``start`` to ``end``."""
-    with open_reader(db) as log:
-        row = log.connection.execute(
-            "SELECT count(DISTINCT batch) FROM events WHERE ts >= ? AND ts <= ?", (start, end)
+def commits_between(url: str, start: float, end: float) -> int:
+    """Transactions that committed events stamped from ``start`` to ``end``: the distinct
+    inserting transaction ids (``xmin``) of those rows. One transaction holds a group of
+    batches, so batch numbers would overcount the commits."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(DISTINCT xmin::text) FROM events WHERE ts >= %s AND ts <= %s",
+            (start, end),
         ).fetchone()
     return int(row[0]) if row else 0
 
@@ -382,6 +387,7 @@ def run_quota(args: argparse.Namespace, server: object, url: str) -> None:
         # The lock's mean hold a commit, estimated: the share of samples it was seen held,
         # times the window, over the commits in the window.
         commits = commits_between(db, start, end)
+        all_commits = commits_between(db, 0.0, float("inf"))
         hold_ms = 1000 * held / max(1, len(steady_waits)) * (end - start) / max(1, commits)
         print(f"N={n}: {calls} calls, steady {rate:.0f} calls/s, efficiency "
               f"{rate / (n * one):.0%} of {n} x {one:.0f}; quota used {used:.0%} "
@@ -392,7 +398,7 @@ def run_quota(args: argparse.Namespace, server: object, url: str) -> None:
               f"{hold_ms:.1f} ms a commit); over the whole run "
               f"{(xacts1 - xacts0) / max(1, calls):.2f} transactions and "
               f"{(flushes1 - flushes0) / max(1, calls):.2f} WAL flushes a call, "
-              f"{commits_between(db, 0, float('inf')) / max(1, calls):.2f} event commits a call; "
+              f"{all_commits / max(1, calls):.2f} commits of events a call; "
               f"load average {load0:.1f} -> "
               f"{os.getloadavg()[0]:.1f}")  # fmt: skip
 
