@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -369,6 +370,14 @@ def run_quota(args: argparse.Namespace, server: object, url: str) -> None:
                     p.wait()
             for group in groups:
                 group.remove()
+        # Each worker's last line says how many case claims it sent (granted or refused).
+        claims = sum(
+            int(m.group(1))
+            for i in range(n)
+            for m in re.finditer(
+                r"(\d+) case claims sent", (tmp / f"worker-{n}-{i}.err").read_text()
+            )
+        )
         time.sleep(1.0)  # backends report their counts within a second of their last commit
         xacts1, flushes1 = commit_counts(db)
         calls, start, end, steady = steady_window(db)
@@ -399,6 +408,7 @@ def run_quota(args: argparse.Namespace, server: object, url: str) -> None:
               f"{(xacts1 - xacts0) / max(1, calls):.2f} transactions and "
               f"{(flushes1 - flushes0) / max(1, calls):.2f} WAL flushes a call, "
               f"{all_commits / max(1, calls):.2f} commits of events a call; "
+              f"{claims} case claims sent for {calls} calls; "
               f"load average {load0:.1f} -> "
               f"{os.getloadavg()[0]:.1f}")  # fmt: skip
 
