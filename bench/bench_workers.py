@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -246,11 +247,16 @@ def cgroup_root() -> tuple[Path, int]:
     raise SystemExit("skipped: no writable CPU cgroup: " + "; ".join(why or ["none mounted"]))
 
 
-def commits_between(db: str, start: float, end: float) -> int:
-    """Commits (batch numbers) whose events were stamped from ``start`` to ``end``."""
-    with open_reader(db) as log:
-        row = log.connection.execute(
-            "SELECT count(DISTINCT batch) FROM events WHERE ts >= ? AND ts <= ?", (start, end)
+def commits_between(url: str, start: float, end: float) -> int:
+    """Transactions that committed events stamped from ``start`` to ``end``: the distinct
+    inserting transaction ids (``xmin``) of those rows. One transaction holds a group of
+    batches, so batch numbers would overcount the commits."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(DISTINCT xmin::text) FROM events WHERE ts >= %s AND ts <= %s",
+            (start, end),
         ).fetchone()
     return int(row[0]) if row else 0
 
@@ -280,6 +286,21 @@ def lock_waits(url: str, stop: threading.Event, samples: list[tuple[float, int, 
                 (COMMIT_LOCK >> 32, COMMIT_LOCK & 0xFFFF_FFFF),
             ).fetchone()
             samples.append((time.time(), int(row[0]), int(row[1])) if row else (0.0, 0, 0))
+
+
+def commit_counts(url: str) -> tuple[int, int]:
+    """(transactions committed in the database of ``url``, WAL flushes of the server) so far:
+    every autocommit statement is a transaction, and every transaction that wrote waits for
+    a WAL flush (``fsync`` on), unless a concurrent one's flush covered it."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        row = conn.execute(
+            "SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()),"
+            " (SELECT wal_sync FROM pg_stat_wal)"
+        ).fetchone()
+    return (int(row[0]), int(row[1])) if row else (0, 0)
 
 
 def run_quota(args: argparse.Namespace, server: object, url: str) -> None:
@@ -315,6 +336,7 @@ def run_quota(args: argparse.Namespace, server: object, url: str) -> None:
         sampler = threading.Thread(target=lock_waits, args=(db, stop, waits), daemon=True)
         sampler.start()
         load0 = os.getloadavg()[0]
+        xacts0, flushes0 = commit_counts(db)
         procs: list[subprocess.Popen[bytes]] = []
         cpu: list[tuple[float, float]] = []  # (time, CPU seconds of all the workers)
         try:
@@ -348,6 +370,16 @@ def run_quota(args: argparse.Namespace, server: object, url: str) -> None:
                     p.wait()
             for group in groups:
                 group.remove()
+        # Each worker's last line says how many case claims it sent (granted or refused).
+        claims = sum(
+            int(m.group(1))
+            for i in range(n)
+            for m in re.finditer(
+                r"(\d+) case claims sent", (tmp / f"worker-{n}-{i}.err").read_text()
+            )
+        )
+        time.sleep(1.0)  # backends report their counts within a second of their last commit
+        xacts1, flushes1 = commit_counts(db)
         calls, start, end, steady = steady_window(db)
         rate = steady / max(end - start, 1e-9)
         one = one or rate / n
@@ -364,6 +396,7 @@ def run_quota(args: argparse.Namespace, server: object, url: str) -> None:
         # The lock's mean hold a commit, estimated: the share of samples it was seen held,
         # times the window, over the commits in the window.
         commits = commits_between(db, start, end)
+        all_commits = commits_between(db, 0.0, float("inf"))
         hold_ms = 1000 * held / max(1, len(steady_waits)) * (end - start) / max(1, commits)
         print(f"N={n}: {calls} calls, steady {rate:.0f} calls/s, efficiency "
               f"{rate / (n * one):.0%} of {n} x {one:.0f}; quota used {used:.0%} "
@@ -371,7 +404,12 @@ def run_quota(args: argparse.Namespace, server: object, url: str) -> None:
               f"(N = 1 needs {one_ms / ms_call:.0%} of it: the efficiency per CPU used); "
               f"commit lock held in {held} and waited for in {waiting} of "
               f"{len(steady_waits)} samples (most waiting {most}; {commits} commits, held about "
-              f"{hold_ms:.1f} ms a commit); load average {load0:.1f} -> "
+              f"{hold_ms:.1f} ms a commit); over the whole run "
+              f"{(xacts1 - xacts0) / max(1, calls):.2f} transactions and "
+              f"{(flushes1 - flushes0) / max(1, calls):.2f} WAL flushes a call, "
+              f"{all_commits / max(1, calls):.2f} commits of events a call; "
+              f"{claims} case claims sent for {calls} calls; "
+              f"load average {load0:.1f} -> "
               f"{os.getloadavg()[0]:.1f}")  # fmt: skip
 
 

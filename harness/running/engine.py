@@ -127,11 +127,13 @@ class CaseLease(Protocol):
     """Cases shared with other processes (`harness.running.worker`): a case runs only while this
     process holds its lease. ``claim`` grants it (with the case's state folded from the log
     when another worker began it) or refuses (held elsewhere, or closed); ``release`` gives
-    it back, for good when closed. None (the default): this process runs every case."""
+    it back, for good when closed (``committed``: the case's CaseClosed was committed by this
+    process's store, which may have released the lease in that commit). None (the default):
+    this process runs every case."""
 
     async def claim(self, case_id: str) -> tuple[bool, CaseState | None]: ...
 
-    async def release(self, case_id: str, *, closed: bool) -> None: ...
+    async def release(self, case_id: str, *, closed: bool, committed: bool = False) -> None: ...
 
 
 class AnswerCache(Protocol):
@@ -434,11 +436,12 @@ class Engine:
             return  # another worker runs it, or it is closed
         if state is not None:
             self._resume[case.case_id] = state
-        closed = False
+        closed = committed = False
         try:
             closing = await self._run_case(case, relation)
             if closing is not None:
                 await closing  # released as closed only once CaseClosed is committed
+                committed = True
             # A case left failed, retryable is open: its lease is given back, not closed.
             closed = not self._stop.is_set() and case.case_id not in self._suspended
         except ConcurrencyError:
@@ -448,7 +451,7 @@ class Engine:
         finally:
             self._resume.pop(case.case_id, None)
             with contextlib.suppress(HarnessError):
-                await self.lease.release(case.case_id, closed=closed)
+                await self.lease.release(case.case_id, closed=closed, committed=committed)
 
     async def _run_case(self, case: Case, relation: Relation) -> Closing | None:
         """Run one case until its verdict is queued, or until a stop.

@@ -57,6 +57,7 @@ class WorkerSummary:
     owner: str
     taken_over: int  # cases continued from another worker's part of the log
     finished: bool  # this worker recorded CampaignFinished
+    claims: int = 0  # case claims this worker sent (granted or not)
 
 
 async def _renew(
@@ -120,6 +121,9 @@ async def run_worker(
             session.gates[name] = SharedSpendGate(gate, spend)
     try:
         async with await open_writer(db, create=False) as store:
+            # A case's lease is marked done in the commit of its CaseClosed (one commit less
+            # a case).
+            leases.release_closed_in(store)
             await join_campaign(store, leases, runners, point, db, updates, announce)
             engine = Engine(
                 store,
@@ -165,7 +169,7 @@ async def run_worker(
         await spend.close()
         await shared.close()
         await leases.close()
-    return WorkerSummary(summary, leases.owner, leases.taken_over, finished)
+    return WorkerSummary(summary, leases.owner, leases.taken_over, finished, leases.claims_sent)
 
 
 async def resume_with_leases(

@@ -42,6 +42,28 @@ _ROW = "(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)"
 _ROW_ON_TOP = b"(%b,%b,%b,%b,%b,%b,%b,%b + current_setting('harness.batch_top')::bigint,%b,%b)"
 _ROWS_PER_STATEMENT = 1000  # 10 parameters a row, far under PostgreSQL's 65535
 
+# A worker's leases of the cases a group closes are marked done in the group's own
+# transaction (`PgEventWriter.release_leases_on_close`): the case and its lease close
+# together, and the release costs no commit (and no WAL flush) of its own (issue 36). Only
+# this worker's leases: a case another worker took over meanwhile is left to it (its next
+# claim folds the case and sees it closed). The rows are locked in case order first, as the
+# claims and the releases of `harness.store.postgres_leases` take them, so a claim batch of
+# another worker cannot deadlock with a commit.
+_RELEASE_CLOSED = """
+WITH wanted AS (
+    SELECT l.campaign, l.case_id
+      FROM leases AS l
+      JOIN unnest(%s::text[], %s::text[]) AS u(campaign, case_id)
+        ON l.campaign = u.campaign AND l.case_id = u.case_id
+     WHERE l.owner = %s AND NOT l.done
+     ORDER BY l.campaign, l.case_id
+       FOR UPDATE OF l
+)
+UPDATE leases SET done = true, owner = NULL, expires_at = clock_timestamp()
+  FROM wanted
+ WHERE leases.campaign = wanted.campaign AND leases.case_id = wanted.case_id
+"""
+
 
 @dataclass
 class _Batch:
@@ -80,6 +102,21 @@ class PgEventWriter:
         self._batch_no = 0
         self.commits = 0
         self.events_written = 0
+        self._lease_owner: str | None = None
+
+    def release_leases_on_close(self, owner: str) -> None:
+        """From now on, every committed CaseClosed marks the lease ``owner`` holds on its
+        case done, in the same transaction (`harness.running.worker`)."""
+        self._lease_owner = owner
+
+    def _closed_leases(self, rows: list[tuple[object, ...]]) -> tuple[list[str], list[str]] | None:
+        """(campaigns, case ids) of the leases the CaseClosed rows of a commit release."""
+        if self._lease_owner is None:
+            return None
+        closed = [(str(r[0]), str(r[1])) for r in rows if r[3] == "CaseClosed"]
+        if not closed:
+            return None
+        return [c for c, _ in closed], [i for _, i in closed]
 
     @classmethod
     async def open(
@@ -222,6 +259,12 @@ class PgEventWriter:
                 % (_COLUMNS.encode(), b",".join(chunk))
             )
         statements += self._chain_statements([row for b in group for row in b.rows])
+        closed = self._closed_leases([row for b in group for row in b.rows])
+        if closed is not None:
+            params = (*closed, self._lease_owner)
+            statements.append(
+                _RELEASE_CLOSED.replace("%s", "%b").encode() % tuple(map(literal, params))
+            )
         statements.append(b"COMMIT")
         cur = psycopg.AsyncClientCursor(self._conn)  # no parameters: one Query message
         await cur.execute(b";".join(statements))
@@ -285,6 +328,9 @@ class PgEventWriter:
             async with self._conn.transaction():
                 ids = await self._insert(self._numbered(batch))
                 await self._chain(batch.rows)
+                closed = self._closed_leases(batch.rows)
+                if closed is not None:
+                    await self._conn.execute(_RELEASE_CLOSED, (*closed, self._lease_owner))
                 return ids
         except psycopg.errors.UniqueViolation as exc:
             where = ", ".join(f"{r[1] or '<campaign>'}#{r[2]}" for r in batch.rows[:3])

@@ -49,7 +49,7 @@ def command(db_url: Log, campaign: str | None, lease_s: float, reuse: tuple[Path
     echo_summary(done.run, db_url)
     click.echo(
         f"worker {done.owner}: {done.taken_over} cases continued from other workers; "
-        f"{done.run.resent_in_flight} in-flight calls re-sent"
+        f"{done.run.resent_in_flight} in-flight calls re-sent; {done.claims} case claims sent"
         + (f"; campaign finished in {db_url}" if done.finished else ""),
         err=True,
     )

@@ -10,6 +10,9 @@ from typing import Any
 from harness.store.log import Log
 from harness.store.open import open_writer
 from harness.store.postgres_leases import CaseLeases
+from harness.store.writer import PendingEvent
+from harness.vocabulary.errors import ConcurrencyError
+from harness.vocabulary.events import CaseClosed
 
 CASES = [f"r/{i}" for i in range(300)]
 
@@ -99,3 +102,56 @@ async def test_concurrent_releases_share_round_trips_and_never_deadlock_with_cla
     finally:
         await a.close()
         await b.close()
+
+
+async def _lease_rows(pg_url: str, campaign: str) -> dict[str, tuple[str | None, bool]]:
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+        cur = await conn.execute(
+            "SELECT case_id, owner, done FROM leases WHERE campaign = %s", (campaign,)
+        )
+        return {c: (owner, done) for c, owner, done in await cur.fetchall()}
+
+
+async def test_a_case_closed_marks_its_lease_done_in_the_same_commit(pg_url: str) -> None:
+    """Issue 36: a worker's writer marks the lease of a case done in the commit of its
+    CaseClosed, so closing a case costs no release statement (and no commit) of its own;
+    only this worker's leases, and a commit racing another worker's claims never deadlocks."""
+    async with await open_writer(pg_url) as writer:
+        a = await Log.at(pg_url).leases("c3")
+        b = await Log.at(pg_url).leases("c3")
+        try:
+            mine, theirs = CASES[:200], CASES[200:]
+            assert all(ok for ok, _ in await asyncio.gather(*(a.claim(c) for c in mine)))
+            assert all(ok for ok, _ in await asyncio.gather(*(b.claim(c) for c in theirs)))
+            assert a.release_closed_in(writer) and a.closed_in_commit
+            sent = _count_statements(a)
+            closing = [
+                writer.append_soon([PendingEvent("c3", c, 1, CaseClosed(outcome="HELD"))])
+                for c in reversed(CASES)  # a's and (a case another worker holds) b's
+            ]
+            # ... while b tries to take every case over (refused: every lease is live).
+            _, got_b = await asyncio.gather(
+                asyncio.gather(*closing), asyncio.gather(*(b.claim(c) for c in CASES))
+            )
+            assert not any(ok for ok, _ in got_b)
+            rows = await _lease_rows(pg_url, "c3")
+            assert all(rows[c] == (None, True) for c in mine)
+            assert all(rows[c] == (b.owner, False) for c in theirs)  # left to its holder
+            await asyncio.gather(*(a.release(c, closed=True, committed=True) for c in mine))
+            assert sent[0] == 0 and not a.held
+            # A group with a taken position commits batch by batch: the batches that
+            # commit release their leases, the failing one alone fails.
+            assert (await a.claim("late"))[0] is True
+            assert (await a.claim("late2"))[0] is True
+            taken = writer.append_soon([PendingEvent("c3", "late", 1, CaseClosed(outcome="HELD"))])
+            fine = writer.append_soon([PendingEvent("c3", "late2", 1, CaseClosed(outcome="HELD"))])
+            first = writer.append_soon([PendingEvent("c3", "late", 1, CaseClosed(outcome="HELD"))])
+            results = await asyncio.gather(taken, fine, first, return_exceptions=True)
+            assert sum(isinstance(r, ConcurrencyError) for r in results) == 1
+            rows = await _lease_rows(pg_url, "c3")
+            assert rows["late2"] == (None, True) and rows["late"] == (None, True)
+        finally:
+            await a.close()
+            await b.close()
