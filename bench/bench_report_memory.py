@@ -15,6 +15,7 @@ in a second process), and its CPU time is that of the process tree (RUSAGE_CHILD
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -83,10 +84,8 @@ def tree_rss(proc: Any) -> tuple[int, int]:
     except psutil.Error:
         children = []
     for child in children:
-        try:
+        with contextlib.suppress(psutil.Error):
             total += child.memory_info().rss
-        except psutil.Error:
-            pass
     return own, total
 
 
