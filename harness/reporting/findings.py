@@ -626,8 +626,7 @@ def find_examples(flagged: Sequence[Finding], ctx: ReportContext) -> list[Findin
         )  # fmt: skip
     best: list[list[str]] = [[] for _ in flagged]
     other: list[list[str]] = [[] for _ in flagged]
-    data = ctx.case_data
-    for v in ctx.verdicts():
+    for v, data in ctx.verdicts_with_data():
         if all(len(b) >= EXAMPLES for b in best):
             break
         carried: set[str] | None = None
@@ -637,7 +636,7 @@ def find_examples(flagged: Sequence[Finding], ctx: ReportContext) -> list[Findin
             if len(best[i]) >= EXAMPLES:
                 continue
             if carried is None:
-                carried = _strings(data.get(v.case_id, {}), _strings(v.evidence, set()))
+                carried = _strings(data, _strings(v.evidence, set()))
             if not labels <= carried:
                 continue
             target = best[i] if v.outcome == outcome else other[i]

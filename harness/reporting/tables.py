@@ -248,6 +248,57 @@ class ReportContext:
         if previous is not None:
             yield previous
 
+    def verdicts_with_data(
+        self, source: str = "relation", relations: Iterable[str] | None = None
+    ) -> Iterator[tuple[VerdictRow, dict[str, Any]]]:
+        """`verdicts` with each case's data (what its relation drew, `case_data`) beside
+        it, read together as they stream: the verdicts and the cases' data come ordered by
+        case id from the log and are merged, so a report never holds every case's data."""
+        stream = self.verdicts(source, relations)
+        data_rows = iter(self.log.connection.execute(_CASE_DATA_SQL + " ORDER BY case_id",
+                                                     (self.campaign,)))  # fmt: skip
+        try:
+            exhausted = False
+            for v in stream:
+                data: dict[str, Any] | None = None
+                # Every verdict's case was opened (the verdicts view joins its CaseOpened)
+                # and both streams are in the log's own case id order: the data rows of
+                # cases without a verdict here (other relations, unfinished cases) are
+                # skipped on the way.
+                while not exhausted:
+                    row = next(data_rows, None)
+                    if row is None:
+                        exhausted = True
+                    elif row[0] == v.case_id:
+                        data = json.loads(row[1] or "{}")
+                        break
+                if data is None:
+                    # Not met on the way (a log whose order the merge cannot follow): asked
+                    # by case id, as a lookup would.
+                    data = self._one_case_data(v.case_id)
+                yield v, data
+        finally:
+            close = getattr(data_rows, "close", None)
+            if close is not None:
+                close()
+
+    def _one_case_data(self, case_id: str) -> dict[str, Any]:
+        row = self.log.connection.execute(
+            _CASE_DATA_SQL + " AND case_id = ?", (self.campaign, case_id)
+        ).fetchone()
+        return json.loads(row[1] or "{}") if row is not None else {}
+
+    def relation_verdicts_with_data_of(
+        self, wanted: Callable[[str], bool]
+    ) -> Iterable[tuple[VerdictRow, dict[str, Any]]]:
+        """`relation_verdicts_of` with each case's data beside its verdict
+        (`verdicts_with_data`), streamed from the log on every iteration."""
+        verdicts = self.relation_verdicts
+        if isinstance(verdicts, VerdictStream):
+            return VerdictStream(self, wanted, with_data=True)
+        data = self.case_data  # a subset held in memory (bench/power.py's resamples)
+        return [(v, data.get(v.case_id, {})) for v in verdicts if wanted(v.relation)]
+
     @cached_property
     def relation_verdicts(self) -> Iterable[VerdictRow]:
         """Every relation verdict, read anew on each loop (none is kept between loops); a
@@ -321,13 +372,17 @@ class ReportContext:
 
     @cached_property
     def case_data(self) -> dict[str, dict[str, Any]]:
-        """Each case's data (what its relation drew: terms, groups, ...) by case id."""
-        cur = self.log.connection.execute(
-            "SELECT case_id, json_extract(payload, '$.case.data') FROM events"
-            " WHERE campaign = ? AND kind = 'CaseOpened'",
-            (self.campaign,),
-        )
+        """Each case's data (what its relation drew: terms, groups, ...) by case id: every
+        case's, held in memory; a report's sections read it as they stream instead
+        (`verdicts_with_data`)."""
+        cur = self.log.connection.execute(_CASE_DATA_SQL, (self.campaign,))
         return {case_id: json.loads(data or "{}") for case_id, data in cur}
+
+
+_CASE_DATA_SQL = (
+    "SELECT case_id, json_extract(payload, '$.case.data') FROM events"
+    " WHERE campaign = ? AND kind = 'CaseOpened'"
+)
 
 
 class VerdictStream:
@@ -335,11 +390,15 @@ class VerdictStream:
     from the log on every iteration: a section may loop twice, and a report of a million
     cases never holds a million verdicts (invariant 6)."""
 
-    def __init__(self, ctx: ReportContext, wanted: Callable[[str], bool]) -> None:
+    def __init__(
+        self, ctx: ReportContext, wanted: Callable[[str], bool], *, with_data: bool = False
+    ) -> None:
         self.ctx = ctx
         self.wanted = wanted
+        # Each verdict with its case's data (`ReportContext.verdicts_with_data`).
+        self.with_data = with_data
 
-    def __iter__(self) -> Iterator[VerdictRow]:
+    def __iter__(self) -> Iterator[Any]:
         planned = self.ctx.planned_relations
         if planned and not any(self.wanted(r) for r in planned):
             # Every case of a campaign comes from its plan: none of these relations has a
@@ -349,7 +408,10 @@ class VerdictStream:
         present = self.ctx.verdict_counts.relations
         mine = [r for r in present if self.wanted(r)]
         # All relations: no filter in the query (the same rows, read without a test each).
-        return self.ctx.verdicts(relations=None if len(mine) == len(present) else mine)
+        relations = None if len(mine) == len(present) else mine
+        if self.with_data:
+            return self.ctx.verdicts_with_data(relations=relations)
+        return self.ctx.verdicts(relations=relations)
 
 
 @dataclass(frozen=True)

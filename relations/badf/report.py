@@ -42,8 +42,7 @@ def _links(cases: list[str], total: int) -> str:
 def stories(ctx: ReportContext) -> list[Table]:
     counts: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     lists: dict[tuple[str, str], list[int]] = defaultdict(list)
-    for v in ctx.relation_verdicts_of(lambda r: r == STORY):
-        data = ctx.case_data.get(v.case_id, {})
+    for v, data in ctx.relation_verdicts_with_data_of(lambda r: r == STORY):
         key = (data.get("arm", "?"), data.get("identity_category", "?"))
         counts[key][v.outcome] += 1
         for c in v.evidence.get("characters", []):
@@ -86,8 +85,8 @@ def stories(ctx: ReportContext) -> list[Table]:
 def _candidates(ctx: ReportContext) -> list[tuple[dict[str, Any], str]]:
     """(candidate, exclusivity outcome) of the exclusivity cases of this campaign."""
     out = []
-    for v in ctx.relation_verdicts_of(lambda r: r == EXCLUSIVITY):
-        out.append((ctx.case_data.get(v.case_id, {}), v.outcome))
+    for v, data in ctx.relation_verdicts_with_data_of(lambda r: r == EXCLUSIVITY):
+        out.append((data, v.outcome))
     return out
 
 

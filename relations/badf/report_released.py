@@ -107,8 +107,8 @@ def released(ctx: ReportContext) -> list[Table]:
     # The names as the files write them are in each case's data (``released``), kept out
     # of the verdict's evidence.
     rows = [
-        {**v.evidence, "released": ctx.case_data.get(v.case_id, {}).get("released") or {}}
-        for v in ctx.relation_verdicts_of(lambda r: r == RELEASED)
+        {**v.evidence, "released": data.get("released") or {}}
+        for v, data in ctx.relation_verdicts_with_data_of(lambda r: r == RELEASED)
     ]
     if not rows:
         return []

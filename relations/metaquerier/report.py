@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from harness.family_api import (
@@ -74,9 +74,9 @@ def _is_metaquerier(relation: str) -> bool:
 
 
 def _valid(ctx: ReportContext) -> Iterable[tuple[VerdictRow, dict[str, Any]]]:
-    for v in ctx.relation_verdicts_of(_is_metaquerier):
+    for v, data in ctx.relation_verdicts_with_data_of(_is_metaquerier):
         if v.outcome in ("HELD", "VIOLATED"):
-            yield v, ctx.case_data.get(v.case_id, {})
+            yield v, data
 
 
 def _rate_rows(
@@ -135,19 +135,33 @@ def _attribution_units(
 ) -> tuple[dict[tuple[str, ...], bool], dict[str, str]]:
     """(model, gender, case, term) -> named in the source turn (majority), and term -> group."""
     explicit = _explicitly_gendered()
-    pairs: list[tuple[tuple[str, ...], bool]] = []
-    groups: dict[tuple[str, ...], str] = {}
-    for v, data in _valid(ctx):
-        named = set(v.evidence.get("source_named") or [])
-        gender = str(data.get("gender") or v.evidence.get("gender") or "")
-        term_groups: dict[str, str] = data.get("groups") or {}
-        for term in data.get("terms") or []:
-            if term in explicit:
-                continue
-            unit = (v.model, gender, v.case_key, term)
-            pairs.append((unit, term in named))
-            groups[unit] = term_groups.get(term, "unknown")
-    return majority_per_case(pairs), {u[3]: g for u, g in groups.items()}
+    group_of: dict[str, str] = {}
+    same = _Canonical()
+
+    def pairs() -> Iterator[tuple[tuple[str, ...], bool]]:
+        # Streamed into the majority: no list of every repeat's pairs is held.
+        for v, data in _valid(ctx):
+            named = set(v.evidence.get("source_named") or [])
+            gender = same(str(data.get("gender") or v.evidence.get("gender") or ""))
+            term_groups: dict[str, str] = data.get("groups") or {}
+            model, case = same(v.model), v.case_key
+            for term in data.get("terms") or []:
+                if term in explicit:
+                    continue
+                term = same(term)
+                yield (model, gender, case, term), term in named
+                # The group of a term's last unit, as a term -> group map of every unit had.
+                group_of[term] = same(term_groups.get(term, "unknown"))
+
+    return majority_per_case(pairs()), group_of
+
+
+class _Canonical(dict[str, str]):
+    """One string object for each distinct text (models, terms, groups): the units of a
+    report share them instead of holding a copy each, as read from each row."""
+
+    def __call__(self, text: str) -> str:
+        return self.setdefault(text, text)
 
 
 def attribution(ctx: ReportContext) -> list[Table]:
@@ -209,23 +223,31 @@ def _violation_units(
     """Each (model, relation, case, term) unit's majority outcome, each term's social group,
     and each unit's gender: the gender its case asked a term to be named as (MR1, MR2), the
     direction in which a violating term was attributed."""
-    pairs: list[tuple[tuple[str, ...], bool]] = []
     group_of: dict[str, str] = {}
     gender_of: dict[tuple[str, ...], str] = {}
-    for v, data in _valid(ctx):
-        violating = set(v.evidence.get("violating_terms") or [])
-        term_groups: dict[str, str] = {
-            **(v.evidence.get("term_groups") or {}),
-            **(data.get("groups") or {}),
-        }
-        gender = v.evidence.get("gender") or data.get("gender")
-        for term in _at_risk(v, data):
-            unit = (v.model, v.relation, v.case_key, term)
-            pairs.append((unit, term in violating))
-            group_of[term] = term_groups.get(term, "unknown")
+    same = _Canonical()
+
+    def pairs() -> Iterator[tuple[tuple[str, ...], bool]]:
+        # Streamed into the majority: no list of every repeat's pairs is held.
+        for v, data in _valid(ctx):
+            violating = set(v.evidence.get("violating_terms") or [])
+            term_groups: dict[str, str] = {
+                **(v.evidence.get("term_groups") or {}),
+                **(data.get("groups") or {}),
+            }
+            gender = v.evidence.get("gender") or data.get("gender")
             if isinstance(gender, str):
-                gender_of[unit] = gender
-    return majority_per_case(pairs), group_of, gender_of
+                gender = same(gender)
+            model, relation, case = same(v.model), same(v.relation), v.case_key
+            for term in _at_risk(v, data):
+                term = same(term)
+                unit = (model, relation, case, term)
+                yield unit, term in violating
+                group_of[term] = same(term_groups.get(term, "unknown"))
+                if isinstance(gender, str):
+                    gender_of[unit] = gender
+
+    return majority_per_case(pairs()), group_of, gender_of
 
 
 def _directions(

@@ -1,0 +1,176 @@
+"""Report memory benchmark: peak RSS and CPU of `harness report` (text, JSON, HTML) against
+the number of cases in the log, and the ratio of the peak to the 500 MB limit (issue 36).
+
+    python bench/bench_report_memory.py                     # 10,000 and 100,000 cases
+    python bench/bench_report_memory.py --cases 10000       # one size
+    python bench/bench_report_memory.py --logs DIR          # keep (and reuse) the logs in DIR
+
+The log is a simulated MetaQuerier campaign (MR1 and MR2, half the plan each, zero latency)
+written by `harness run`, the fastest way the project has to a log of N real cases; a log
+made before is reused from --logs. Each report runs as its own process: its peak RSS is
+sampled every 50 ms over the process and any process it starts (the verdict count may run
+in a second process), and its CPU time is that of the process tree (RUSAGE_CHILDREN).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+LIMIT_MB = 500.0
+FORMATS = ("text", "json", "html")
+
+
+def campaign_toml(cases: int) -> str:
+    half = max(1, cases // 2)
+    return (
+        'name = "bench-report"\nseed = 1\n'
+        '[[models]]\nname = "sim:bench"\nmax_in_flight = 64\n'
+        f'[[relations]]\nname = "metaquerier.mr1"\ncases = {half}\n'
+        f'[[relations]]\nname = "metaquerier.mr2"\ncases = {max(1, cases - half)}\n'
+    )
+
+
+def harness_cmd(*args: str) -> list[str]:
+    """The `harness` command of this interpreter's environment."""
+    return [str(Path(sys.executable).with_name("harness")), *args]
+
+
+def make_log(cases: int, logs: Path) -> tuple[Path, float]:
+    """The log of an N-case sim campaign in ``logs`` (made unless there), and the seconds
+    its making took (0 when reused)."""
+    db = logs / f"report-{cases}.db"
+    if db.exists():
+        return db, 0.0
+    config = logs / f"report-{cases}.toml"
+    config.write_text(campaign_toml(cases))
+    partial = logs / f"report-{cases}.partial.db"
+    partial.unlink(missing_ok=True)
+    t0 = time.perf_counter()
+    subprocess.run(
+        harness_cmd("run", str(config), "--db", str(partial), "--no-report"),
+        check=True,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+    )
+    partial.rename(db)
+    return db, time.perf_counter() - t0
+
+
+def tree_rss(proc: Any) -> tuple[int, int]:
+    """(RSS of the process, RSS of it and its descendants), in bytes."""
+    import psutil
+
+    try:
+        own = proc.memory_info().rss
+    except psutil.Error:
+        return 0, 0
+    total = own
+    try:
+        children = proc.children(recursive=True)
+    except psutil.Error:
+        children = []
+    for child in children:
+        with contextlib.suppress(psutil.Error):
+            total += child.memory_info().rss
+    return own, total
+
+
+def measure_report(db: Path, fmt: str, out_dir: Path) -> dict[str, Any]:
+    """One `harness report` of ``db`` in ``fmt``: peak RSS (own, and with its children),
+    CPU seconds and wall seconds."""
+    import psutil
+
+    out = out_dir / f"report.{fmt}"
+    args = ["report", str(db), "--force"]
+    if fmt == "html":
+        args += ["--format", "json", "--out", str(out_dir / "with-html.json"), "--html", str(out)]
+    else:
+        args += ["--format", fmt, "--out", str(out)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    popen = subprocess.Popen(harness_cmd(*args), cwd=ROOT, stdout=subprocess.DEVNULL)
+    proc = psutil.Process(popen.pid)
+    peak_own = peak_tree = 0
+    stop = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak_own, peak_tree
+        while not stop.is_set():
+            own, tree = tree_rss(proc)
+            peak_own, peak_tree = max(peak_own, own), max(peak_tree, tree)
+            stop.wait(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    code = popen.wait()
+    stop.set()
+    sampler.join()
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if code != 0:
+        raise SystemExit(f"harness report --format {fmt} failed with exit code {code}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {
+        "format": fmt,
+        "peak_rss_mb": peak_own / 2**20,
+        "peak_tree_rss_mb": peak_tree / 2**20,
+        # ru_maxrss of the children: the largest one report process reached (kB on Linux).
+        "ru_maxrss_mb": after.ru_maxrss / 1024,
+        "cpu_s": cpu,
+        "wall_s": wall,
+        "output_bytes": out.stat().st_size,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, action="append", help="log sizes (repeatable)")
+    parser.add_argument("--logs", type=Path, help="directory to keep and reuse the logs in")
+    parser.add_argument("--formats", default=",".join(FORMATS))
+    parser.add_argument("--json", action="store_true", help="one JSON line per measurement")
+    args = parser.parse_args()
+    sizes = args.cases or [10_000, 100_000]
+    formats = [f for f in args.formats.split(",") if f]
+    print(f"# {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {platform.python_version()}, "
+          f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}")  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        logs = args.logs or Path(tmp)
+        logs.mkdir(parents=True, exist_ok=True)
+        out_dir = Path(tmp)
+        print(f"{'cases':>9} {'format':>6} {'peak MB':>8} {'tree MB':>8} {'kB/case':>8} "
+              f"{'/500MB':>7} {'cpu s':>7} {'us/case':>8} {'wall s':>7}")  # fmt: skip
+        for cases in sizes:
+            db, made = make_log(cases, logs)
+            if made:
+                print(f"# log of {cases} cases made in {made:.1f} s "
+                      f"({db.stat().st_size / 2**20:.0f} MB)")  # fmt: skip
+            for fmt in formats:
+                r = measure_report(db, fmt, out_dir)
+                r["cases"] = cases
+                peak = max(r["peak_tree_rss_mb"], r["ru_maxrss_mb"])
+                if args.json:
+                    print(json.dumps(r))
+                print(
+                    f"{cases:>9} {fmt:>6} {r['peak_rss_mb']:>8.1f} {peak:>8.1f} "
+                    f"{peak * 1024 / cases:>8.2f} {peak / LIMIT_MB:>7.2f} {r['cpu_s']:>7.1f} "
+                    f"{r['cpu_s'] * 1e6 / cases:>8.0f} {r['wall_s']:>7.1f}",
+                    flush=True,
+                )
+
+
+if __name__ == "__main__":
+    main()
