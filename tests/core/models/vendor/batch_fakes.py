@@ -86,6 +86,7 @@ class FakeBatchVendor:
     billed: dict[str, int] = field(default_factory=dict)  # custom_id -> times billed
     input_tokens: int = 0  # billed tokens
     output_tokens: int = 0
+    tokens_by_model: dict[str, list[int]] = field(default_factory=dict)  # model -> [in, out]
     keys: list[str] = field(default_factory=list)  # every key presented
     port: int = 0
 
@@ -125,6 +126,7 @@ class FakeBatchVendor:
                 "billed_twice": sorted(c for c, n in self.billed.items() if n > 1),
                 "input_tokens": self.input_tokens,
                 "output_tokens": self.output_tokens,
+                "tokens_by_model": {m: list(t) for m, t in self.tokens_by_model.items()},
                 "batches": len(self.batches),
                 "requests_sent": sum(len(b.requests) for b in self.batches.values()),
                 "files": len(self.files),
@@ -189,6 +191,11 @@ class FakeBatchVendor:
         self.billed[custom_id] = self.billed.get(custom_id, 0) + 1
         self.input_tokens += int(tokens_in)
         self.output_tokens += int(tokens_out)
+        # OpenAI and Anthropic name the model in each request, Gemini in the batch's path.
+        model = str(body.get("model") or batch.model).removeprefix("models/")
+        by_model = self.tokens_by_model.setdefault(model, [0, 0])
+        by_model[0] += int(tokens_in)
+        by_model[1] += int(tokens_out)
         return reply
 
 
