@@ -88,6 +88,7 @@ class FakeBatchVendor:
     output_tokens: int = 0
     tokens_by_model: dict[str, list[int]] = field(default_factory=dict)  # model -> [in, out]
     keys: list[str] = field(default_factory=list)  # every key presented
+    status_reads: int = 0  # polls of a running batch
     port: int = 0
 
     def __post_init__(self) -> None:
@@ -128,6 +129,8 @@ class FakeBatchVendor:
                 "output_tokens": self.output_tokens,
                 "tokens_by_model": {m: list(t) for m, t in self.tokens_by_model.items()},
                 "batches": len(self.batches),
+                "ended": sum(b.state != "running" for b in self.batches.values()),
+                "status_reads": self.status_reads,
                 "requests_sent": sum(len(b.requests) for b in self.batches.values()),
                 "files": len(self.files),
             }
@@ -147,6 +150,7 @@ class FakeBatchVendor:
         with self._lock:
             if batch.state != "running":
                 return
+            self.status_reads += 1
             batch.polls += 1
             if batch.polls < self.polls:
                 return
