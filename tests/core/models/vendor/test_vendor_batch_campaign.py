@@ -133,3 +133,21 @@ def test_failed_and_expired_requests_are_resent_and_paid_once(
         replies(tmp_path / "b.db")
     )
     assert stats["requests_sent"] > stats["billed_requests"]  # the faults were met and resent
+
+
+def test_the_estimate_of_a_batch_model_is_at_the_batch_price() -> None:
+    from harness.models.providers import estimate_cost
+    from harness.running.plan import Plan
+
+    def estimate(mode: str, **options: Any) -> float | None:
+        data = campaign("openai", "http://127.0.0.1:1", mode)
+        data["models"][0]["options"].update(options)
+        data["judges"] = []
+        data["relations"] = data["relations"][:1]
+        config = parse_campaign(data)
+        return estimate_cost(config, Plan(config))[0].usd
+
+    direct, batched = estimate("direct"), estimate("batch")
+    assert direct is not None and batched == pytest.approx(direct / 2)
+    priced = estimate("batch", batch_price_in_per_mtok=0.0, batch_price_out_per_mtok=0.0)
+    assert priced == 0.0
