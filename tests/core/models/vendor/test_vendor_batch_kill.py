@@ -1,7 +1,8 @@
-"""Kill test of batch mode against OpenAI's batch protocol: ``harness run`` of a multi-turn,
-judged campaign in batch mode, through the OpenAI SDK, against the batch fake running as a
-separate process, is killed with -9 at 22 moments across the batch lifecycle (right after a
-wave's file is uploaded, right after its batch is created and before its id can be recorded,
+"""Kill test of batch mode against OpenAI's and Gemini's batch protocols (the two whose
+batches can be found by a tag): ``harness run`` of a multi-turn, judged campaign in batch
+mode, through the vendor's SDK, against the batch fake running as a separate process, is
+killed with -9 at 22 moments across the batch lifecycle (right after a wave's file is
+uploaded (OpenAI), right after its batch is created and before its id can be recorded,
 while batches are polled, right after a batch ends while its results are ingested, and at
 random times), resuming each time. The fake bills like the vendor and outlives every kill:
 no request is paid twice and none is lost; the verdicts equal a direct run's against the
@@ -38,15 +39,15 @@ CAMPAIGN = """
 name = "vendor-batch-kill"
 seed = 7
 [[models]]
-name = "openai:gpt-4o-mini"
+name = "{model}"
 mode = "{mode}"
-options = {{ base_url = "{url}/v1" }}
+options = {{ base_url = "{url}" }}
 [[judges]]
-name = "openai:gpt-4.1-nano"
+name = "{judge}"
 mode = "{mode}"
 answer_format = "structured"
 params = {{ temperature = 0.0, seed = 0 }}
-options = {{ base_url = "{url}/v1" }}
+options = {{ base_url = "{url}" }}
 [[relations]]
 name = "metaquerier.mr1"
 cases = 60
@@ -60,6 +61,12 @@ wave_age_s = 0.05
 poll_s = 0.05
 poll_max_s = 0.1
 """
+# Per vendor: the subject, the judge (another model: none grades its own answers), and the
+# path its SDK's base URL ends with.
+VENDORS = {
+    "openai": ("openai:gpt-4o-mini", "openai:gpt-4.1-nano", "/v1"),
+    "google": ("google:gemini-2.0-flash", "google:gemini-2.0-flash-lite", ""),
+}
 
 
 @pytest.fixture
@@ -110,22 +117,29 @@ def _wait_for(
 
 
 @pytest.mark.slow
-def test_kill_9_across_the_openai_batch_lifecycle(
-    tmp_path: Path, batch_fake: str, canary_keys: dict[str, str], vendor: FakeVendor
+@pytest.mark.parametrize("scheme", sorted(VENDORS))
+def test_kill_9_across_the_batch_lifecycle(
+    scheme: str, tmp_path: Path, batch_fake: str, canary_keys: dict[str, str], vendor: FakeVendor
 ) -> None:
     if not CORPUS.exists():
         pytest.skip("the Meta-Fair corpus is not in this checkout")
     started = time.monotonic()
     toml = tmp_path / "kill.toml"
-    toml.write_text(CAMPAIGN.format(mode="batch", url=batch_fake, corpus=CORPUS))
+    model, judge, path = VENDORS[scheme]
+    toml.write_text(
+        CAMPAIGN.format(
+            mode="batch", model=model, judge=judge, url=batch_fake + path, corpus=CORPUS
+        )
+    )
     db = tmp_path / "kill.db"
     rng = random.Random(33)
     triggers: dict[str, Callable[[], int]] = {
-        "uploaded": lambda: int(_stats(batch_fake)["files"]),
         "created": lambda: int(_stats(batch_fake)["batches"]),
         "polling": lambda: int(_stats(batch_fake)["status_reads"]),
         "ingesting": lambda: int(_stats(batch_fake)["ended"]),
     }
+    if scheme == "openai":  # Gemini's requests go inline: no file is uploaded
+        triggers["uploaded"] = lambda: int(_stats(batch_fake)["files"])
     kinds: Counter[str] = Counter()
     snapshots = []
     proc = _harness("run", str(toml), "--db", str(db), "--no-report")
@@ -155,7 +169,11 @@ def test_kill_9_across_the_openai_batch_lifecycle(
     stats = _stats(batch_fake)
 
     direct_toml = tmp_path / "direct.toml"
-    direct_toml.write_text(CAMPAIGN.format(mode="direct", url=vendor.url, corpus=CORPUS))
+    direct_toml.write_text(
+        CAMPAIGN.format(
+            mode="direct", model=model, judge=judge, url=vendor.url + path, corpus=CORPUS
+        )
+    )
     asyncio.run(run_campaign(load_campaign(direct_toml), tmp_path / "direct.db"))
 
     lost = sum(len(rows - final_rows) for rows in snapshots)
@@ -170,7 +188,7 @@ def test_kill_9_across_the_openai_batch_lifecycle(
     killed_run, direct = transcripts(db), transcripts(tmp_path / "direct.db")
     verified = verify_log(db)
     print(
-        f"vendor batch kill test: {kills} kill -9 ({dict(kinds)}) in "
+        f"{scheme} batch kill test: {kills} kill -9 ({dict(kinds)}) in "
         f"{time.monotonic() - started:.0f}s; {stats['batches']} batches, "
         f"{stats['requests_sent']} requests sent, {stats['billed_requests']} billed, "
         f"{len(stats['billed_twice'])} paid twice, {replies} replies recorded; lost committed "
