@@ -382,12 +382,14 @@ class BatchGate:
     queues a batch; the engine's workers bound a wave), but the spending ceiling holds per
     request, so a wave is admitted only if its worst case fits: each request reserves its
     worst case before it joins a wave, and settles at the cost the batch client reports
-    (the batch rate). ``vendor``: the model's direct gate, whose meter and price it uses."""
+    (the batch rate). ``vendor``: the model's direct gate, whose meter it uses; ``price``:
+    the batch price (the batch client's), so the worst case is reserved in batch terms
+    (else the direct gate's list price, which over-reserves)."""
 
-    def __init__(self, name: str, vendor: CallGate | None = None) -> None:
+    def __init__(self, name: str, vendor: CallGate | None = None, price: Any = None) -> None:
         self.name = name
         self.meter: Any = getattr(vendor, "meter", None)
-        self.price: Any = getattr(vendor, "price", None)
+        self.price: Any = price if price is not None else getattr(vendor, "price", None)
         self._reserved: contextvars.ContextVar[float] = contextvars.ContextVar(
             f"batch-reserved-{name}", default=0.0
         )

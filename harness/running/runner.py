@@ -104,7 +104,9 @@ class Session:
             client = self.batch_clients.get(model.name)
             if client is None:
                 return model
-            self.gates[model.name] = BatchGate(model.name, self.gates.get(model.name))
+            self.gates[model.name] = BatchGate(
+                model.name, self.gates.get(model.name), getattr(client, "price", None)
+            )
             return BatchModel(model, client, config.batch, recorder, known)
 
         self.models = {name: batched(m) for name, m in self.models.items()}

@@ -14,7 +14,12 @@ from typing import Any, Protocol
 
 from harness.models.providers._endpoint import endpoint_for
 from harness.models.providers._options import VENDOR_SCHEMES, parse_options
-from harness.models.providers._pricing import LISTED_SCHEMES, listed_models, price_for
+from harness.models.providers._pricing import (
+    LISTED_SCHEMES,
+    batch_price_for,
+    listed_models,
+    price_for,
+)
 from harness.vocabulary.errors import ConfigError
 from harness.vocabulary.model import ModelSpec
 
@@ -59,6 +64,16 @@ def _estimate(
         price = price_for(
             spec.scheme, spec.identifier, options.price_in_per_mtok, options.price_out_per_mtok
         )
+        if spec.mode == "batch":  # estimated at the batch rate its replies are billed at
+            price = batch_price_for(
+                spec.scheme,
+                spec.identifier,
+                options.price_in_per_mtok,
+                options.price_out_per_mtok,
+                discount=options.batch_discount,
+                batch_in=options.batch_price_in_per_mtok,
+                batch_out=options.batch_price_out_per_mtok,
+            )
         usd = (
             None
             if price is None

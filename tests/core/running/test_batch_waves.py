@@ -304,3 +304,14 @@ async def test_the_ceiling_admits_a_request_only_if_its_worst_case_fits() -> Non
     with pytest.raises(BudgetExceededError):
         await gate.acquire(10)  # 0.25 spent + 0.70 reserved + 0.10 > 1.00
     assert BatchGate("free").meter is None
+    # With the batch client's price, the worst case is reserved at the batch rate.
+    halved = CostMeter(ceiling_usd=1.0)
+
+    @dataclass
+    class HalfPrice:
+        def worst_case(self, tokens: int) -> float:
+            return tokens * 0.005
+
+    gate = BatchGate("m", Vendor(halved, Price()), HalfPrice())  # type: ignore[arg-type]
+    await gate.acquire(150)  # 0.75 at the batch rate; 1.50 at the list price would not fit
+    assert halved.reserved_usd == pytest.approx(0.75)

@@ -86,7 +86,9 @@ class FakeBatchVendor:
     billed: dict[str, int] = field(default_factory=dict)  # custom_id -> times billed
     input_tokens: int = 0  # billed tokens
     output_tokens: int = 0
+    tokens_by_model: dict[str, list[int]] = field(default_factory=dict)  # model -> [in, out]
     keys: list[str] = field(default_factory=list)  # every key presented
+    status_reads: int = 0  # polls of a running batch
     port: int = 0
 
     def __post_init__(self) -> None:
@@ -125,7 +127,10 @@ class FakeBatchVendor:
                 "billed_twice": sorted(c for c, n in self.billed.items() if n > 1),
                 "input_tokens": self.input_tokens,
                 "output_tokens": self.output_tokens,
+                "tokens_by_model": {m: list(t) for m, t in self.tokens_by_model.items()},
                 "batches": len(self.batches),
+                "ended": sum(b.state != "running" for b in self.batches.values()),
+                "status_reads": self.status_reads,
                 "requests_sent": sum(len(b.requests) for b in self.batches.values()),
                 "files": len(self.files),
             }
@@ -145,6 +150,7 @@ class FakeBatchVendor:
         with self._lock:
             if batch.state != "running":
                 return
+            self.status_reads += 1
             batch.polls += 1
             if batch.polls < self.polls:
                 return
@@ -189,6 +195,11 @@ class FakeBatchVendor:
         self.billed[custom_id] = self.billed.get(custom_id, 0) + 1
         self.input_tokens += int(tokens_in)
         self.output_tokens += int(tokens_out)
+        # OpenAI and Anthropic name the model in each request, Gemini in the batch's path.
+        model = str(body.get("model") or batch.model).removeprefix("models/")
+        by_model = self.tokens_by_model.setdefault(model, [0, 0])
+        by_model[0] += int(tokens_in)
+        by_model[1] += int(tokens_out)
         return reply
 
 

@@ -1,0 +1,153 @@
+"""Batch mode end to end against the fakes of the three vendors' batch APIs: a multi-turn
+MetaQuerier relation and a judged Meta-Fair relation, run through each vendor's SDK in
+batch mode, give the transcripts and verdicts of the same campaign run directly against the
+direct fake (same seeds); replay verifies the batch log with 0 differences; no request is
+paid twice; and the cost in the log and in the report equals the fake's billing at the
+vendor's batch price."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from batch_fakes import FakeBatchVendor
+from fixtures.log_snapshot import transcripts
+from vendor_fakes import FakeVendor
+from vendor_support import IDENTIFIERS, base_url
+
+from harness.models.providers import batch_price_for
+from harness.reporting.batch_replies import batch_replies
+from harness.reporting.tables import ReportContext
+from harness.running.campaign import parse_campaign
+from harness.running.runner import run_campaign
+from harness.store.reader import EventReader
+from harness.verifying.replay import verify_log
+from harness.vocabulary.events import ReplyReceived
+
+CORPUS = Path(__file__).resolve().parents[4] / "corpora" / "metafair" / "crossed_open_tests.json"
+BATCH_VENDORS = ("openai", "anthropic", "google")
+# The judge is another model of the same vendor (a model never grades its own answers).
+JUDGES = {
+    "openai": "gpt-4.1-nano",
+    "anthropic": "claude-3-5-haiku",
+    "google": "gemini-2.0-flash-lite",
+}
+
+
+def campaign(scheme: str, url: str, mode: str, **faults: Any) -> dict[str, Any]:
+    name = f"{scheme}:{IDENTIFIERS[scheme]}"
+    options = {"base_url": url + ("/v1" if scheme == "openai" else "")}
+    relations: list[dict[str, Any]] = [{"name": "metaquerier.mr1", "cases": 8}]
+    if CORPUS.exists():
+        relations.append(
+            {"name": "metafair.mr1", "cases": 4, "options": {"jury": 1, "testset": str(CORPUS)}}
+        )
+    return {
+        "name": "vendor-batch-e2e",
+        "seed": 5,
+        "models": [{"name": name, "mode": mode, "options": options}],
+        "judges": [
+            {
+                "name": f"{scheme}:{JUDGES[scheme]}",
+                "mode": mode,
+                "answer_format": "structured",
+                "params": {"temperature": 0.0, "seed": 0},
+                "options": options,
+            }
+        ],
+        "relations": relations,
+        "batch": {"wave_size": 200, "wave_age_s": 0.05, "poll_s": 0.02, "poll_max_s": 0.05},
+        "limits": {"max_attempts": 4},
+    }
+
+
+def run(data: dict[str, Any], db: Path) -> None:
+    summary = asyncio.run(run_campaign(parse_campaign(data), db))
+    assert summary.status == "completed" and not summary.retryable, summary.reason
+
+
+def replies(db: Path) -> list[ReplyReceived]:
+    with EventReader(db) as log:
+        return [
+            e.event
+            for e in log.events(kinds=("ReplyReceived",))
+            if isinstance(e.event, ReplyReceived)
+        ]
+
+
+@pytest.mark.parametrize("scheme", BATCH_VENDORS)
+def test_a_batch_campaign_equals_the_direct_one_at_the_batch_price(
+    scheme: str, vendor: FakeVendor, canary_keys: dict[str, str], tmp_path: Path
+) -> None:
+    run(campaign(scheme, base_url(scheme, vendor).removesuffix("/v1"), "direct"), tmp_path / "d.db")
+    fake = FakeBatchVendor(polls=2).start()
+    try:
+        run(campaign(scheme, fake.url, "batch"), tmp_path / "b.db")
+        stats = fake.stats()
+    finally:
+        fake.stop()
+
+    direct, batched = transcripts(tmp_path / "d.db"), transcripts(tmp_path / "b.db")
+    assert len(batched) == (12 if CORPUS.exists() else 8)
+    assert direct == batched  # every turn's text and every verdict
+    verified = verify_log(tmp_path / "b.db")
+    assert verified.cases == len(batched) and not verified.differences
+
+    got = replies(tmp_path / "b.db")
+    assert got and all(r.batch for r in got)
+    # Billed once per recorded reply, none twice.
+    assert stats["billed_twice"] == [] and stats["billed_requests"] == len(got)
+    # The cost recorded equals the fake's billed tokens at the batch price.
+    billed_usd = 0.0
+    for model, (tokens_in, tokens_out) in stats["tokens_by_model"].items():
+        assert model in (IDENTIFIERS[scheme], JUDGES[scheme]), model
+        price = batch_price_for(scheme, model, None, None)
+        assert price is not None
+        billed_usd += (tokens_in * price.in_per_mtok + tokens_out * price.out_per_mtok) / 1e6
+    assert billed_usd > 0
+    assert sum(r.reply.cost_usd or 0.0 for r in got) == pytest.approx(billed_usd)
+    with EventReader(tmp_path / "b.db") as log:
+        assert log.recorded_spend(log.campaign_id(None)) == pytest.approx(billed_usd)
+        (table,) = batch_replies(ReportContext(log, log.campaign_id(None)))
+    assert sum(row[1] for row in table.rows) == len(got)
+    assert sum(row[3] for row in table.rows) == pytest.approx(billed_usd)
+
+
+def test_failed_and_expired_requests_are_resent_and_paid_once(
+    vendor: FakeVendor, canary_keys: dict[str, str], tmp_path: Path
+) -> None:
+    run(campaign("openai", vendor.url, "direct"), tmp_path / "d.db")
+    faults = ("expire", "500", "ok", "429", "ok")
+    fake = FakeBatchVendor(
+        polls=2, transient=True, chooser=lambda _id, index: faults[index % len(faults)]
+    ).start()
+    try:
+        run(campaign("openai", fake.url, "batch"), tmp_path / "b.db")
+        stats = fake.stats()
+    finally:
+        fake.stop()
+    assert transcripts(tmp_path / "d.db") == transcripts(tmp_path / "b.db")
+    assert stats["billed_twice"] == [] and stats["billed_requests"] == len(
+        replies(tmp_path / "b.db")
+    )
+    assert stats["requests_sent"] > stats["billed_requests"]  # the faults were met and resent
+
+
+def test_the_estimate_of_a_batch_model_is_at_the_batch_price() -> None:
+    from harness.models.providers import estimate_cost
+    from harness.running.plan import Plan
+
+    def estimate(mode: str, **options: Any) -> float | None:
+        data = campaign("openai", "http://127.0.0.1:1", mode)
+        data["models"][0]["options"].update(options)
+        data["judges"] = []
+        data["relations"] = data["relations"][:1]
+        config = parse_campaign(data)
+        return estimate_cost(config, Plan(config))[0].usd
+
+    direct, batched = estimate("direct"), estimate("batch")
+    assert direct is not None and batched == pytest.approx(direct / 2)
+    priced = estimate("batch", batch_price_in_per_mtok=0.0, batch_price_out_per_mtok=0.0)
+    assert priced == 0.0
