@@ -138,8 +138,8 @@ class _OpenRelation(RelationBase):
         "cite_difference": ChangedDefault(recorded=False, new=True),
         # Logs recorded before the sequential jury asked every judge.
         "sequential_jury": ChangedDefault(recorded=False, new=True),
-        # Logs recorded before the crossed default ran the hand-written set (MR8: the
-        # template cases); MR5 overrides this (no crossed proper-noun tests).
+        # Logs recorded before the crossed default ran the hand-written set; MR5 (no crossed
+        # proper-noun tests) and MR8 (a bare MR8 is the template reading) override this.
         "testset": ChangedDefault(recorded=None, new=CROSSED_TESTSET),
     }
 
@@ -572,6 +572,11 @@ class MR8(InvertedRelation):
 
     name: ClassVar[str] = "metafair.mr8"
     mr: ClassVar[int] = 8
+    # A bare `metafair.mr8` keeps meaning the template reading (many campaigns run it without
+    # a judge); a new campaign that names an oracle or a set gets the set it names.
+    changed_defaults: ClassVar[Mapping[str, ChangedDefault]] = {
+        k: v for k, v in InvertedRelation.changed_defaults.items() if k != "testset"
+    }
     summary: ClassVar[str] = (
         "Meta-Fair MR8 inverted consistency, single attribute: is the reply given to a group "
         "member suitable without the attribute? judged (or 'No' read); with no testset and no "
