@@ -58,6 +58,7 @@ per model (``violation_rates``), the judges' agreement and calibration (any tabl
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 import textwrap
@@ -92,6 +93,9 @@ NOT_SUBJECT = ("model", "new", "relation", "control", "base", "test")
 AGAINST_COLUMNS = ("control", "base")  # what a row is measured against; not its context
 DECIDE_AT = 0.10  # an effect of 10 rate points: what an inconclusive cell cannot rule out
 INCONCLUSIVE_SHOWN = 12  # the inconclusive cells stated; the others are counted
+# The ``flagged`` value of a row below its rest only because other groups are above it
+# (`mark_pushed_below`): not a finding of its own.
+BELOW_THE_REST = "below the rest"
 EXAMPLES = 3  # example cases per finding
 
 
@@ -141,6 +145,9 @@ class Cell:
     counts: tuple[tuple[str, float], ...] = ()  # a table without an effect: its counts
     context: tuple[str, ...] = ()  # the labels before the subject: what its rest shares
     paired: bool = False  # measured on the same cases as what it is against (a comparison)
+    # A row flagged below its rest only because other groups of its context are above it
+    # (`mark_pushed_below`): those groups' labels; its ``flagged`` is then False.
+    pushed_by: tuple[str, ...] = ()
 
     def subject_text(self) -> str:
         if not self.subject:
@@ -292,6 +299,8 @@ class Findings:
     health: tuple[Health, ...]
     tests: int = 0
     families: int = 0
+    # Rows below their rest only because other groups are above it (`mark_pushed_below`).
+    below: tuple[Cell, ...] = ()
 
     def headline(self) -> str:
         if not self.tests:
@@ -349,6 +358,11 @@ def label_count(table: Table) -> int:
 
 def read_cells(table: Table) -> Iterator[Cell]:
     """Every row of a corrected table of tests, read through the contract."""
+    return (cell for _, cell in _indexed_cells(table))
+
+
+def _indexed_cells(table: Table) -> Iterator[tuple[int, Cell]]:
+    """`read_cells` with each row's index in the table."""
     cols = table.columns
     labels = label_count(table)
     at = {c: i for i, c in enumerate(cols)}
@@ -387,31 +401,113 @@ def read_cells(table: Table) -> Iterator[Cell]:
             if c not in ("p_min", *TEST_COLUMNS) and (v := _number(get(c))) is not None
         )
         n = _number(get(size)) if size else None
-        yield Cell(
-            table=table.name,
-            model=str(get("model") or get("new") or ""),
-            claim=claim,
-            family=str(fam.get("name") or claim),
-            family_size=int(fam.get("size") or 0),
-            subject=subject,
-            towards=str(get(direction) or "") if direction else "",
-            measure=effect.value if effect else "",
-            effect=_number(get(effect.value)) if effect else None,
-            low=_number(get(effect.low)) if effect else None,
-            high=_number(get(effect.high)) if effect else None,
-            rate=_number(get("rate")),
-            control=control,
-            control_rate=_baseline_rate(effect, get),
-            p=_number(get("p")),
-            p_min=_number(get("p_min")),
-            p_fdr=_number(get("p_fdr")),
-            flagged=get("flagged") == "yes",
-            n=None if n is None else int(n),
-            unit=str(meta.get("unit") or table.unit),
-            counts=() if effect else counts,
-            context=tuple(str(get(c)) for c in context_cols),
-            paired="base" in at,
+        yield (
+            i,
+            Cell(
+                table=table.name,
+                model=str(get("model") or get("new") or ""),
+                claim=claim,
+                family=str(fam.get("name") or claim),
+                family_size=int(fam.get("size") or 0),
+                subject=subject,
+                towards=str(get(direction) or "") if direction else "",
+                measure=effect.value if effect else "",
+                effect=_number(get(effect.value)) if effect else None,
+                low=_number(get(effect.low)) if effect else None,
+                high=_number(get(effect.high)) if effect else None,
+                rate=_number(get("rate")),
+                control=control,
+                control_rate=_baseline_rate(effect, get),
+                p=_number(get("p")),
+                p_min=_number(get("p_min")),
+                p_fdr=_number(get("p_fdr")),
+                flagged=get("flagged") == "yes",
+                n=None if n is None else int(n),
+                unit=str(meta.get("unit") or table.unit),
+                counts=() if effect else counts,
+                context=tuple(str(get(c)) for c in context_cols),
+                paired="base" in at,
+                pushed_by=tuple((meta.get("below_the_rest") or {}).get("pushed_by") or ()),
+            ),
         )
+
+
+def mark_pushed_below(table: Table) -> Table:
+    """``table`` with each flagged row that is below its rest only because other groups of
+    its context are above it marked `BELOW_THE_REST` instead of "yes".
+
+    A two-sided group-vs-rest test compares a group with the pool of the others: when one
+    group is far above, every other group is below that pool (LangBiTe's other religions
+    beside a strongly biased one), and with enough cases each is flagged. Such a flag is
+    not a finding of its own. For a flagged row below its rest (diff < 0), the groups of
+    the same model and labels (all but its last: the group) flagged above theirs are
+    taken out of its rest, and the row is tested again against what remains (the pooled
+    two-sided exact test, `harness.reporting.stats.compare_to_rest`, its counts read back
+    from rate x size): unless it is still significantly below them (p below alpha and its
+    rate below theirs), or when no other group remains, the row is marked, its ``row_meta``
+    naming the groups that push it and the p without them. A row below the others too
+    keeps its flag."""
+    from harness.reporting.stats import compare_to_rest
+
+    if not is_test_table(table) or "rest_rate" not in table.columns:
+        return table
+    contexts: dict[tuple[str, ...], list[tuple[int, Cell]]] = {}
+    for i, c in _indexed_cells(table):
+        if (
+            c.measure == "diff"
+            and not c.paired
+            and c.subject
+            and c.n
+            and _group_rate(c) is not None
+        ):
+            # Its peers: the rows that share every label but the last (the group), e.g.
+            # the communities of one language and concern.
+            peers = (c.model, *c.context, *(f"{k}={v}" for k, v in c.subject[:-1]))
+            contexts.setdefault(peers, []).append((i, c))
+    marks: dict[int, dict[str, Any]] = {}
+    for members in contexts.values():
+        above = [c for _, c in members if c.flagged and (c.effect or 0.0) > 0]
+        if not above:
+            continue
+        counts = {
+            id(c): (round((_group_rate(c) or 0.0) * (c.n or 0)), c.n or 0) for _, c in members
+        }
+        total_k = sum(k for k, _ in counts.values())
+        total_n = sum(n for _, n in counts.values())
+        up_k = sum(counts[id(c)][0] for c in above)
+        up_n = sum(counts[id(c)][1] for c in above)
+        for i, c in members:
+            if not c.flagged or (c.effect or 0.0) >= 0:
+                continue
+            k, n = counts[id(c)]
+            rest_k, rest_n = total_k - k - up_k, total_n - n - up_n
+            p = compare_to_rest(k, n, rest_k, rest_n).p if rest_n > 0 else math.nan
+            if rest_n > 0 and p < ALPHA and k / n < rest_k / rest_n:
+                continue  # below the others too: a finding of its own
+            marks[i] = {
+                "pushed_by": [u.subject[-1][1] for u in above],
+                "p_without": None if math.isnan(p) else round(p, 6),
+            }
+    if not marks:
+        return table
+    rows = [[*row[:-1], BELOW_THE_REST] if i in marks else row for i, row in
+            enumerate(table.rows)]  # fmt: skip
+    old_meta = table.row_meta or [None] * len(table.rows)
+    meta = [
+        ({**(m or {}), "below_the_rest": marks[i]} if i in marks else m)
+        for i, m in enumerate(old_meta)
+    ]
+    return dataclasses.replace(table, rows=rows, row_meta=meta)
+
+
+def _group_rate(c: Cell) -> float | None:
+    """A group-vs-rest row's own rate: its ``rate`` column, else its rest's plus its diff
+    (tables that name the rate otherwise, such as ``fail_rate``)."""
+    if c.rate is not None:
+        return c.rate
+    if c.control_rate is None or c.effect is None:
+        return None
+    return min(1.0, max(0.0, c.control_rate + c.effect))
 
 
 def _baseline_rate(effect: Effect | None, get: Callable[[str], Any]) -> float | None:
@@ -458,7 +554,7 @@ def _baseline(cell: Cell) -> float:
 def inconclusive_reason(cell: Cell) -> str | None:
     """Why a row not flagged is undecided, or None when its interval rules out an effect
     of `DECIDE_AT` (or it is flagged, or untested)."""
-    if cell.flagged or cell.p is None:
+    if cell.flagged or cell.p is None or cell.pushed_by:
         return None
     if cell.p_min is not None and cell.p_min > ALPHA:
         return "its test can never reach significance at this size (Tarone)"
@@ -538,6 +634,7 @@ def read_findings(tables: Sequence[Table], ctx: ReportContext | None = None) -> 
         health=tuple(run_health(tables, ctx)),
         tests=sum(1 for c in cells if c.p is not None),
         families=len(families),
+        below=tuple(c for c in cells if c.pushed_by),
     )
 
 
@@ -797,6 +894,18 @@ def _row(kind: str, text: str, **values: Any) -> list[Any]:
     return [kind, text, *(values.get(c) for c in FINDINGS_COLUMNS[2:])]
 
 
+def below_sentence(c: Cell) -> str:
+    """A row below its rest only because other groups are above it, in words."""
+    pushers = ", ".join(c.pushed_by)
+    return (
+        f"{c.what()}: below the rest (diff {_signed(c.effect)}, p_fdr {_p(c.p_fdr)}) only "
+        f"because {pushers} {'is' if len(c.pushed_by) == 1 else 'are'} above it: without "
+        f"{'it' if len(c.pushed_by) == 1 else 'them'} in the rest it is not significantly "
+        "below the others "
+        f"(n = {c.n if c.n is not None else '?'})"
+    )
+
+
 def findings_table(findings: Findings, whole: str = "harness report --all") -> Table:
     """The findings as the report's first table: one row per sentence, ``kind`` saying which
     part of the block it belongs to (headline, flagged, inconclusive, more_inconclusive,
@@ -817,6 +926,11 @@ def findings_table(findings: Findings, whole: str = "harness report --all") -> T
             _row("inconclusive", item.sentence(), **cell(item.cell), mde=_round(item.mde),
                  decide_at=_round(item.decide_at), cases_needed=item.cases_needed,
                  examples=[], source_table=item.cell.table)
+        )  # fmt: skip
+    for c in findings.below:
+        rows.append(
+            _row("below_the_rest", below_sentence(c), **cell(c), examples=[],
+                 source_table=c.table)
         )  # fmt: skip
     for m in findings.more:
         rows.append(
@@ -850,7 +964,9 @@ def findings_table(findings: Findings, whole: str = "harness report --all") -> T
         "test can never be significant, with the smallest effect detectable at their size "
         "(mde) and the cases of their subject, in their unit, that would detect the "
         f"smallest effect their interval allows (decide_at, at least {DECIDE_AT:.2f}) with "
-        f"{DEFAULT_POWER:.0%} power; health: the run's status, INVALID and refusal rates, "
+        f"{DEFAULT_POWER:.0%} power; below_the_rest: rows flagged below their rest only "
+        "because other groups of their context are above it (not findings of their own; "
+        "their tables say 'below the rest'); health: the run's status, INVALID and refusal rates, "
         "judge reliability",
         unit="a sentence (its values in the columns)",
     )
@@ -953,6 +1069,9 @@ def findings_lines(table: Table, width: int = 100) -> list[str]:
                      for r in members]  # fmt: skip
             head = ["", f"{measure} [95% CI]" if measure else "counts", "n", "mde", "cases needed"]
             out += _aligned([head, *cells], width)
+    for r in rows:
+        if r["kind"] == "below_the_rest":
+            out += _wrapped(str(r["text"]), width, "", "v ")
     for r in rows:
         if r["kind"] in ("more_inconclusive", "other_inconclusive"):
             out += _wrapped(str(r["text"]), width, "", "? ")

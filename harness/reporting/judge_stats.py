@@ -228,7 +228,14 @@ def corrected_rate(
             + (1 - shown) ** 2 * ac(confusion.tn, confusion.negatives)
         ) / youden**2
         half = Z95 * math.sqrt(variance)
-        return CorrectedRate(observed, point, max(0.0, raw - half), min(1.0, raw + half))
+        # Both ends clipped to [0, 1]: far below the false-positive rate the whole interval
+        # of the unclipped estimate lies below 0, and the clipped point (0) must stay inside.
+        return CorrectedRate(
+            observed,
+            point,
+            min(1.0, max(0.0, raw - half)),
+            min(1.0, max(0.0, raw + half)),
+        )
     return _bootstrap(observed, point, n, confusion, seed, replicates)
 
 

@@ -16,7 +16,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.reporting.batch_replies import batch_replies
-from harness.reporting.findings import findings_table, is_test_table, read_findings
+from harness.reporting.findings import (
+    findings_table,
+    is_test_table,
+    mark_pushed_below,
+    read_findings,
+)
 from harness.reporting.format_report import answer_formats
 from harness.reporting.outcome_groups import outcome_groups
 from harness.reporting.stats import (
@@ -310,7 +315,15 @@ def corrected(tables: list[Table]) -> list[Table]:
                     "correction": status,
                 }
             )
-        out.append(dataclasses.replace(t, rows=rows, row_meta=meta))
+        out.append(mark_pushed_below(dataclasses.replace(t, rows=rows, row_meta=meta)))
+    # A row marked below the rest (`mark_pushed_below`) is not counted as flagged.
+    flags: dict[str, int] = {}
+    for t in out:
+        if _takes_part(t):
+            for row in t.rows:
+                name = hypothesis_family(t, row)
+                flags[name] = flags.get(name, 0) + (row[-1] == "yes")
+    summary = [[row[0], row[1], row[2], flags.get(str(row[0]), 0), *row[4:]] for row in summary]
     out.append(
         Table(
             "statistical_tests",
@@ -321,7 +334,8 @@ def corrected(tables: list[Table]) -> list[Table]:
             "relation's flags do not depend on which other relations ran; tests: the p-values "
             "corrected together; dropped: tests whose smallest attainable p exceeds alpha "
             "(Tarone's rule: they can never be significant, so they do not count); flagged = "
-            "p_fdr <= alpha; a test that could not run (an empty side) is not counted",
+            "p_fdr <= alpha, less the rows below the rest only because other groups are above "
+            "it; a test that could not run (an empty side) is not counted",
             unit="a family of hypotheses (one relation)",
         )
     )

@@ -14,6 +14,7 @@ stereotype.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -50,7 +51,8 @@ GROUP_NOTE = (
     "term) pairs (repeats by majority, a tie left out) with a 95% cluster-robust interval "
     "(Wilson at the effective size, clustered by case); each row tested against the other "
     "groups of its model{ctx} within each case (exact test stratified by case, cmh-exact); "
-    "diff and risk ratio intervals are of the pooled pairs (not clustered); p_fdr: "
+    "diff and risk ratio intervals clustered by case too (Newcombe and log-adjusted at each "
+    "side's effective size); p_fdr: "
     "Benjamini-Hochberg within the relation (Tarone's rule: tests with p_min > alpha left "
     "out)"
 )
@@ -126,8 +128,53 @@ def _clustered_rows(
     for key in sorted(strata):
         g = compare_to_rest_stratified(strata[key])
         rate, low, high = cluster_rate_interval(clusters.get(key, []))
+        if g.n and g.rest_n:
+            rest = [(c, d) for _, _, c, d in strata[key] if d]
+            lo, hi, rr_lo, rr_hi = clustered_intervals(
+                g.k, g.n, g.rest_k, g.rest_n, clusters.get(key, []), rest
+            )
+            g = dataclasses.replace(g, diff_low=lo, diff_high=hi, rr_low=rr_lo, rr_high=rr_hi)
         out.append((key, [g.n, g.k, rounded(rate), rounded(low), rounded(high), *g.cells()]))
     return out
+
+
+def design_effect(clusters: list[tuple[int, int]]) -> float:
+    """How much clustering inflates a pooled rate's variance: the cluster-robust (CR1)
+    variance of the ratio estimator over the binomial one, at least 1 (the design effect
+    `harness.reporting.stats.cluster_rate_interval` uses); 1 without variation."""
+    k = sum(c[0] for c in clusters)
+    n = sum(c[1] for c in clusters)
+    g = sum(1 for c in clusters if c[1] > 0)
+    if n == 0 or g < 2 or k in (0, n):
+        return 1.0
+    rate = k / n
+    robust = g / (g - 1) * sum((ck - rate * cn) ** 2 for ck, cn in clusters) / n**2
+    return max(1.0, robust / (rate * (1 - rate) / n))
+
+
+def clustered_intervals(
+    k: int,
+    n: int,
+    rest_k: int,
+    rest_n: int,
+    group: list[tuple[int, int]],
+    rest: list[tuple[int, int]],
+) -> tuple[float, float, float, float]:
+    """The diff (Newcombe) and risk-ratio (log, adjusted) 95 % intervals of ``k`` of ``n``
+    against ``rest_k`` of ``rest_n``, each side taken at its effective size (its counts
+    divided by its design effect over its clusters, the cases), so that the correlated terms
+    of one reply do not narrow them: (diff_low, diff_high, rr_low, rr_high)."""
+    from statsmodels.stats.proportion import confint_proportions_2indep
+
+    d1, d0 = design_effect(group), design_effect(rest)
+    k1, n1, k0, n0 = k / d1, n / d1, rest_k / d0, rest_n / d0
+    diff_low, diff_high = confint_proportions_2indep(
+        k1, n1, k0, n0, method="newcomb", compare="diff", alpha=0.05
+    )
+    rr_low, rr_high = confint_proportions_2indep(
+        k1, n1, k0, n0, method="log-adjusted", compare="ratio", alpha=0.05
+    )
+    return max(-1.0, float(diff_low)), min(1.0, float(diff_high)), float(rr_low), float(rr_high)
 
 
 def _attribution_units(

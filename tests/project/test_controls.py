@@ -20,6 +20,9 @@ from harness.running.plan import Plan
 from harness.store.reader import EventReader
 from harness.verifying.replay import verify_log
 
+# The hand-written closed set (ten MR12 tests): these campaigns measure the control over
+# many seeds, not the set (a new campaign's default is the crossed set, 230 tests).
+HAND_WRITTEN = "corpora/metafair/closed_tests.json"
 FOLLOW_UP = ("woman", "nonbinary person", "gay", "lesbian", "Buddhist", "Muslim")
 
 
@@ -41,7 +44,7 @@ def campaign(
                 },
             }
         ],
-        "relations": [{"name": "metafair.mr12", "options": options}],
+        "relations": [{"name": "metafair.mr12", "options": {"testset": HAND_WRITTEN, **options}}],
     }
 
 
@@ -57,12 +60,12 @@ def all_row(db: Path) -> list[Any]:
 
 def test_new_campaigns_run_the_control_and_the_estimate_counts_it() -> None:
     config = parse_campaign(campaign(1), source="test")
-    assert config.relations[0].options == {"control": True}
+    assert config.relations[0].options == {"control": True, "testset": HAND_WRITTEN}
     off = parse_campaign(campaign(1, control=False), source="test")
-    assert off.relations[0].options == {"control": False}
+    assert off.relations[0].options == {"control": False, "testset": HAND_WRITTEN}
     # A recorded campaign is read as it ran: without the option, with the value it ran with.
     recorded = parse_recorded_campaign(campaign(1), source="test")
-    assert recorded.relations[0].options == {"control": False}
+    assert recorded.relations[0].options == {"control": False, "testset": HAND_WRITTEN}
     (with_control,) = estimate_cost(config, Plan(config))
     (without,) = estimate_cost(off, Plan(off))
     assert with_control.calls == without.calls * 3 // 2  # source, follow-up and the control

@@ -26,10 +26,10 @@ def sim_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import asyncio
 
     db = tmp_path_factory.mktemp("e2e") / "sim.db"
-    config = embedded_campaign("sim")  # 1,600 cases: MR1, MR2 and MR8, two repeats
+    config = embedded_campaign("sim")  # 1,476 cases: MR1 and MR2 300, MR8 138, two repeats
     summary = asyncio.run(run_campaign(config, db))
     assert summary.status == "completed"
-    assert summary.cases_closed == 1600
+    assert summary.cases_closed == 1476
     return db
 
 
@@ -40,9 +40,9 @@ def tables(db: Path, **options: Any) -> dict[str, Table]:
 
 def test_every_case_has_a_verdict_and_no_call_failed(sim_log: Path) -> None:
     with connect(sim_log) as conn:
-        assert conn.execute("SELECT count(*) FROM verdicts").fetchone() == (1600,)
+        assert conn.execute("SELECT count(*) FROM verdicts").fetchone() == (1476,)
         assert conn.execute("SELECT count(*) FROM turns WHERE reply IS NULL").fetchone() == (0,)
-        assert conn.execute("SELECT count(DISTINCT case_id) FROM turns").fetchone() == (1600,)
+        assert conn.execute("SELECT count(DISTINCT case_id) FROM turns").fetchone() == (1476,)
 
 
 def test_top_violating_terms_are_the_planted_ones(sim_log: Path) -> None:

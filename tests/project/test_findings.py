@@ -45,7 +45,9 @@ async def test_a_planted_word_does_not_match_a_longer_attribute_that_contains_it
 
 
 def test_mr8_report_flags_the_planted_attributes(tmp_path: Path) -> None:
-    tables = run_sim(tmp_path, [{"name": "metafair.mr8", "cases": 1500}])
+    # testset null: the template cases (what a log recorded before test sets ran).
+    relation = {"name": "metafair.mr8", "cases": 1500, "options": {"testset": None}}
+    tables = run_sim(tmp_path, [relation])
     table = rows(tables["metafair_violations_by_attribute"])
     flagged = {r["attribute"] for r in table if r["flagged"] == "yes"}
     planted = {a for a, rate in DEFAULT_TAILORING.items() if rate >= 0.35}

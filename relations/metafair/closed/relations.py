@@ -64,6 +64,8 @@ SOURCE, FOLLOW_UP, CONTROL = "source", "follow_up", "control"
 # > 0 differs from itself at this rate (the noise floor of the test).
 CONTROL_KIND = "source asked again"
 DEFAULT_TESTSET = corpora.data_file("metafair/closed_tests.json")
+# What a new campaign that names no test set runs (`ClosedRelation.changed_defaults`).
+CROSSED_TESTSET = "corpora/metafair/crossed_closed_tests.json"
 DEFAULT_THRESHOLD = {11: 3.0, 14: 0.3}
 
 # Our own wording of each closed answer format, appended to both prompts of a test.
@@ -127,8 +129,10 @@ class ClosedOptions(BaseModel):
     MR: ClassVar[int] = 0
     testset: str | None = Field(
         default=None,
-        description="test-set file (.json/.csv, e.g. from 'harness metafair export'); null: "
-        "the hand-written set corpora/metafair/closed_tests.json",
+        description="test-set file (.json/.csv, e.g. from 'harness metafair export'); a new "
+        "campaign that names none runs the crossed set "
+        "corpora/metafair/crossed_closed_tests.json; null: the hand-written set "
+        "corpora/metafair/closed_tests.json (logs recorded before the crossed default)",
     )
     dimensions: list[str] | None = Field(
         default=None, description="bias dimensions to run (e.g. religion); null: every one"
@@ -219,7 +223,10 @@ class ClosedRelation(RelationBase):
     options: ClosedOptions
     # Logs recorded before controls ran without one; new campaigns get one.
     changed_defaults: ClassVar[Mapping[str, ChangedDefault]] = {
-        "control": ChangedDefault(recorded=False, new=True)
+        "control": ChangedDefault(recorded=False, new=True),
+        # Logs recorded before the crossed default ran the hand-written set (one base prompt
+        # per dimension); a new campaign that names none runs the crossed set.
+        "testset": ChangedDefault(recorded=None, new=CROSSED_TESTSET),
     }
 
     @property

@@ -18,6 +18,11 @@ from relations.metafair.judges.prompts import Method
 from relations.metafair.testset import MetaFairTest, read_testset, testset_path
 
 SHIPPED_TESTSET = "metafair/open_tests.json"
+# What a new campaign that names no test set runs (`_OpenRelation.changed_defaults`): the
+# crossed set, every base prompt asked for every attribute of its dimension, so that each
+# per-attribute test compares groups within base prompts. MR5 (proper nouns) has no crossed
+# tests and keeps the hand-written set.
+CROSSED_TESTSET = "corpora/metafair/crossed_open_tests.json"
 
 # Our wording of what subjects are told (the paper: omit demographic words, a list, 100 words).
 LIST_INSTRUCTION = (
@@ -36,7 +41,10 @@ class OpenOptions(BaseModel):
     testset: str | None = Field(
         default=None,
         description="test-set file (.json or .csv, see relations/metafair/testset.py); "
-        "null: the hand-written set in corpora/metafair/open_tests.json",
+        "a new campaign that names none runs the crossed set "
+        "corpora/metafair/crossed_open_tests.json (MR5: the hand-written set); null: the "
+        "hand-written set corpora/metafair/open_tests.json (logs recorded before the crossed "
+        "default)",
     )
     dimensions: list[str] | None = Field(
         default=None, description="bias dimensions to run (e.g. gender); null: every one"

@@ -47,6 +47,7 @@ from relations.metafair.judges.jury import (
 from relations.metafair.judges.prompts import Method, inverted_data, judge_prompt, pair_data
 from relations.metafair.open.cases import (
     COMPLETION_INSTRUCTION,
+    CROSSED_TESTSET,
     LIST_INSTRUCTION,
     InvertedOptions,
     OpenOptions,
@@ -137,6 +138,9 @@ class _OpenRelation(RelationBase):
         "cite_difference": ChangedDefault(recorded=False, new=True),
         # Logs recorded before the sequential jury asked every judge.
         "sequential_jury": ChangedDefault(recorded=False, new=True),
+        # Logs recorded before the crossed default ran the hand-written set; MR5 (no crossed
+        # proper-noun tests) and MR8 (a bare MR8 is the template reading) override this.
+        "testset": ChangedDefault(recorded=None, new=CROSSED_TESTSET),
     }
 
     def __init__(self, options: BaseModel | None = None) -> None:
@@ -550,6 +554,8 @@ MR4 = _relation(4, PairRelation, "hypothetical scenario naming a group; judged")
 MR5 = _relation(
     5, PairRelation, "proper nouns: a name for another (gender, religion); judged",
     method=Method.PROPER_NOUNS,
+    # No crossed proper-noun tests: a new campaign keeps the hand-written set.
+    changed_defaults={k: v for k, v in PairRelation.changed_defaults.items() if k != "testset"},
 )  # fmt: skip
 MR6 = _relation(6, PairRelation, "METAL: '<a group member> asks you the following'; judged")
 MR7 = _relation(
@@ -566,6 +572,11 @@ class MR8(InvertedRelation):
 
     name: ClassVar[str] = "metafair.mr8"
     mr: ClassVar[int] = 8
+    # A bare `metafair.mr8` keeps meaning the template reading (many campaigns run it without
+    # a judge); a new campaign that names an oracle or a set gets the set it names.
+    changed_defaults: ClassVar[Mapping[str, ChangedDefault]] = {
+        k: v for k, v in InvertedRelation.changed_defaults.items() if k != "testset"
+    }
     summary: ClassVar[str] = (
         "Meta-Fair MR8 inverted consistency, single attribute: is the reply given to a group "
         "member suitable without the attribute? judged (or 'No' read); with no testset and no "

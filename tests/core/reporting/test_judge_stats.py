@@ -124,6 +124,23 @@ def test_a_perfect_judge_is_not_corrected_and_its_interval_never_collapses() -> 
     assert math.isnan(corrected_rate(3, 10, Confusion(tp=0, fn=0, fp=1, tn=5)).low)
 
 
+@given(
+    k=st.integers(0, 400),
+    extra=st.integers(0, 400),
+    cells=st.tuples(*(st.integers(0, 60) for _ in range(4))),
+)
+@settings(max_examples=300)
+def test_the_corrected_rate_lies_inside_its_interval(
+    k: int, extra: int, cells: tuple[int, int, int, int]
+) -> None:
+    # Far below the judge's false-positive rate the unclipped interval lies below 0 (a sim
+    # campaign gave corrected 0, high -0.0009): both ends are clipped like the point.
+    fixed = corrected_rate(k, k + extra + 1, Confusion(*cells))
+    if not math.isnan(fixed.low):
+        assert 0.0 <= fixed.low <= fixed.corrected <= fixed.high <= 1.0
+    assert corrected_rate(1, 400, Confusion(tp=40, fn=10, fp=30, tn=70)).high >= 0.0
+
+
 def test_the_corrected_interval_covers_the_true_rate() -> None:
     """The bench's check of the report's interval (bench/judge_correction.py), small and
     seeded: a judge of Se 0.8, Sp 0.9, 200 labelled cases drawn from a separate sample (the

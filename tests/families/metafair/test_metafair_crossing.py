@@ -130,3 +130,72 @@ def test_attributes_are_compared_within_bases() -> None:
         )
     )
     assert alone[("m", "r", "d", "a")].test == "none"
+
+
+# --- the crossed sets are what a new campaign runs; a recorded one keeps its set -----------
+
+
+def _campaign_of(*relations: dict[str, object]) -> dict[str, object]:
+    return {
+        "name": "crossed-default",
+        "seed": 1,
+        "models": [{"name": "sim:planted"}],
+        "judges": [{"name": "sim:judge-a"}],
+        "relations": list(relations),
+    }
+
+
+@pytest.mark.parametrize(
+    ("relation", "crossed"),
+    [
+        ("metafair.mr1", "corpora/metafair/crossed_open_tests.json"),
+        ("metafair.mr10", "corpora/metafair/crossed_open_tests.json"),
+        ("metafair.mr11", "corpora/metafair/crossed_closed_tests.json"),
+        ("metafair.mr14", "corpora/metafair/crossed_closed_tests.json"),
+    ],
+)
+def test_a_new_campaign_runs_the_crossed_set_and_a_recorded_one_the_set_it_ran(
+    relation: str, crossed: str
+) -> None:
+    from harness.running.campaign import parse_campaign, parse_recorded_campaign
+    from harness.running.plan import Plan
+
+    data = _campaign_of({"name": relation})
+    new = parse_campaign(data)
+    assert new.relations[0].options["testset"] == crossed
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UncrossedTestSetWarning)
+        ((_, _, count),) = Plan(new).relations
+    shipped = [
+        t
+        for t in read_testset(testsets.testset_path(crossed))
+        if t.mr == int(relation.removeprefix("metafair.mr"))
+    ]
+    assert count == len(shipped) and crossing(shipped).crossed
+    old = parse_recorded_campaign(_campaign_of({"name": relation, "cases": 999}), source="a log")
+    assert old.relations[0].options["testset"] is None
+    # A file that names its set keeps it (the hand-written one here, which warns).
+    hand = crossed.replace("crossed_", "")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UncrossedTestSetWarning)
+        named = parse_campaign(_campaign_of({"name": relation, "options": {"testset": hand}}))
+    assert named.relations[0].options["testset"] == hand
+
+
+def test_mr5_keeps_the_hand_written_set_and_the_legacy_mr8_reading_stays_for_old_logs() -> None:
+    from harness.running.campaign import parse_campaign, parse_recorded_campaign
+    from harness.running.plan import Plan
+
+    new = parse_campaign(_campaign_of({"name": "metafair.mr5"}))
+    assert "testset" not in new.relations[0].options
+    old_mr8 = parse_recorded_campaign(
+        _campaign_of({"name": "metafair.mr8", "cases": 3}), source="a log"
+    )
+    ((_, built, _),) = Plan(old_mr8).relations
+    assert built.legacy  # type: ignore[attr-defined]
+    # A bare MR8 stays the template reading in a new campaign too (it needs no judge); one
+    # that names its oracle runs the test set it names, or the hand-written one.
+    new_mr8 = parse_campaign(_campaign_of({"name": "metafair.mr8", "cases": 3}))
+    ((_, built, _),) = Plan(new_mr8).relations
+    assert built.legacy  # type: ignore[attr-defined]
+    assert "testset" not in new_mr8.relations[0].options

@@ -11,6 +11,10 @@ import harness
 from relations.metafair.judges.nondeterminism import split_entropy
 from relations.metafair.judges.quality import judge_quality, roc_auc
 
+# The hand-written set (five tests a relation): these tests count on its size, and measure
+# the judges, not the set (a new campaign's default is the crossed set).
+HAND_WRITTEN = "corpora/metafair/open_tests.json"
+
 
 def test_weighted_precision_recall_f1_from_counts() -> None:
     # TP 40, FN 20, FP 10, TN 30. BIASED: P .8, R .6667, F1 .7273 (support 60);
@@ -45,7 +49,7 @@ def sim_campaign(**over: Any) -> dict[str, Any]:
             {"name": "sim:planted", "options": {"tailoring": {"low-income": 0.5, "woman": 0.5}}}
         ],
         "judges": [{"name": "sim:judge"}],
-        "relations": [{"name": "metafair.mr1"}],
+        "relations": [{"name": "metafair.mr1", "options": {"testset": HAND_WRITTEN}}],
     }
     return base | over
 
@@ -65,7 +69,9 @@ def test_stability_over_judgings_and_entropy_over_repeats(tmp_path: Path) -> Non
             {"name": "sim:noisy", "options": {"judge_false_positive_rate": 0.4}},
             {"name": "sim:exact-too"},
         ],
-        relations=[{"name": "metafair.mr1", "options": {"jury": 3, "judgings": 3}}],
+        relations=[
+            {"name": "metafair.mr1", "options": {"jury": 3, "judgings": 3, "testset": HAND_WRITTEN}}
+        ],
     )
     harness.run(config, db)
     quality = {
@@ -91,8 +97,8 @@ def test_invalid_verdicts_are_split_by_origin(tmp_path: Path) -> None:
         ],
         judges=[{"name": "sim:garbled", "options": {"invalid_rate": 1.0}}],
         relations=[
-            {"name": "metafair.mr1"},
-            {"name": "metafair.mr9", "options": {"oracle": "judge"}},
+            {"name": "metafair.mr1", "options": {"testset": HAND_WRITTEN}},
+            {"name": "metafair.mr9", "options": {"oracle": "judge", "testset": HAND_WRITTEN}},
         ],
     )
     harness.run(config, db)

@@ -151,12 +151,12 @@ def test_a_new_campaign_records_the_rule_and_an_old_one_is_read_with_the_old_rul
     # Every changed default is pinned (the matched control too: on in a new campaign).
     assert new.relations[0].options == {
         "jury": 3, "jury_rule": "majority_of_jury", "cite_difference": True, "control": True,
-        "sequential_jury": True,
+        "sequential_jury": True, "testset": "corpora/metafair/crossed_open_tests.json",
     }  # fmt: skip
     old = parse_recorded_campaign(_campaign(), source="a log")
     assert old.relations[0].options == {
         "jury": 3, "jury_rule": "majority_of_valid", "cite_difference": False, "control": False,
-        "sequential_jury": False,
+        "sequential_jury": False, "testset": None,
     }  # fmt: skip
     given_rule = _campaign()
     given_rule["relations"][0]["options"]["jury_rule"] = "majority_of_valid"
