@@ -165,6 +165,11 @@ class BatchModel:
         self.options = options
         self.recorder = recorder
         self._waiting: dict[str, _Waiting] = {}  # custom_id -> the call(s) awaiting it
+        # custom_id -> the tag of the one batch its waiting call awaits (absent while it is
+        # queued): a resumed log may hold a request in several batches (an older one that
+        # failed it or was never created, a newer one that holds it), and only the batch it
+        # awaits may answer it or send it again, else it would be paid twice.
+        self._wave_of: dict[str, str] = {}
         self._queue: list[BatchRequest] = []
         self._timer: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -193,6 +198,7 @@ class BatchModel:
                 waiting = self._waiting[custom_id] = _Waiting(request)
                 wave = self._known.pop(custom_id, None)
                 if wave is not None:
+                    self._wave_of[custom_id] = wave.tag
                     self._reattach(wave)
                 else:
                     self._enqueue(request)
@@ -229,6 +235,7 @@ class BatchModel:
     # --- waves -------------------------------------------------------------------------
 
     def _enqueue(self, request: BatchRequest) -> None:
+        self._wave_of.pop(request.custom_id, None)
         self._queue.append(request)
         if len(self._queue) >= self.options.wave_size:
             self._flush()
@@ -248,6 +255,8 @@ class BatchModel:
         if requests:
             self.waves_sent += 1
             tag = f"{self.recorder.campaign_id}-{uuid.uuid4().hex[:12]}"
+            for request in requests:
+                self._wave_of[request.custom_id] = tag
             self._spawn(self._send(tag, requests), tag)
 
     def _spawn(self, work: object, tag: str) -> None:
@@ -300,7 +309,13 @@ class BatchModel:
                         waiting = self._waiting.get(custom_id)
                         if self._known.get(custom_id) is wave:
                             del self._known[custom_id]
-                        if waiting is not None and not waiting.future.done():
+                        # Only the calls awaiting this batch: a request a newer batch holds
+                        # is answered there (sending it again would pay for it twice).
+                        if (
+                            waiting is not None
+                            and not waiting.future.done()
+                            and self._wave_of.get(custom_id) == wave.tag
+                        ):
                             self._enqueue(waiting.request)
                     return
                 submitted = WaveSubmitted(
@@ -355,13 +370,21 @@ class BatchModel:
             )
 
     def _deliver(self, result: BatchResult, tag: str) -> None:
-        waiting = self._waiting.pop(result.custom_id, None)
+        custom_id = result.custom_id
+        waiting = self._waiting.get(custom_id)
         if waiting is None:
-            if result.custom_id in self._known or tag in self._attached:
-                # A re-attached batch's result no call has asked for yet.
-                self._known.pop(result.custom_id, None)
-                self._kept[result.custom_id] = (result, tag)
+            known = self._known.get(custom_id)
+            if known is not None and known.tag == tag:
+                # A re-attached batch's result no call has asked for yet, from the latest
+                # batch the log holds it in (an older one's would be stale: the newer one
+                # holds it and answers it).
+                del self._known[custom_id]
+                self._kept[custom_id] = (result, tag)
             return
+        if self._wave_of.get(custom_id) != tag:
+            return  # an older batch of the same request: the one its call awaits answers it
+        del self._waiting[custom_id]
+        del self._wave_of[custom_id]
         if not waiting.future.done():
             waiting.future.set_result((result, tag))
 

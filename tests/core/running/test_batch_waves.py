@@ -5,6 +5,7 @@ each step, re-attaching to the batches a log knows, errors as a direct call's, t
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -59,6 +60,7 @@ class Client:
     polls: int = 1
     state: BatchState = "ended"
     fail: set[str] = field(default_factory=set)
+    fail_in: set[tuple[str, str]] = field(default_factory=set)  # (batch id, custom_id)
     drop: set[str] = field(default_factory=set)
     create_error: bool = False
     batches: dict[str, tuple[str, list[BatchRequest]]] = field(default_factory=dict)
@@ -95,7 +97,7 @@ class Client:
         for request in self.batches[batch_id][1]:
             if request.custom_id in self.drop:
                 continue
-            if request.custom_id in self.fail:
+            if request.custom_id in self.fail or (batch_id, request.custom_id) in self.fail_in:
                 out.append(BatchResult(request.custom_id, None, ServerError("overloaded")))
             else:
                 text = request.messages[-1].content[::-1]
@@ -268,6 +270,68 @@ async def test_an_ended_batch_s_results_wait_for_a_case_that_asks_later() -> Non
     assert (await asyncio.wait_for(model.complete(second, params), timeout=5)).text == "owt"
     assert len(client.batches) == 1 and journal.count("results") == 1
     assert not store.events  # its end was recorded before: not again
+
+
+def held_twice(client: Client) -> dict[str, int]:
+    """The requests the client's batches hold more than once (each would be paid twice)."""
+    held = Counter(r.custom_id for _, requests in client.batches.values() for r in requests)
+    return {key: n for key, n in held.items() if n > 1}
+
+
+@pytest.mark.parametrize("first", ["newer", "older"])
+async def test_a_request_a_newer_batch_holds_is_not_sent_again_for_an_older_never_created_one(
+    first: str,
+) -> None:
+    """Regression (a kill-test run paid one request twice): a wave never created held X and
+    Y; a resume sent X in a new batch and was killed before Y was asked; the next resume
+    asks both. X must be answered by the batch that holds it, never sent in a third."""
+    journal: list[str] = []
+    client = Client(journal, polls=3)
+    (x, params), (y, _) = ask("ex"), ask("why")
+    kx, ky = request_key("m", x, params), request_key("m", y, params)
+    client.batches["b0"] = ("newer", [BatchRequest(kx, tuple(x), params)])
+    older = KnownWave("older", "m", (kx, ky))  # queued, never created
+    newer = KnownWave("newer", "m", (kx,), batch_id="b0")
+    model, _ = batch_model(client, journal, older=older, newer=newer)
+    order = [(x, kx), (y, ky)] if first == "newer" else [(y, ky), (x, kx)]
+    replies = await asyncio.wait_for(
+        asyncio.gather(*(model.complete(m, params) for m, _ in order)), timeout=5
+    )
+    assert sorted(r.text for r in replies) == ["xe", "yhw"]
+    assert held_twice(client) == {} and len(client.batches) == 2
+    assert model.batch_tag_of(kx) == "newer"
+
+
+@pytest.mark.parametrize("together", [True, False])
+async def test_an_older_batch_s_failure_never_answers_a_request_a_newer_batch_holds(
+    together: bool,
+) -> None:
+    """A resumed log holds X in an older ended batch that failed it and in the newer batch
+    its retry went to; Y (only in the older) re-attaches the older one first. Its stale
+    failure of X must neither answer X's waiting call nor be kept for it: X is answered by
+    the newer batch, and nothing is sent again."""
+    journal: list[str] = []
+    client = Client(journal, polls=2)
+    (x, params), (y, _) = ask("ex"), ask("why")
+    kx, ky = request_key("m", x, params), request_key("m", y, params)
+    both = [BatchRequest(k, tuple(m), params) for k, m in ((kx, x), (ky, y))]
+    client.batches["b0"] = ("older", both)
+    client.batches["b1"] = ("newer", [both[0]])
+    client.fail_in.add(("b0", kx))
+    client.polled["b1"] = -3  # the newer batch ends after the older's results are read
+    older = KnownWave("older", "m", (kx, ky), batch_id="b0", state="ended")
+    newer = KnownWave("newer", "m", (kx,), batch_id="b1")
+    model, _ = batch_model(client, journal, older=older, newer=newer)
+    if together:
+        x_reply, y_reply = await asyncio.wait_for(
+            asyncio.gather(model.complete(x, params), model.complete(y, params)), timeout=5
+        )
+    else:
+        y_reply = await asyncio.wait_for(model.complete(y, params), timeout=5)
+        x_reply = await asyncio.wait_for(model.complete(x, params), timeout=5)
+    assert (x_reply.text, y_reply.text) == ("xe", "yhw")
+    assert model.batch_tag_of(kx) == "newer" and len(client.batches) == 2
+    assert "upload" not in journal and "create" not in journal
 
 
 async def test_polls_back_off_up_to_the_longest_wait() -> None:
