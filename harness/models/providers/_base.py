@@ -50,6 +50,32 @@ def approx_tokens(text: str) -> int:
     return len(text) // 4 + 1 if text else 0
 
 
+def reply_from(
+    raw: RawReply, price: Price | None, *, input_fallback: int, latency_s: float = 0.0
+) -> Reply:
+    """The recorded reply of a vendor's answer: tokens it did not report are estimated
+    (input: ``input_fallback``), the cost is ``price``'s."""
+    usage = Usage(
+        input_tokens=raw.input_tokens if raw.input_tokens is not None else input_fallback,
+        output_tokens=raw.output_tokens
+        if raw.output_tokens is not None
+        else approx_tokens(raw.text),
+    )
+    # The vendor's text is data: a lone surrogate (legal JSON, from a proxy or a
+    # tokenizer bug) is repaired here, the original kept escaped in the event.
+    return recordable_reply(
+        Reply(
+            text=raw.text,
+            usage=usage,
+            finish_reason=raw.finish_reason,
+            request_id=raw.request_id,
+            latency_s=latency_s,
+            cost_usd=price.cost(usage) if price is not None else None,
+            conversation_id=raw.conversation_id,
+        )
+    )
+
+
 class VendorModel(ABC):
     """Base of the SDK adapters; ``name`` is the campaign-level model name."""
 
@@ -81,27 +107,8 @@ class VendorModel(ABC):
         except Exception as exc:
             raise self.translate(exc) from exc
         latency = time.monotonic() - started
-        usage = Usage(
-            input_tokens=raw.input_tokens
-            if raw.input_tokens is not None
-            else approx_tokens(" ".join(m.content for m in messages)),
-            output_tokens=raw.output_tokens
-            if raw.output_tokens is not None
-            else approx_tokens(raw.text),
-        )
-        # The vendor's text is data: a lone surrogate (legal JSON, from a proxy or a
-        # tokenizer bug) is repaired here, the original kept escaped in the event.
-        return recordable_reply(
-            Reply(
-                text=raw.text,
-                usage=usage,
-                finish_reason=raw.finish_reason,
-                request_id=raw.request_id,
-                latency_s=latency,
-                cost_usd=self.price.cost(usage) if self.price is not None else None,
-                conversation_id=raw.conversation_id,
-            )
-        )
+        prompt = approx_tokens(" ".join(m.content for m in messages))
+        return reply_from(raw, self.price, input_fallback=prompt, latency_s=latency)
 
     def translate(self, exc: BaseException) -> ModelError:
         """Vendor rules first, then transport/JSON failures, then the last resort.

@@ -14,11 +14,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar, TypeVar
 
 from harness.models.batch import BatchResult
-from harness.models.providers._base import RawReply, VendorModel, approx_tokens
+from harness.models.providers._base import RawReply, VendorModel, reply_from
 from harness.models.providers._errors import from_status
-from harness.models.providers._pricing import Price, batch_price_for
+from harness.models.providers._pricing import Price, batch_price_of
 from harness.vocabulary.errors import BadRequestError, ModelError, redact
-from harness.vocabulary.model import ModelSpec, Reply, Usage, recordable_reply
+from harness.vocabulary.model import ModelSpec, Reply
 
 T = TypeVar("T")
 
@@ -44,15 +44,7 @@ class VendorBatchClient:
         self.name = spec.name
         self.model = model
         options = model.options
-        self.price: Price | None = batch_price_for(
-            spec.scheme,
-            spec.identifier,
-            options.price_in_per_mtok,
-            options.price_out_per_mtok,
-            discount=options.batch_discount,
-            batch_in=options.batch_price_in_per_mtok,
-            batch_out=options.batch_price_out_per_mtok,
-        )
+        self.price: Price | None = batch_price_of(spec, options)
 
     def check_size(self, count: int, size: int) -> None:
         """A `BadRequestError` (not retried) for a wave the vendor would reject for its size:
@@ -84,21 +76,7 @@ class VendorBatchClient:
     def reply(self, raw: RawReply) -> Reply:
         """A batched reply, priced at the batch rate. The latency of a batched reply is not
         the vendor's: it is recorded as 0."""
-        usage = Usage(
-            input_tokens=raw.input_tokens if raw.input_tokens is not None else 0,
-            output_tokens=raw.output_tokens
-            if raw.output_tokens is not None
-            else approx_tokens(raw.text),
-        )
-        return recordable_reply(
-            Reply(
-                text=raw.text,
-                usage=usage,
-                finish_reason=raw.finish_reason,
-                request_id=raw.request_id,
-                cost_usd=self.price.cost(usage) if self.price is not None else None,
-            )
-        )
+        return reply_from(raw, self.price, input_fallback=0)
 
     def outcome(self, custom_id: str, parse: Callable[[], RawReply]) -> BatchResult:
         """The result of one answered request: its reply, or the error its body stands for

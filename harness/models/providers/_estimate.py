@@ -16,7 +16,7 @@ from harness.models.providers._endpoint import endpoint_for
 from harness.models.providers._options import VENDOR_SCHEMES, parse_options
 from harness.models.providers._pricing import (
     LISTED_SCHEMES,
-    batch_price_for,
+    batch_price_of,
     listed_models,
     price_for,
 )
@@ -65,15 +65,7 @@ def _estimate(
             spec.scheme, spec.identifier, options.price_in_per_mtok, options.price_out_per_mtok
         )
         if spec.mode == "batch":  # estimated at the batch rate its replies are billed at
-            price = batch_price_for(
-                spec.scheme,
-                spec.identifier,
-                options.price_in_per_mtok,
-                options.price_out_per_mtok,
-                discount=options.batch_discount,
-                batch_in=options.batch_price_in_per_mtok,
-                batch_out=options.batch_price_out_per_mtok,
-            )
+            price = batch_price_of(spec, options)
         usd = (
             None
             if price is None

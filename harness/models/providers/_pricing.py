@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from harness.vocabulary.model import Usage
+from harness.vocabulary.model import ModelSpec, Usage
+
+if TYPE_CHECKING:
+    from harness.models.providers._options import VendorOptions
 
 
 @dataclass(frozen=True)
@@ -129,3 +133,16 @@ def batch_price_for(
     if batch_in is None or batch_out is None:
         return None
     return Price(batch_in, batch_out)
+
+
+def batch_price_of(spec: ModelSpec, options: VendorOptions) -> Price | None:
+    """`batch_price_for` with a model's own scheme, identifier and price options."""
+    return batch_price_for(
+        spec.scheme,
+        spec.identifier,
+        options.price_in_per_mtok,
+        options.price_out_per_mtok,
+        discount=options.batch_discount,
+        batch_in=options.batch_price_in_per_mtok,
+        batch_out=options.batch_price_out_per_mtok,
+    )
