@@ -21,6 +21,7 @@ from harness.verifying.replay import verify_log
 TESTS = Path(__file__).resolve().parents[2]
 REPO = TESTS.parent
 KILLS = 3
+HAND_WRITTEN = (REPO / "corpora" / "metafair" / "open_tests.json").as_posix()
 CAMPAIGN = """
 name = "targets-kill"
 seed = 4
@@ -60,9 +61,11 @@ max_in_flight = 4
 name = "sim:judge"
 params = {{ temperature = 0.0, seed = 0 }}
 
+# The hand-written set (5 tests), not the crossed default (138): the kill points need
+# turns, not breadth.
 [[relations]]
 name = "metafair.mr1"
-options = {{ jury = 1 }}
+options = {{ jury = 1, testset = "{testset}" }}
 
 # Two turns in one thread: a kill between them leaves an endpoint conversation to carry on.
 [[relations]]
@@ -119,7 +122,7 @@ def test_kill_and_resume_a_campaign_against_an_application(tmp_path: Path) -> No
     app, url = _serve(tmp_path, "app")
     try:
         toml = tmp_path / "targets.toml"
-        toml.write_text(CAMPAIGN.format(url=url, repeats=8))
+        toml.write_text(CAMPAIGN.format(url=url, repeats=8, testset=HAND_WRITTEN))
         db = tmp_path / "killed.db"
         proc = _harness("run", str(toml), "--db", str(db), "--no-report")
         kills = 0
