@@ -62,8 +62,6 @@ def batch_notes(db: Path) -> list[Note]:
 
 
 def test_batch_run_equals_direct_run_and_replays(tmp_path: Path) -> None:
-    if not CORPUS.exists():
-        pytest.skip("the Meta-Fair corpus is not in this checkout")
     sim_dir = tmp_path / "sim"
     run(campaign(sim_dir, "direct"), tmp_path / "direct.db")
     run(campaign(sim_dir, "batch"), tmp_path / "batch.db")

@@ -105,8 +105,6 @@ def _wait_for(
 
 @pytest.mark.slow
 def test_kill_9_across_the_batch_lifecycle(tmp_path: Path) -> None:
-    if not CORPUS.exists():
-        pytest.skip("the Meta-Fair corpus is not in this checkout")
     started = time.monotonic()
     sim = tmp_path / "sim"
     toml = tmp_path / "kill.toml"
