@@ -312,9 +312,14 @@ def run_quota(args: argparse.Namespace, server: object, url: str) -> None:
     # Durable commits, as in production: every commit waits for its WAL flush.
     for setting in ("fsync", "full_page_writes", "synchronous_commit"):
         server.admin(f"ALTER SYSTEM SET {setting} = on")  # type: ignore[attr-defined]
+    # PostgreSQL's own group commit (a server setting, superuser only: the harness never
+    # needs it): a committing backend waits this long for others to share its WAL flush.
+    delay = f"ALTER SYSTEM SET commit_delay = {args.commit_delay}"
+    server.admin(delay)  # type: ignore[attr-defined]
     server.admin("SELECT pg_reload_conf()")  # type: ignore[attr-defined]
-    print(f"each worker in its own cgroup v{version} ({where}) at {args.quota:g} of a "
-          f"core; PostgreSQL (fsync on) and the fake vendor ({args.latency:g} s) outside; "
+    print(f"commit_delay {args.commit_delay} us; each worker in its own cgroup "
+          f"v{version} ({where}) at {args.quota:g} of a core; PostgreSQL (fsync on)"
+          f" and the fake vendor ({args.latency:g} s) outside; "
           f"{args.in_flight} in flight a worker; {len(os.sched_getaffinity(0))} cores; "
           f"load average before {os.getloadavg()[0]:.1f}")  # fmt: skip
     tmp = Path(tempfile.mkdtemp())
@@ -423,6 +428,8 @@ def main() -> int:
                         "--unconfined: sqlite and/or worker counts (sqlite,1,2)")  # fmt: skip
     parser.add_argument("--quota", type=float, default=0.125, help="of a core, per worker")
     parser.add_argument("--cases-per-worker", type=int, default=400)
+    parser.add_argument("--commit-delay", type=int, default=0, help="the server's "
+                        "commit_delay (us), to measure PostgreSQL's group commit")  # fmt: skip
     parser.add_argument("--unconfined", action="store_true", help="no quotas (the old mode)")
     args = parser.parse_args()
     args.in_flight = args.in_flight or (256 if args.unconfined else 64)
