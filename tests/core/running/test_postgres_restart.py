@@ -20,7 +20,7 @@ seed = 1
 [[models]]
 name = "sim:planted"
 max_in_flight = 8
-options = { latency_s = 0.1 }
+options = { latency_s = 0.3 }
 [[relations]]
 name = "metaquerier.mr1"
 cases = 120
@@ -39,6 +39,22 @@ def own_server() -> Iterator[Any]:
         server.cleanup()
 
 
+def _wait_for_events(url: str, count: int, proc: subprocess.Popen[str]) -> None:
+    """Until the campaign's log holds ``count`` events (the run has started its calls)."""
+    import psycopg
+
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            with psycopg.connect(url, autocommit=True) as conn:
+                row = conn.execute("SELECT count(*) FROM events").fetchone()
+            if row is not None and row[0] >= count:
+                return
+        except psycopg.Error:
+            pass  # the schema is not created yet
+        time.sleep(0.1)
+
+
 def _harness(*args: str) -> list[str]:
     return [sys.executable, "-c", "from harness.cli import main; main()", *args]
 
@@ -53,7 +69,9 @@ def test_a_restart_mid_run_says_one_line_and_how_to_resume(own_server: Any, tmp_
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(4)
+    # Mid-run by the log, not by the clock: on a loaded machine start-up alone can take
+    # seconds, and at 0.1 s a call the run once ended before a fixed 4 s sleep did.
+    _wait_for_events(url, 30, proc)
     assert proc.poll() is None, proc.communicate()
     own_server.restart()
     _, err = proc.communicate(timeout=120)
