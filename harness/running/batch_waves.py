@@ -36,7 +36,7 @@ from harness.models.gates import CallGate
 from harness.running.campaign import BatchOptions
 from harness.store.protocol import EventSink
 from harness.store.writer import PendingEvent
-from harness.vocabulary.errors import BatchUnansweredError, ModelError
+from harness.vocabulary.errors import BatchUnansweredError, ConcurrencyError, ModelError
 from harness.vocabulary.events import Note
 from harness.vocabulary.model import GenerationParams, Message, Model, Reply, request_key
 
@@ -47,6 +47,10 @@ ENDED_TOPIC = "batch.ended"
 
 class _NoteData(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    # The process that took this step of the batch (its worker's lease owner) when the
+    # campaign runs on PostgreSQL; absent from a SQLite log's notes, which stay as before.
+    owner: str | None = None
 
 
 class WaveQueued(_NoteData):
@@ -87,6 +91,7 @@ class KnownWave:
     file_id: str | None = None
     batch_id: str | None = None
     state: str | None = None  # None: not recorded as ended
+    owner: str | None = None  # the worker that queued it (PostgreSQL)
 
 
 def known_waves(notes: Iterable[Note]) -> dict[str, KnownWave]:
@@ -95,7 +100,9 @@ def known_waves(notes: Iterable[Note]) -> dict[str, KnownWave]:
     for note in notes:
         if note.topic == WAVE_TOPIC:
             queued = WaveQueued.model_validate(note.data)
-            waves[queued.tag] = KnownWave(queued.tag, queued.model, tuple(queued.custom_ids))
+            waves[queued.tag] = KnownWave(
+                queued.tag, queued.model, tuple(queued.custom_ids), owner=queued.owner
+            )
         elif note.topic == SUBMITTED_TOPIC:
             submitted = WaveSubmitted.model_validate(note.data)
             if (wave := waves.get(submitted.tag)) is not None:
@@ -109,18 +116,36 @@ def known_waves(notes: Iterable[Note]) -> dict[str, KnownWave]:
 
 class BatchRecorder:
     """Appends a campaign's batch notes, one at a time (each takes the next sequence number
-    of the campaign's own events), and returns once each is committed."""
+    of the campaign's own events), and returns once each is committed. ``owner``: the
+    worker that owns the batches (PostgreSQL), named in every note it records."""
 
-    def __init__(self, store: EventSink, campaign_id: str) -> None:
+    # Another process (a worker joining or ending) may take the sequence number read: the
+    # store's commit refuses the second (ConcurrencyError) and the note takes the next one.
+    ATTEMPTS = 20
+
+    def __init__(self, store: EventSink, campaign_id: str, owner: str | None = None) -> None:
         self.store = store
         self.campaign_id = campaign_id
+        self.owner = owner
         self._lock = asyncio.Lock()
 
     async def record(self, topic: str, data: _NoteData) -> None:
-        note = Note(topic=topic, data=data.model_dump(mode="json"))
+        if self.owner is not None:
+            data = data.model_copy(update={"owner": self.owner})
+        payload = data.model_dump(mode="json")
+        if payload["owner"] is None:
+            del payload["owner"]
+        note = Note(topic=topic, data=payload)
         async with self._lock:
-            seq = await self.store.next_seq(self.campaign_id, "")
-            await self.store.append([PendingEvent(self.campaign_id, "", seq, note)])
+            for attempt in range(self.ATTEMPTS):
+                seq = await self.store.next_seq(self.campaign_id, "")
+                try:
+                    await self.store.append([PendingEvent(self.campaign_id, "", seq, note)])
+                    return
+                except ConcurrencyError:
+                    if attempt == self.ATTEMPTS - 1:
+                        raise
+                    await asyncio.sleep(0.01 * (attempt + 1))
 
 
 @dataclass
