@@ -24,7 +24,7 @@ import asyncio
 import contextvars
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -172,7 +172,13 @@ class _Waiting:
 
 class BatchModel:
     """A model in batch mode (see the module's docstring). ``known``: the waves of the log
-    being resumed, whose batches a re-sent request re-attaches to."""
+    being resumed, whose batches a re-sent request re-attaches to.
+
+    With workers (PostgreSQL), ``refresh`` reads the waves the log holds now and
+    ``live_owners`` the workers running the campaign now: before a wave is sent, requests
+    another worker queued since this one started (a case taken over from a dead worker)
+    re-attach to that worker's batch instead; and a batch whose id was never recorded is
+    sent again only once its owner is gone (while it lives, it may still create it)."""
 
     batched = True  # the call loop sets no per-call deadline: a batch takes its time
 
@@ -183,6 +189,8 @@ class BatchModel:
         options: BatchOptions,
         recorder: BatchRecorder,
         known: Mapping[str, KnownWave] | None = None,
+        refresh: Callable[[], Awaitable[Mapping[str, KnownWave]]] | None = None,
+        live_owners: Callable[[], Awaitable[set[str]]] | None = None,
     ) -> None:
         self.name = inner.name
         self.inner = inner
@@ -208,6 +216,10 @@ class BatchModel:
                     self._known[custom_id] = wave
         self._attached: set[str] = set()
         self._kept: dict[str, tuple[BatchResult, str]] = {}
+        self._refresh = refresh
+        self._live_owners = live_owners
+        self._seen: set[str] = set((known or {}).keys())  # waves read from the log
+        self._own: set[str] = set()  # waves this model queued
         self.progress: dict[str, WaveProgress] = {}
         self.waves_sent = 0
 
@@ -280,6 +292,7 @@ class BatchModel:
         if requests:
             self.waves_sent += 1
             tag = f"{self.recorder.campaign_id}-{uuid.uuid4().hex[:12]}"
+            self._own.add(tag)
             for request in requests:
                 self._wave_of[request.custom_id] = tag
             self._spawn(self._send(tag, requests), tag)
@@ -289,7 +302,52 @@ class BatchModel:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    async def _learn(self) -> None:
+        """Read the waves other workers recorded since this model last looked."""
+        if self._refresh is None:
+            return
+        for wave in (await self._refresh()).values():
+            if wave.tag in self._seen or wave.model != self.name:
+                continue
+            self._seen.add(wave.tag)
+            if wave.tag not in self._own:
+                for custom_id in wave.custom_ids:
+                    self._known[custom_id] = wave
+
+    async def _divert(self, tag: str, requests: list[BatchRequest]) -> list[BatchRequest]:
+        """The requests of wave ``tag`` that no other worker's batch holds; the others
+        re-attach to that batch (a case taken over from a dead worker)."""
+        await self._learn()
+        mine: list[BatchRequest] = []
+        for request in requests:
+            custom_id = request.custom_id
+            wave = self._known.pop(custom_id, None)
+            if wave is not None and self._wave_of.get(custom_id) == tag:
+                self._wave_of[custom_id] = wave.tag
+                self._reattach(wave)
+            else:
+                mine.append(request)
+        return mine
+
+    async def _owner_lives(self, wave: KnownWave) -> bool:
+        """Whether another worker that queued ``wave`` still runs (it may yet create it)."""
+        if self._live_owners is None or wave.owner is None:
+            return False
+        if wave.owner == self.recorder.owner:
+            return False  # this process: a wave of its own is never re-attached to
+        return wave.owner in await self._live_owners()
+
     async def _send(self, tag: str, requests: list[BatchRequest]) -> None:
+        if self._refresh is not None:
+            try:
+                requests = await self._divert(tag, requests)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:
+                self._fail([r.custom_id for r in requests], tag, exc)
+                return
+            if not requests:
+                return
         ids = [r.custom_id for r in requests]
         self.progress[tag] = WaveProgress(tag, len(ids), time.monotonic())
         try:
@@ -326,7 +384,15 @@ class BatchModel:
         ids = list(wave.custom_ids)
         self.progress[wave.tag] = WaveProgress(wave.tag, len(ids), time.monotonic(), "attached")
         try:
-            batch_id = wave.batch_id
+            batch_id, ended = wave.batch_id, wave.state
+            while batch_id is None and await self._owner_lives(wave):
+                # Its owner may still create it and record its id: wait for one or the other.
+                if (batch_id := await self.client.find(wave.tag)) is not None:
+                    break
+                await asyncio.sleep(self.options.poll_s)
+                fresh = (await self._refresh()).get(wave.tag) if self._refresh else None
+                if fresh is not None and fresh.batch_id is not None:
+                    batch_id, ended = fresh.batch_id, fresh.state
             if batch_id is None:
                 batch_id = await self.client.find(wave.tag)
                 if batch_id is None:  # never created: its requests go in a new wave
@@ -347,7 +413,7 @@ class BatchModel:
                     tag=wave.tag, model=self.name, file_id=wave.file_id, batch_id=batch_id
                 )
                 await self.recorder.record(SUBMITTED_TOPIC, submitted)
-            await self._follow(wave.tag, batch_id, ids, ended=wave.state)
+            await self._follow(wave.tag, batch_id, ids, ended=ended)
         except asyncio.CancelledError:
             raise
         except BaseException as exc:
@@ -436,6 +502,7 @@ class BatchGate:
 
     def __init__(self, name: str, vendor: CallGate | None = None, price: Any = None) -> None:
         self.name = name
+        self.model = name  # as a vendor gate names it (the shared ceiling wraps either)
         self.meter: Any = getattr(vendor, "meter", None)
         self.price: Any = price if price is not None else getattr(vendor, "price", None)
         self._reserved: contextvars.ContextVar[float] = contextvars.ContextVar(

@@ -9,7 +9,7 @@ import signal
 import sys
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
@@ -94,10 +94,13 @@ class Session:
         campaign_id: str,
         known: Mapping[str, KnownWave] | None = None,
         owner: str | None = None,
+        refresh: Callable[[], Awaitable[Mapping[str, KnownWave]]] | None = None,
+        live_owners: Callable[[], Awaitable[set[str]]] | None = None,
     ) -> None:
         """Put every model in ``mode = "batch"`` behind its `BatchModel` (docs/batch.md).
         ``known``: the waves of the log being resumed, to re-attach to; ``owner``: the
-        worker that runs them (PostgreSQL), named in the batch notes."""
+        worker that runs them (PostgreSQL), named in the batch notes; ``refresh`` and
+        ``live_owners``: what other workers queued and who runs now (`BatchModel`)."""
         if not self.batch_clients:
             return
         recorder = BatchRecorder(store, campaign_id, owner)
@@ -109,7 +112,7 @@ class Session:
             self.gates[model.name] = BatchGate(
                 model.name, self.gates.get(model.name), getattr(client, "price", None)
             )
-            return BatchModel(model, client, config.batch, recorder, known)
+            return BatchModel(model, client, config.batch, recorder, known, refresh, live_owners)
 
         self.models = {name: batched(m) for name, m in self.models.items()}
         self.judges = [batched(j) for j in self.judges]

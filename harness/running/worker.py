@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from harness.models.providers import VendorGate
+from harness.running.batch_waves import BatchGate, KnownWave
 from harness.running.campaign import CampaignConfig
 from harness.running.engine import AnswerCache, Engine, ProgressSink, RunSummary
 from harness.running.plan import Plan
@@ -48,7 +49,7 @@ from harness.store.postgres_driver import psycopg
 from harness.store.postgres_leases import CaseLeases, reopen_open_cases
 from harness.store.postgres_workers import CampaignRunners
 from harness.store.writer import PendingEvent
-from harness.vocabulary.errors import CampaignAbortedError, ConfigError, HarnessError
+from harness.vocabulary.errors import CampaignAbortedError, HarnessError
 from harness.vocabulary.model import Model
 
 
@@ -90,21 +91,18 @@ async def run_worker(
     point: ResumePoint | None = None,
     plan: Plan | None = None,
     announce: bool = False,
-    alone: bool = False,
 ) -> WorkerSummary:
     """Run cases of ``campaign`` (default: the latest) of the PostgreSQL log ``db`` until
     none is left to lease. ``config_updates``, ``point`` and ``announce`` (record
     CampaignResumed) serve ``harness resume``, which runs on PostgreSQL as one worker.
-    ``alone``: this process is the campaign's only runner (``harness run`` without
-    ``--workers``, ``harness resume``), which batch mode needs (docs/scale-out.md)."""
+    Models in batch mode send the steps of the cases this worker holds in its own
+    batches (docs/scale-out.md)."""
     db = Log.at(db)
     db.postgres("workers", field="DB_URL")  # refused on a SQLite log, before any read
     point = point if point is not None else load_resume_point(db, campaign)
     updates = dict(config_updates or {})
     config = plan.config if plan is not None else updated_config(point.config, updates)
     plan = plan if plan is not None else Plan(config)
-    if not alone:
-        refuse_batches_in_workers(config)
     session = Session.build(config, overrides, spent_usd=point.spent_usd)
     session.attach(progress)
     leases = await db.leases(point.campaign, ttl_s=lease_s, had_events=set(point.open_cases))
@@ -122,9 +120,6 @@ async def run_worker(
         spent_in_log=point.spent_usd,
         ttl_s=lease_s,
     )
-    for name, gate in list(session.gates.items()):
-        if isinstance(gate, VendorGate) and gate.price is not None:
-            session.gates[name] = SharedSpendGate(gate, spend)
     try:
         async with await open_writer(db, create=False) as store:
             # A case's lease is marked done in the commit of its CaseClosed (one commit less
@@ -132,9 +127,23 @@ async def run_worker(
             leases.release_closed_in(store)
             await join_campaign(store, leases, runners, point, db, updates, announce)
             if session.batch_clients:
-                # Its batches re-attach to the waves the log knows, whoever queued them.
-                known = waves_in_log(db, point.campaign)
-                session.use_batches(config, store, point.campaign, known, owner=leases.owner)
+                # Its batches re-attach to the waves the log knows, whoever queued them, and
+                # to those other workers queue later for cases this one takes over.
+                async def refresh() -> dict[str, KnownWave]:
+                    return await asyncio.to_thread(waves_in_log, db, point.campaign)
+
+                session.use_batches(
+                    config,
+                    store,
+                    point.campaign,
+                    await refresh(),
+                    owner=leases.owner,
+                    refresh=refresh,
+                    live_owners=runners.live_owners,
+                )
+            for name, gate in list(session.gates.items()):
+                if isinstance(gate, VendorGate | BatchGate) and gate.price is not None:
+                    session.gates[name] = SharedSpendGate(gate, spend)
             engine = Engine(
                 store,
                 config,
@@ -182,22 +191,6 @@ async def run_worker(
     return WorkerSummary(summary, leases.owner, leases.taken_over, finished, leases.claims_sent)
 
 
-def refuse_batches_in_workers(config: CampaignConfig) -> None:
-    """Batch mode runs in one process per campaign, also on PostgreSQL: several workers
-    batching the cases they lease are not built yet (docs/scale-out.md says what they
-    need), so a worker of a campaign with a model in batch mode stops before anything is
-    written (exit 2)."""
-    batched = next((s for s in [*config.models, *config.judges] if s.mode == "batch"), None)
-    if batched is not None:
-        raise ConfigError(
-            f"{batched.name} is in batch mode, which runs in one process: several workers "
-            "cannot share a batch campaign yet",
-            field=f"models[{batched.name!r}].mode",
-            fix="run it with 'harness run' (no --workers) and resume it with 'harness resume' "
-            '(one process), or remove mode = "batch" to run it with workers',
-        )
-
-
 async def resume_with_leases(
     db: LogLike,
     *,
@@ -224,7 +217,6 @@ async def resume_with_leases(
         cache=cache,
         handle_signals=handle_signals,
         announce=True,
-        alone=True,
     )
     return done.run
 

@@ -138,16 +138,6 @@ def command(
     db_path = db or Log.at(config.store or f"{stem}.db", field="store")
     if workers > 1:
         db_path.postgres("--workers")  # refused on a SQLite log, before anything is read
-    batched = [s.name for s in [*config.models, *config.judges] if s.mode == "batch"]
-    if batched and workers > 1:
-        # One process batches a campaign, on either store (docs/scale-out.md).
-        raise ConfigError(
-            f"{batched[0]} is in batch mode, which runs in one process: several workers "
-            "cannot share a batch campaign yet",
-            field="--workers",
-            fix='leave out --workers (one process sends the batches), or remove mode = "batch" '
-            "(and --batch)",
-        )
     if not new_campaign:
         refuse_second_campaign(db_path, config, campaign or "demo")
     if html_out is not None:
@@ -219,7 +209,7 @@ def _run_with_workers(
             done = asyncio.run(
                 run_worker(
                     db, campaign=campaign, progress=progress, handle_signals=True,
-                    cache=open_cache(reuse), alone=workers == 1,
+                    cache=open_cache(reuse),
                 )
             )  # fmt: skip
     finally:

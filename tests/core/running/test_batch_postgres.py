@@ -1,8 +1,10 @@
-"""Batch mode on the PostgreSQL store, in one process: ``harness run --batch`` on a
+"""Batch mode on the PostgreSQL store. In one process: ``harness run --batch`` on a
 PostgreSQL log gives the same verdicts as a direct run with the same seeds, records its
 batches as the same notes (naming the worker that owns them), replays with 0 differences
-and pays each request once; several workers on a batch campaign are refused before
-anything is written (exit 2)."""
+and pays each request once; killed with -9 and resumed, it loses nothing and pays nothing
+twice. With workers: each batches the cases it holds; a killed worker's batches in flight
+are followed by the workers that take its cases over, never sent again, each answer
+recorded once."""
 
 from __future__ import annotations
 
@@ -29,7 +31,6 @@ from harness.running.campaign import load_campaign
 from harness.running.runner import run_campaign
 from harness.store.open import open_reader
 from harness.verifying.replay import verify_log
-from harness.vocabulary.errors import NotAHarnessLogError
 from harness.vocabulary.events import Note, ReplyReceived
 
 CORPUS = Path(__file__).resolve().parents[3] / "corpora" / "metafair" / "crossed_open_tests.json"
@@ -102,29 +103,6 @@ def test_a_batch_run_on_postgresql_equals_a_direct_run(tmp_path: Path, pg_url: s
     # Each request paid once, and every paid answer recorded.
     billed = billed_requests(tmp_path / "sim")
     assert max(billed.values()) == 1 and sum(billed.values()) == len(replies)
-
-
-def test_several_workers_on_a_batch_campaign_are_refused(tmp_path: Path, pg_url: str) -> None:
-    toml = str(write_campaign(tmp_path, "batch", "b"))
-    result = invoke("run", toml, "--db", pg_url, "--workers", "2")
-    assert result.exit_code == 2, result.output
-    assert "--workers" in result.output and "one process" in result.output
-    assert not (tmp_path / "sim").exists()  # nothing sent
-    with pytest.raises(NotAHarnessLogError):  # nothing written: not even the log's tables
-        open_reader(pg_url)
-
-    # A campaign started in one process: a worker joining it is refused, writing nothing.
-    started = invoke(
-        "run", str(write_campaign(tmp_path, "batch", "c")), "--db", pg_url, "--no-report"
-    )
-    assert started.exit_code == 0, started.output
-    with open_reader(pg_url) as log:
-        before = log.connection.execute("SELECT count(*) FROM events").fetchone()[0]
-    joined = invoke("worker", pg_url)
-    assert joined.exit_code == 2, joined.output
-    assert "batch mode" in joined.output and "harness resume" in joined.output
-    with open_reader(pg_url) as log:
-        assert log.connection.execute("SELECT count(*) FROM events").fetchone()[0] == before
 
 
 KILL_CAMPAIGN = CAMPAIGN.replace("cases = 12", "cases = 30").replace("cases = 6", "cases = 8")
@@ -238,3 +216,83 @@ def test_kill_9_and_resume_on_postgresql_loses_nothing_and_pays_once(
     assert killed_run == direct
     assert not verified.differences
     assert len(owners) >= 2 and None not in owners  # each process named its own batches
+
+
+WORKERS_CAMPAIGN = (
+    KILL_CAMPAIGN.replace("cases = 30", "cases = 40")
+    .replace("batch_polls = 2", "batch_polls = 8")
+    .replace("poll_s = 0.02", "poll_s = 0.1")
+    .replace("poll_max_s = 0.05", "poll_max_s = 0.1")
+)
+
+
+def _submitted_by(db: str) -> dict[str, list[str]]:
+    """The tags of the batches each owner recorded as created."""
+    found: dict[str, list[str]] = {}
+    for note in events_of(db, "Note"):
+        if isinstance(note, Note) and note.topic == "batch.submitted":
+            found.setdefault(note.data.get("owner", ""), []).append(note.data["tag"])
+    return found
+
+
+@pytest.mark.slow
+def test_two_workers_take_over_a_killed_worker_s_batches(tmp_path: Path, pg_url: str) -> None:
+    from harness.running.plan import Plan
+    from harness.running.worker import start_campaign
+
+    sim = tmp_path / "sim"
+    toml = tmp_path / "workers.toml"
+    toml.write_text(WORKERS_CAMPAIGN.format(mode="batch", sim=sim, corpus=CORPUS))
+    config = load_campaign(toml)
+    campaign = asyncio.run(start_campaign(config, pg_url, Plan(config)))
+    lease = ["--lease", "3"]
+    doomed = _harness("worker", pg_url, "--campaign", campaign, *lease)
+    stop = time.monotonic() + 120
+    while not _submitted_by(pg_url) and time.monotonic() < stop and doomed.poll() is None:
+        time.sleep(0.05)
+    (doomed_owner,) = _submitted_by(pg_url)
+    workers = [_harness("worker", pg_url, "--campaign", campaign, *lease) for _ in range(2)]
+    # Killed right after it records a batch it created (pending for 8 polls): in flight.
+    before = len(_submitted_by(pg_url)[doomed_owner])
+    while len(_submitted_by(pg_url).get(doomed_owner, [])) == before and doomed.poll() is None:
+        time.sleep(0.01)
+    assert doomed.poll() is None, "the worker finished before it could be killed"
+    os.kill(doomed.pid, signal.SIGKILL)
+    doomed.wait()
+    with open_reader(pg_url) as log:
+        killed_at = log.connection.execute("SELECT max(gseq) FROM events").fetchone()[0]
+    assert [w.wait(timeout=300) for w in workers] == [0, 0]
+
+    direct_toml = tmp_path / "direct.toml"
+    direct_toml.write_text(WORKERS_CAMPAIGN.format(mode="direct", sim=sim, corpus=CORPUS))
+    asyncio.run(run_campaign(load_campaign(direct_toml), tmp_path / "direct.db"))
+
+    billed = billed_requests(sim)
+    doomed_tags = set(_submitted_by(pg_url)[doomed_owner])
+    with open_reader(pg_url) as log:
+        per_turn = log.connection.execute(
+            "SELECT max(n) FROM (SELECT count(*) AS n FROM events WHERE kind = 'ReplyReceived' "
+            "GROUP BY case_id, turn) AS t"
+        ).fetchone()[0]
+        replies = [
+            (e.gseq, e.event)
+            for e in log.events(kinds=("ReplyReceived",))
+            if isinstance(e.event, ReplyReceived)
+        ]
+    taken_over = sum(1 for gseq, r in replies if gseq > killed_at and r.batch in doomed_tags)
+    owners = set(_submitted_by(pg_url))
+    verified = verify_log(pg_url)
+    together, direct = transcripts(pg_url), transcripts(tmp_path / "direct.db")
+    print(
+        f"batch workers: {len(owners)} owners; {sum(billed.values())} requests billed, "
+        f"{sum(n - 1 for n in billed.values())} paid twice, {len(replies)} replies; "
+        f"{taken_over} answers of the killed worker's batches recorded after the kill; "
+        f"equal to direct: {together == direct}; replay differences {len(verified.differences)}"
+    )
+    assert len(owners) == 3  # the killed worker and both others created batches
+    assert max(billed.values()) == 1 and sum(billed.values()) == len(replies)
+    assert per_turn == 1
+    assert taken_over > 0  # its batch in flight was followed by those who took its cases
+    assert together.keys() == direct.keys() and len(direct) == 48
+    assert together == direct
+    assert not verified.differences
