@@ -296,3 +296,43 @@ def test_two_workers_take_over_a_killed_worker_s_batches(tmp_path: Path, pg_url:
     assert together.keys() == direct.keys() and len(direct) == 48
     assert together == direct
     assert not verified.differences
+
+
+async def test_batch_gates_of_two_workers_share_one_ceiling(pg_url: str) -> None:
+    """A priced batch model's gate, wrapped as a worker wraps it, reserves each request's
+    worst case at the batch rate against the campaign's one ceiling: two workers admit
+    requests together only while the sum fits, and settle at the batch client's cost."""
+    from harness.running.batch_waves import BatchGate
+    from harness.running.postgres_spend import SharedSpend, SharedSpendGate
+    from harness.vocabulary.errors import BudgetExceededError
+    from harness.vocabulary.model import Reply
+
+    class BatchPrice:
+        def worst_case(self, tokens: int) -> float:
+            return tokens * 0.001
+
+        def cost(self, usage: object) -> float:
+            return 0.0
+
+    spends = [
+        await SharedSpend.open(pg_url, "camp", f"w{i}", ceiling_usd=1.0, spent_in_log=0.0)
+        for i in range(2)
+    ]
+    gates = [SharedSpendGate(BatchGate("openai:m", None, BatchPrice()), s) for s in spends]
+    try:
+        admitted = 0
+        for i in range(10):  # 0.3 worst case each, alternating workers: 3 fit under $1
+            try:
+                await gates[i % 2].acquire(300)
+                admitted += 1
+            except BudgetExceededError:
+                break
+        assert admitted == 3
+        gates[0].release(Reply(text="x", cost_usd=0.1), None)  # settles at the batch cost
+        for spend in spends:
+            await asyncio.gather(*spend._pending)
+        await gates[1].acquire(300)  # 0.1 + 0.3 + 0.3 + 0.3 fits again
+        assert abs(await spends[0].spent() - 0.1) < 1e-9
+    finally:
+        for spend in spends:
+            await spend.close()
