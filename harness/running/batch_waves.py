@@ -24,7 +24,7 @@ import asyncio
 import contextvars
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +36,7 @@ from harness.models.gates import CallGate
 from harness.running.campaign import BatchOptions
 from harness.store.protocol import EventSink
 from harness.store.writer import PendingEvent
-from harness.vocabulary.errors import BatchUnansweredError, ModelError
+from harness.vocabulary.errors import BatchUnansweredError, ConcurrencyError, ModelError
 from harness.vocabulary.events import Note
 from harness.vocabulary.model import GenerationParams, Message, Model, Reply, request_key
 
@@ -47,6 +47,10 @@ ENDED_TOPIC = "batch.ended"
 
 class _NoteData(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    # The process that took this step of the batch (its worker's lease owner) when the
+    # campaign runs on PostgreSQL; absent from a SQLite log's notes, which stay as before.
+    owner: str | None = None
 
 
 class WaveQueued(_NoteData):
@@ -87,6 +91,7 @@ class KnownWave:
     file_id: str | None = None
     batch_id: str | None = None
     state: str | None = None  # None: not recorded as ended
+    owner: str | None = None  # the worker that queued it (PostgreSQL)
 
 
 def known_waves(notes: Iterable[Note]) -> dict[str, KnownWave]:
@@ -95,7 +100,9 @@ def known_waves(notes: Iterable[Note]) -> dict[str, KnownWave]:
     for note in notes:
         if note.topic == WAVE_TOPIC:
             queued = WaveQueued.model_validate(note.data)
-            waves[queued.tag] = KnownWave(queued.tag, queued.model, tuple(queued.custom_ids))
+            waves[queued.tag] = KnownWave(
+                queued.tag, queued.model, tuple(queued.custom_ids), owner=queued.owner
+            )
         elif note.topic == SUBMITTED_TOPIC:
             submitted = WaveSubmitted.model_validate(note.data)
             if (wave := waves.get(submitted.tag)) is not None:
@@ -109,18 +116,36 @@ def known_waves(notes: Iterable[Note]) -> dict[str, KnownWave]:
 
 class BatchRecorder:
     """Appends a campaign's batch notes, one at a time (each takes the next sequence number
-    of the campaign's own events), and returns once each is committed."""
+    of the campaign's own events), and returns once each is committed. ``owner``: the
+    worker that owns the batches (PostgreSQL), named in every note it records."""
 
-    def __init__(self, store: EventSink, campaign_id: str) -> None:
+    # Another process (a worker joining or ending) may take the sequence number read: the
+    # store's commit refuses the second (ConcurrencyError) and the note takes the next one.
+    ATTEMPTS = 20
+
+    def __init__(self, store: EventSink, campaign_id: str, owner: str | None = None) -> None:
         self.store = store
         self.campaign_id = campaign_id
+        self.owner = owner
         self._lock = asyncio.Lock()
 
     async def record(self, topic: str, data: _NoteData) -> None:
-        note = Note(topic=topic, data=data.model_dump(mode="json"))
+        if self.owner is not None:
+            data = data.model_copy(update={"owner": self.owner})
+        payload = data.model_dump(mode="json")
+        if payload["owner"] is None:
+            del payload["owner"]
+        note = Note(topic=topic, data=payload)
         async with self._lock:
-            seq = await self.store.next_seq(self.campaign_id, "")
-            await self.store.append([PendingEvent(self.campaign_id, "", seq, note)])
+            for attempt in range(self.ATTEMPTS):
+                seq = await self.store.next_seq(self.campaign_id, "")
+                try:
+                    await self.store.append([PendingEvent(self.campaign_id, "", seq, note)])
+                    return
+                except ConcurrencyError:
+                    if attempt == self.ATTEMPTS - 1:
+                        raise
+                    await asyncio.sleep(0.01 * (attempt + 1))
 
 
 @dataclass
@@ -147,7 +172,13 @@ class _Waiting:
 
 class BatchModel:
     """A model in batch mode (see the module's docstring). ``known``: the waves of the log
-    being resumed, whose batches a re-sent request re-attaches to."""
+    being resumed, whose batches a re-sent request re-attaches to.
+
+    With workers (PostgreSQL), ``refresh`` reads the waves the log holds now and
+    ``live_owners`` the workers running the campaign now: before a wave is sent, requests
+    another worker queued since this one started (a case taken over from a dead worker)
+    re-attach to that worker's batch instead; and a batch whose id was never recorded is
+    sent again only once its owner is gone (while it lives, it may still create it)."""
 
     batched = True  # the call loop sets no per-call deadline: a batch takes its time
 
@@ -158,6 +189,8 @@ class BatchModel:
         options: BatchOptions,
         recorder: BatchRecorder,
         known: Mapping[str, KnownWave] | None = None,
+        refresh: Callable[[], Awaitable[Mapping[str, KnownWave]]] | None = None,
+        live_owners: Callable[[], Awaitable[set[str]]] | None = None,
     ) -> None:
         self.name = inner.name
         self.inner = inner
@@ -183,6 +216,10 @@ class BatchModel:
                     self._known[custom_id] = wave
         self._attached: set[str] = set()
         self._kept: dict[str, tuple[BatchResult, str]] = {}
+        self._refresh = refresh
+        self._live_owners = live_owners
+        self._seen: set[str] = set((known or {}).keys())  # waves read from the log
+        self._own: set[str] = set()  # waves this model queued
         self.progress: dict[str, WaveProgress] = {}
         self.waves_sent = 0
 
@@ -255,6 +292,7 @@ class BatchModel:
         if requests:
             self.waves_sent += 1
             tag = f"{self.recorder.campaign_id}-{uuid.uuid4().hex[:12]}"
+            self._own.add(tag)
             for request in requests:
                 self._wave_of[request.custom_id] = tag
             self._spawn(self._send(tag, requests), tag)
@@ -264,7 +302,52 @@ class BatchModel:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    async def _learn(self) -> None:
+        """Read the waves other workers recorded since this model last looked."""
+        if self._refresh is None:
+            return
+        for wave in (await self._refresh()).values():
+            if wave.tag in self._seen or wave.model != self.name:
+                continue
+            self._seen.add(wave.tag)
+            if wave.tag not in self._own:
+                for custom_id in wave.custom_ids:
+                    self._known[custom_id] = wave
+
+    async def _divert(self, tag: str, requests: list[BatchRequest]) -> list[BatchRequest]:
+        """The requests of wave ``tag`` that no other worker's batch holds; the others
+        re-attach to that batch (a case taken over from a dead worker)."""
+        await self._learn()
+        mine: list[BatchRequest] = []
+        for request in requests:
+            custom_id = request.custom_id
+            wave = self._known.pop(custom_id, None)
+            if wave is not None and self._wave_of.get(custom_id) == tag:
+                self._wave_of[custom_id] = wave.tag
+                self._reattach(wave)
+            else:
+                mine.append(request)
+        return mine
+
+    async def _owner_lives(self, wave: KnownWave) -> bool:
+        """Whether another worker that queued ``wave`` still runs (it may yet create it)."""
+        if self._live_owners is None or wave.owner is None:
+            return False
+        if wave.owner == self.recorder.owner:
+            return False  # this process: a wave of its own is never re-attached to
+        return wave.owner in await self._live_owners()
+
     async def _send(self, tag: str, requests: list[BatchRequest]) -> None:
+        if self._refresh is not None:
+            try:
+                requests = await self._divert(tag, requests)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:
+                self._fail([r.custom_id for r in requests], tag, exc)
+                return
+            if not requests:
+                return
         ids = [r.custom_id for r in requests]
         self.progress[tag] = WaveProgress(tag, len(ids), time.monotonic())
         try:
@@ -301,7 +384,15 @@ class BatchModel:
         ids = list(wave.custom_ids)
         self.progress[wave.tag] = WaveProgress(wave.tag, len(ids), time.monotonic(), "attached")
         try:
-            batch_id = wave.batch_id
+            batch_id, ended = wave.batch_id, wave.state
+            while batch_id is None and await self._owner_lives(wave):
+                # Its owner may still create it and record its id: wait for one or the other.
+                if (batch_id := await self.client.find(wave.tag)) is not None:
+                    break
+                await asyncio.sleep(self.options.poll_s)
+                fresh = (await self._refresh()).get(wave.tag) if self._refresh else None
+                if fresh is not None and fresh.batch_id is not None:
+                    batch_id, ended = fresh.batch_id, fresh.state
             if batch_id is None:
                 batch_id = await self.client.find(wave.tag)
                 if batch_id is None:  # never created: its requests go in a new wave
@@ -322,7 +413,7 @@ class BatchModel:
                     tag=wave.tag, model=self.name, file_id=wave.file_id, batch_id=batch_id
                 )
                 await self.recorder.record(SUBMITTED_TOPIC, submitted)
-            await self._follow(wave.tag, batch_id, ids, ended=wave.state)
+            await self._follow(wave.tag, batch_id, ids, ended=ended)
         except asyncio.CancelledError:
             raise
         except BaseException as exc:
@@ -411,6 +502,7 @@ class BatchGate:
 
     def __init__(self, name: str, vendor: CallGate | None = None, price: Any = None) -> None:
         self.name = name
+        self.model = name  # as a vendor gate names it (the shared ceiling wraps either)
         self.meter: Any = getattr(vendor, "meter", None)
         self.price: Any = price if price is not None else getattr(vendor, "price", None)
         self._reserved: contextvars.ContextVar[float] = contextvars.ContextVar(

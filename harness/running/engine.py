@@ -206,15 +206,6 @@ class Engine:
         ``stopping``: the looks of a campaign that stops when decided, restored from the log
         (resume); a new one is built here when the campaign has a ``[stopping]`` table.
         """
-        if lease is not None:
-            batched = next((s for s in [*config.models, *config.judges] if s.mode == "batch"), None)
-            if batched is not None:
-                raise ConfigError(
-                    f"{batched.name} is in batch mode, which runs in one process on a SQLite "
-                    "log; cases shared between workers are sent directly",
-                    field=f"models[{batched.name!r}].mode",
-                    fix='run it with a SQLite --db, or remove mode (mode = "direct")',
-                )
         self.store = store
         self.config = config
         self.campaign_id = campaign_id

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.models.providers import VendorGate
+from harness.running.batch_waves import BatchGate
 from harness.store.log import Log, LogLike
 from harness.store.postgres_driver import psycopg
 from harness.store.postgres_schema import SCHEMA_LOCK
@@ -174,10 +175,10 @@ class _Hold:
 
 
 class SharedSpendGate:
-    """A `VendorGate` whose calls also reserve against the campaign's shared ceiling
-    (implements `harness.models.gates.CallGate`)."""
+    """A `VendorGate` (or a batch model's `BatchGate`) whose calls also reserve against the
+    campaign's shared ceiling (implements `harness.models.gates.CallGate`)."""
 
-    def __init__(self, inner: VendorGate, spend: SharedSpend) -> None:
+    def __init__(self, inner: VendorGate | BatchGate, spend: SharedSpend) -> None:
         self.inner = inner
         self.spend = spend
         self._hold: contextvars.ContextVar[_Hold | None] = contextvars.ContextVar(

@@ -9,7 +9,7 @@ import signal
 import sys
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
@@ -93,12 +93,17 @@ class Session:
         store: EventSink,
         campaign_id: str,
         known: Mapping[str, KnownWave] | None = None,
+        owner: str | None = None,
+        refresh: Callable[[], Awaitable[Mapping[str, KnownWave]]] | None = None,
+        live_owners: Callable[[], Awaitable[set[str]]] | None = None,
     ) -> None:
         """Put every model in ``mode = "batch"`` behind its `BatchModel` (docs/batch.md).
-        ``known``: the waves of the log being resumed, to re-attach to."""
+        ``known``: the waves of the log being resumed, to re-attach to; ``owner``: the
+        worker that runs them (PostgreSQL), named in the batch notes; ``refresh`` and
+        ``live_owners``: what other workers queued and who runs now (`BatchModel`)."""
         if not self.batch_clients:
             return
-        recorder = BatchRecorder(store, campaign_id)
+        recorder = BatchRecorder(store, campaign_id, owner)
 
         def batched(model: Model) -> Model:
             client = self.batch_clients.get(model.name)
@@ -107,7 +112,7 @@ class Session:
             self.gates[model.name] = BatchGate(
                 model.name, self.gates.get(model.name), getattr(client, "price", None)
             )
-            return BatchModel(model, client, config.batch, recorder, known)
+            return BatchModel(model, client, config.batch, recorder, known, refresh, live_owners)
 
         self.models = {name: batched(m) for name, m in self.models.items()}
         self.judges = [batched(j) for j in self.judges]
@@ -186,6 +191,13 @@ def _hard_stop(reason: str) -> None:
     )
     sys.stderr.flush()
     os._exit(130)  # the documented interruption status (harness.cli.exit_codes)
+
+
+def waves_in_log(db: LogLike, campaign: str) -> dict[str, KnownWave]:
+    """The batch waves the log of ``campaign`` records (to re-attach to on resume)."""
+    with open_reader(db) as log:
+        notes = [e.event for e in log.events(campaign, kinds=("Note",))]
+    return known_waves(n for n in notes if isinstance(n, Note))
 
 
 def campaign_started(config: CampaignConfig, planned_cases: int) -> CampaignStarted:
@@ -428,10 +440,7 @@ async def resume_campaign(
             [PendingEvent(point.campaign, "", await store.next_seq(point.campaign, ""), resumed)]
         )
         if session.batch_clients:
-            with open_reader(db) as log:
-                notes = [e.event for e in log.events(point.campaign, kinds=("Note",))]
-            known = known_waves(n for n in notes if isinstance(n, Note))
-            session.use_batches(config, store, point.campaign, known)
+            session.use_batches(config, store, point.campaign, waves_in_log(db, point.campaign))
         stopping: StoppingMonitor | None = None
         if config.stopping is not None:
             # The decisions the log records stand; looks a crash cut off are recorded now.

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from harness.models.providers import VendorGate
+from harness.running.batch_waves import BatchGate, KnownWave
 from harness.running.campaign import CampaignConfig
 from harness.running.engine import AnswerCache, Engine, ProgressSink, RunSummary
 from harness.running.plan import Plan
@@ -38,6 +39,7 @@ from harness.running.runner import (
     install_stop_handlers,
     load_resume_point,
     updated_config,
+    waves_in_log,
 )
 from harness.running.worker_ends import join_campaign, record_end
 from harness.running.worker_reclaim import run_to_the_end
@@ -92,7 +94,9 @@ async def run_worker(
 ) -> WorkerSummary:
     """Run cases of ``campaign`` (default: the latest) of the PostgreSQL log ``db`` until
     none is left to lease. ``config_updates``, ``point`` and ``announce`` (record
-    CampaignResumed) serve ``harness resume``, which runs on PostgreSQL as one worker."""
+    CampaignResumed) serve ``harness resume``, which runs on PostgreSQL as one worker.
+    Models in batch mode send the steps of the cases this worker holds in its own
+    batches (docs/scale-out.md)."""
     db = Log.at(db)
     db.postgres("workers", field="DB_URL")  # refused on a SQLite log, before any read
     point = point if point is not None else load_resume_point(db, campaign)
@@ -116,15 +120,30 @@ async def run_worker(
         spent_in_log=point.spent_usd,
         ttl_s=lease_s,
     )
-    for name, gate in list(session.gates.items()):
-        if isinstance(gate, VendorGate) and gate.price is not None:
-            session.gates[name] = SharedSpendGate(gate, spend)
     try:
         async with await open_writer(db, create=False) as store:
             # A case's lease is marked done in the commit of its CaseClosed (one commit less
             # a case).
             leases.release_closed_in(store)
             await join_campaign(store, leases, runners, point, db, updates, announce)
+            if session.batch_clients:
+                # Its batches re-attach to the waves the log knows, whoever queued them, and
+                # to those other workers queue later for cases this one takes over.
+                async def refresh() -> dict[str, KnownWave]:
+                    return await asyncio.to_thread(waves_in_log, db, point.campaign)
+
+                session.use_batches(
+                    config,
+                    store,
+                    point.campaign,
+                    await refresh(),
+                    owner=leases.owner,
+                    refresh=refresh,
+                    live_owners=runners.live_owners,
+                )
+            for name, gate in list(session.gates.items()):
+                if isinstance(gate, VendorGate | BatchGate) and gate.price is not None:
+                    session.gates[name] = SharedSpendGate(gate, spend)
             engine = Engine(
                 store,
                 config,

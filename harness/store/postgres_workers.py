@@ -59,6 +59,15 @@ class CampaignRunners:
         row = await cur.fetchone()
         return int(row[0]) if row else 0
 
+    async def live_owners(self) -> set[str]:
+        """The owners of every process running this campaign now (this one too)."""
+        cur = await self._conn.execute(
+            "SELECT owner FROM campaign_runners WHERE campaign = %s"
+            " AND expires_at > clock_timestamp()",
+            (self.campaign,),
+        )
+        return {str(row[0]) for row in await cur.fetchall()}
+
     async def leave(self) -> None:
         await self._conn.execute(
             "DELETE FROM campaign_runners WHERE campaign = %s AND owner = %s",

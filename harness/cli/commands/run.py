@@ -138,13 +138,6 @@ def command(
     db_path = db or Log.at(config.store or f"{stem}.db", field="store")
     if workers > 1:
         db_path.postgres("--workers")  # refused on a SQLite log, before anything is read
-    batched = [s.name for s in [*config.models, *config.judges] if s.mode == "batch"]
-    if batched and db_path.is_postgres:
-        raise ConfigError(
-            f"{batched[0]} is in batch mode, which runs in one process on a SQLite log",
-            field="--db",
-            fix='give a SQLite --db, or remove mode = "batch" (and --batch)',
-        )
     if not new_campaign:
         refuse_second_campaign(db_path, config, campaign or "demo")
     if html_out is not None:

@@ -379,3 +379,64 @@ async def test_the_ceiling_admits_a_request_only_if_its_worst_case_fits() -> Non
     gate = BatchGate("m", Vendor(halved, Price()), HalfPrice())  # type: ignore[arg-type]
     await gate.acquire(150)  # 0.75 at the batch rate; 1.50 at the list price would not fit
     assert halved.reserved_usd == pytest.approx(0.75)
+
+
+# --- several workers (PostgreSQL): waves other workers queue, owners that live or died ----
+
+
+def worker_model(
+    client: Client, journal: list[str], log: dict[str, KnownWave], live: set[str]
+) -> BatchModel:
+    """A worker's model ("me") whose log another worker ("other") writes to meanwhile."""
+    recorder = BatchRecorder(Store(journal), "camp", owner="me")  # type: ignore[arg-type]
+
+    async def refresh() -> dict[str, KnownWave]:
+        return dict(log)
+
+    async def live_owners() -> set[str]:
+        return set(live)
+
+    return BatchModel(FakeModel(name="m"), client, FAST, recorder, {}, refresh, live_owners)
+
+
+async def test_a_taken_over_request_re_attaches_to_the_other_worker_s_batch() -> None:
+    journal: list[str] = []
+    client = Client(journal, polls=2)
+    theirs = BatchRequest(request_key("m", *ask("taken")), tuple(ask("taken")[0]), ask("x")[1])
+    batch_id = await client.create([theirs], None, "camp-theirs")
+    # Learned after this worker started: the other worker queued and created it, then died.
+    log = {"camp-theirs": KnownWave("camp-theirs", "m", (theirs.custom_id,), None, batch_id)}
+    log["camp-theirs"].owner = "other"
+    model = worker_model(client, journal, log, live={"me"})
+    replies = await asyncio.wait_for(
+        asyncio.gather(model.complete(*ask("taken")), model.complete(*ask("mine"))), timeout=5
+    )
+    assert [r.text for r in replies] == ["nekat", "enim"]
+    # Only "mine" went into a new batch: the taken request was never sent again.
+    sent = [ids for _, ids in client.batches.values()]
+    assert [[r.custom_id for r in ids] for ids in sent] == [
+        [theirs.custom_id],
+        [request_key("m", *ask("mine"))],
+    ]
+
+
+@pytest.mark.parametrize("owner_lives", [True, False])
+async def test_a_batch_never_recorded_as_created_is_sent_again_only_once_its_owner_died(
+    owner_lives: bool,
+) -> None:
+    journal: list[str] = []
+    client = Client(journal)
+    custom_id = request_key("m", *ask("q"))
+    log = {"camp-w": KnownWave("camp-w", "m", (custom_id,), owner="other")}
+    live = {"me", "other"} if owner_lives else {"me"}
+    model = worker_model(client, journal, log, live)
+    asking = asyncio.create_task(model.complete(*ask("q")))
+    await asyncio.sleep(0.3)
+    if owner_lives:
+        assert not asking.done() and client.batches == {}  # waiting for its owner
+        # The owner creates it now and records its id: the waiting worker follows it.
+        request = BatchRequest(custom_id, tuple(ask("q")[0]), ask("q")[1])
+        log["camp-w"].batch_id = await client.create([request], None, "camp-w")
+    reply = await asyncio.wait_for(asyncio.shield(asking), timeout=5)
+    assert reply.text == "q"
+    assert len(client.batches) == 1  # created once, by its owner or (owner dead) by this one
