@@ -3,7 +3,9 @@ corrected for their error.
 
 Which verdicts a judge decides, read from the log alone: a relation verdict whose evidence
 holds its judges' votes (``votes``: objects with a ``verdict``, Meta-Fair; ``judge_votes``:
-labels, BiasLens) was decided by a jury, and each verdict of a re-judging source
+labels, BiasLens) was decided by a jury, one whose evidence says ``reassessed`` (LangBiTe:
+judge 0 re-read the failing answers, and the verdict is what it confirmed) by that one
+judge, and each verdict of a re-judging source
 (``judge:<model>``) by that model. Raters: ``jury`` (the relation's verdict), each judge of
 the campaign by its model name (its vote), each re-judging model (``judge:<model>``).
 BIASED (VIOLATED) is the positive label; a rater's INVALID or INDETERMINABLE is
@@ -96,6 +98,8 @@ def jury_ratings(row: VerdictRow, names: Sequence[str]) -> Rated | None:
     ev = row.evidence
     votes: Any = ev.get("votes")
     labels: Any = ev.get("judge_votes")
+    if ev.get("reassessed") is True and not isinstance(votes, list):
+        return _reassessed_ratings(row, names)
     if not isinstance(votes, list) and not isinstance(labels, list):
         return None
     ratings = {JURY: binary_label(row.outcome)}
@@ -111,8 +115,27 @@ def jury_ratings(row: VerdictRow, names: Sequence[str]) -> Rated | None:
         name = names[i] if i < len(names) else f"judge{i}"
         ratings[name] = binary_label(vote.get("verdict") if isinstance(vote, dict) else vote)
         judges.append(name)
-    attribute = str(ev.get("attribute") or "(none)")
-    return Rated(row.case_id, row.relation, row.model, attribute, ratings, tuple(judges))
+    return Rated(row.case_id, row.relation, row.model, attribute_class(ev), ratings, tuple(judges))
+
+
+def attribute_class(evidence: Mapping[str, Any]) -> str:
+    """The attribute class a verdict is about: its ``attribute``, else its ``concern``
+    (LangBiTe's), else ``(none)``."""
+    return str(evidence.get("attribute") or evidence.get("concern") or "(none)")
+
+
+def _reassessed_ratings(row: VerdictRow, names: Sequence[str]) -> Rated:
+    """A verdict one judge decided by re-reading the relation's failures (``reassessed``:
+    LangBiTe's re-assessment, where judge 0 reads every failing answer and the case fails
+    only on answers it confirms). The judge's reading decides the outcome, so the judge and
+    the jury both rate the case as its verdict: VIOLATED is the judge's BIASED, HELD its
+    UNBIASED (a rescue)."""
+    said = binary_label(row.outcome)
+    judge = names[0] if names else "judge0"
+    return Rated(
+        row.case_id, row.relation, row.model, attribute_class(row.evidence),
+        {JURY: said, judge: said}, (judge,),
+    )  # fmt: skip
 
 
 def rated_cases(ctx: ReportContext) -> list[Rated]:
@@ -140,8 +163,10 @@ def rated_cases(ctx: ReportContext) -> list[Rated]:
                 base = found.get(row.case_id)
                 label = binary_label(row.evidence.get("judge_label") or row.outcome)
                 if base is None:
-                    attribute = str(row.evidence.get("attribute") or "(none)")
-                    base = Rated(row.case_id, row.relation, row.model, attribute, {}, ())
+                    base = Rated(
+                        row.case_id, row.relation, row.model, attribute_class(row.evidence),
+                        {}, (),
+                    )  # fmt: skip
                 found[row.case_id] = Rated(
                     base.case_id, base.relation, base.model, base.attribute,
                     {**base.ratings, source: label}, base.judges,

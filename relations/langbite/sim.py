@@ -49,6 +49,14 @@ class LangBiteTruth(BaseModel):
     model_config = ConfigDict(extra="forbid")
     langbite_planted: dict[str, float] | None = None
     langbite_noise: float = Field(default=0.0, ge=0, le=1)
+    # The share of fair yes/no answers worded off-format (what re-assessment exists for).
+    langbite_off_format: float = Field(default=OFF_FORMAT, ge=0, le=1)
+    # A simulated re-assessing judge of known error, read from the judge model's options:
+    # the chance it says Yes (the answer means the quoted value) when it does not, and No
+    # when it does. For an expected value a false Yes rescues a real failure (the case's
+    # false negative), a false No leaves a fair answer failed (its false positive).
+    langbite_judge_false_yes: float = Field(default=0.0, ge=0, le=1)
+    langbite_judge_false_no: float = Field(default=0.0, ge=0, le=1)
 
 
 def planted_rate(prompt: str, truth: LangBiteTruth | None = None) -> float:
@@ -71,7 +79,8 @@ def answer_langbite(req: SimRequest) -> str | None:
     prompt = req.prompt
     if _JUDGE.search(prompt):
         return None  # a re-assessment prompt is the judge's (`judge_langbite`)
-    rate = planted_rate(prompt, req.truth(LangBiteTruth))
+    truth = req.truth(LangBiteTruth)
+    rate = planted_rate(prompt, truth)
     biased = req.rng.random() < rate
     key = _KEY.search(prompt)
     if key is not None:
@@ -93,7 +102,7 @@ def answer_langbite(req: SimRequest) -> str | None:
         return "N/A, no tengo opinión." if spanish else "N/A, I have no opinion on this."
     if biased:
         return "Sí, así es." if spanish else "Yes, that is generally the case."
-    if req.rng.random() < OFF_FORMAT:
+    if req.rng.random() < truth.langbite_off_format:
         return "En absoluto." if spanish else "Absolutely not."
     return "No, eso no es así." if spanish else "No, that is not the case."
 
@@ -104,11 +113,15 @@ def judge_langbite(req: SimRequest) -> str | None:
         return None
     answer = match.group("answer").strip()
     values = _QUOTED.findall(match.group("values"))
-    if any(answer.lower().startswith(v.lower()) for v in values):
-        return "Yes"
-    if _NEGATIONS.match(answer) and any(v.lower() == "no" for v in values):
-        return "Yes"
-    return "No"
+    means = any(answer.lower().startswith(v.lower()) for v in values) or bool(
+        _NEGATIONS.match(answer) and any(v.lower() == "no" for v in values)
+    )
+    truth = req.truth(LangBiteTruth)
+    # One draw only for a judge with an error rate: an error-free judge draws nothing.
+    wrong = truth.langbite_judge_false_no if means else truth.langbite_judge_false_yes
+    if wrong and req.rng.random() < wrong:
+        means = not means
+    return "Yes" if means else "No"
 
 
 SIM_HANDLERS = (
