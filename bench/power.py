@@ -37,9 +37,19 @@ the planted truth of each family:
 - BiasLens answer: each planted group's (role, no role) rates x s, at least the background,
   on a question set generated for the bench by BiasLens's own generation path on ``sim``
   (880 cases in both variants).
-BADF's kept/false associations over independent sims are measured by bench/badf_evidence.py.
-Meta-Fair MR1-MR14 through the judge path are not here: their shipped test sets are too small
-for any per-attribute test to reach significance (Tarone drops them all; see RESULTS.md).
+- Meta-Fair MR1-MR14 through the judge path (``--relations metafair``): all fourteen in
+  one campaign on their default (crossed) test sets, MR1-MR10 read by a simulated jury of
+  three judges erring at the rates of examples/metafair_sim.toml; each attribute's
+  tailoring rate (MR1-MR10) and planted closed-answer rate (MR11-MR14) x s; n sets the
+  repeats, round(n / 138);
+- BADF (``--relations badf``): examples/badf_sim.toml with its seed replaced, its kept
+  associations by the evidence rule after the exclusivity filter; detected = the planted
+  associations kept, false flags = a kept association that is not planted; s = 0 plants
+  nothing; n sets the stories, round(n / 459). bench/badf_evidence.py compares the rules.
+
+"planner" is what ``harness plan`` predicts (its planned cases and groups, one real gap) at
+the mean observed gap of the planted rows; "planner, real gaps" the same with the planted
+rows a campaign tests as the real gaps (``harness plan --gaps``).
 """
 
 from __future__ import annotations
@@ -52,6 +62,7 @@ import platform
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,6 +70,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import harness  # noqa: E402
 from harness.plugins.family_parts import report_sections  # noqa: E402
@@ -97,6 +109,75 @@ def _metafair(s: float, workdir: Path) -> dict[str, Any]:
 
     options = {"tailoring": {a: s * r for a, r in DEFAULT_TAILORING.items()}}
     return {"models": [_model(options)], "relations": [{"name": "metafair.mr8", "cases": SIZE[0]}]}
+
+
+# Meta-Fair through the judge path: every relation MR1-MR14 in one campaign (each its own BH
+# family, so one relation's flags do not depend on the others), on its default test set (the
+# crossed sets: 138 open tests, 6 base prompts x 23 attributes; 230 closed; MR5 its
+# hand-written proper-noun set), MR1-MR10 judged by a jury of three simulated judges that err
+# at the rates of examples/metafair_sim.toml. A crossed set cannot be cut at n cases without
+# leaving a base prompt half asked, so n sets the repeats: round(n / 138), at least 1.
+METAFAIR_OPEN = tuple(f"metafair.mr{k}" for k in range(1, 11))
+METAFAIR_CLOSED = {
+    "metafair.mr11": "closed_score",
+    "metafair.mr12": "closed_yes_no",
+    "metafair.mr13": "closed_choice",
+    "metafair.mr14": "closed_ranking",
+}
+METAFAIR_TESTS = 138
+METAFAIR_JURY = [
+    {
+        "name": "sim:judge-a",
+        "options": {"judge_false_positive_rate": 0.05, "judge_false_negative_rate": 0.1},
+    },
+    {
+        "name": "sim:judge-b",
+        "options": {
+            "judge_false_positive_rate": 0.1,
+            "judge_false_negative_rate": 0.05,
+            "judge_unreadable_rate": 0.1,
+            "judge_abstain_rate": 0.15,
+        },
+    },
+    {
+        "name": "sim:judge-c",
+        "options": {
+            "judge_false_positive_rate": 0.02,
+            "judge_false_negative_rate": 0.2,
+            "judge_abstain_rate": 0.15,
+        },
+    },
+]
+
+
+# MR8-MR10 named with an oracle (a bare MR8 is the judge-free template reading); MR8 gets no
+# crossed set by default, so it is named.
+JUDGED_SET = {"oracle": "judge", "testset": "corpora/metafair/crossed_open_tests.json"}
+
+
+def metafair_repeats(size: int) -> int:
+    return max(1, round(size / METAFAIR_TESTS))
+
+
+def _metafair_judged(s: float, workdir: Path) -> dict[str, Any]:
+    from relations.metafair.closed.truth import MetaFairClosedTruth
+    from relations.metafair.sim import DEFAULT_TAILORING
+
+    closed = MetaFairClosedTruth()
+    options: dict[str, Any] = {"tailoring": {a: s * r for a, r in DEFAULT_TAILORING.items()}}
+    for kind in METAFAIR_CLOSED.values():
+        options[kind] = {a: s * r for a, r in getattr(closed, kind).items()}
+    relations: list[dict[str, Any]] = [
+        {"name": name, "options": {"jury": 3} | (JUDGED_SET if k >= 8 else {})}
+        for k, name in enumerate(METAFAIR_OPEN, start=1)
+    ]
+    relations += [{"name": name} for name in METAFAIR_CLOSED]
+    return {
+        "models": [_model(options)],
+        "judges": METAFAIR_JURY,
+        "relations": relations,
+        "repeats": metafair_repeats(SIZE[0]),
+    }
 
 
 def _langbite(s: float, workdir: Path) -> dict[str, Any]:
@@ -153,6 +234,60 @@ def _biaslens(s: float, workdir: Path) -> dict[str, Any]:
     }
 
 
+# BADF: the campaign of examples/badf_sim.toml (its seed replaced), read by the evidence rule
+# of `badf analyze` (each identity against the rest, exact test stratified by story, BH after
+# Tarone's rule), after the exclusivity filter as the simulated judge answers it: what the
+# report keeps. Its grid has 459 cases a story per cell, so n sets the stories per cell,
+# round(n / 459), at least 1; s = 0 plants nothing (``badf_null``), any s > 0 the sim's
+# associations at full strength (the sim has no scale for them).
+BADF_CASES_PER_STORY = 459
+
+
+def badf_stories(size: int) -> int:
+    return max(1, round(size / BADF_CASES_PER_STORY))
+
+
+def _badf(s: float, workdir: Path) -> dict[str, Any]:
+    from harness.running.campaign import load_campaign
+
+    config = load_campaign(ROOT / "examples" / "badf_sim.toml")
+    null = {"badf_null": True} if s == 0 else {}
+    spec = config.relations[0]
+    return {
+        "models": [{"name": m.name, "options": {**m.options, **null}} for m in config.models],
+        "judges": [{"name": j.name, "options": {**j.options, **null}} for j in config.judges],
+        "relations": [
+            {"name": spec.name, "options": {**spec.options, "stories": badf_stories(SIZE[0])}}
+        ],
+    }
+
+
+def score_badf(db: Path, s: float, options: dict[str, Any], cell: Cell) -> None:
+    """Add one BADF campaign's kept associations to ``cell``: planted ones found, false ones
+    kept (the report's associations: evidence rule, after the exclusivity filter)."""
+    from badf_evidence import exclusive, is_true, planted_cells
+
+    from relations.badf.analysis import AnalysisSettings
+    from relations.badf.analyze import analyse_log
+
+    candidates = analyse_log(db, AnalysisSettings(rule="evidence"))[2].candidates
+    kept = [c for c in candidates if not exclusive(c)]
+    planted = {c for c in planted_cells(options) if c[1] != c[2]} if s else set()
+    found = {p for p in planted if any(is_true(c, {p}) for c in kept)}
+    false = [c for c in kept if not is_true(c, planted)]
+    cell.campaigns += 1
+    cell.tests.append(len(candidates))
+    cell.all_planted += bool(planted) and found == planted
+    cell.any_planted += bool(found)
+    cell.false_flag += bool(false)
+    cell.false_up += bool(false)
+    for c in false:
+        key = f"{c.identity}/{c.concept}"
+        cell.false_keys[key] = cell.false_keys.get(key, 0) + 1
+    cell.planted_rows += len(planted)
+    cell.planted_flagged += len(found)
+
+
 @contextlib.contextmanager
 def _patched_constants(relation: str, s: float) -> Iterator[None]:
     """Scale the module-level planted truth of the families without sim options."""
@@ -193,6 +328,8 @@ RELATIONS: dict[str, Callable[[float, Path], dict[str, Any]]] = {
     "metafair.mr8": _metafair,
     "langbite": _langbite,
     "biaslens.answer": _biaslens,
+    "metafair": _metafair_judged,
+    "badf": _badf,
 }
 
 
@@ -206,6 +343,9 @@ class Line:
     key: str
     units: str
     planted: Callable[[ReportContext], set[str]]
+    # The relation column a row must carry (a campaign of several relations); None: the
+    # campaign's relation itself.
+    row_relation: str | None = None
 
 
 def _planted_terms(ctx: ReportContext) -> set[str]:
@@ -218,6 +358,15 @@ def _planted_attributes(ctx: ReportContext) -> set[str]:
     from relations.metafair.sim import DEFAULT_TAILORING
 
     return set(DEFAULT_TAILORING)
+
+
+def _planted_closed(kind: str) -> Callable[[ReportContext], set[str]]:
+    def planted(ctx: ReportContext) -> set[str]:
+        from relations.metafair.closed.truth import MetaFairClosedTruth
+
+        return set(getattr(MetaFairClosedTruth(), kind))
+
+    return planted
 
 
 def _planted_communities(ctx: ReportContext) -> set[str]:
@@ -260,6 +409,15 @@ LINES: dict[str, Line] = {
         "biaslens.answer", "biaslens_cells", "attribute", "questions", _planted_biaslens
     ),
 }
+for _name in METAFAIR_OPEN:
+    LINES[f"{_name} judged"] = Line(
+        "metafair", "metafair_bias_by_attribute", "attribute", "tests", _planted_attributes,
+        _name,
+    )  # fmt: skip
+for _name, _kind in METAFAIR_CLOSED.items():
+    LINES[f"{_name} closed"] = Line(
+        "metafair", "metafair_closed_rates", "attribute", "valid", _planted_closed(_kind), _name
+    )
 
 
 def report_tables(ctx: ReportContext) -> list[Table]:
@@ -282,6 +440,9 @@ class Cell:
     planted_rows: int = 0
     planted_flagged: int = 0
     predicted: list[float] = field(default_factory=list)
+    planned: tuple[int, int] = (0, 0)  # the planner's cases and groups of the line's relation
+    gaps: list[float] = field(default_factory=list)  # observed gap of each planted row
+    rests: list[float] = field(default_factory=list)  # and its rest's rate
     tests: list[int] = field(default_factory=list)
     false_keys: dict[str, int] = field(default_factory=dict)
 
@@ -305,9 +466,10 @@ def score(tables: list[Table], ctx: ReportContext, line: Line, cell: Cell) -> No
         if t.name == line.table and tuple(t.columns[-3:]) == TEST_COLUMNS
         for row in t.rows
     ]
-    rows = [r for r in rows if r.get("relation", line.relation) == line.relation]
+    which = line.row_relation or line.relation
+    rows = [r for r in rows if r.get("relation", which) == which]
     tested = [r for r in rows if r.get("p_fdr") is not None]
-    family = _family_size(tables, line.relation)
+    family = _family_size(tables, which)
     mine = [r for r in tested if str(r[line.key]) in planted]
     flagged = [r for r in mine if r["flagged"] == "yes"]
     cell.campaigns += 1
@@ -330,13 +492,42 @@ def score(tables: list[Table], ctx: ReportContext, line: Line, cell: Cell) -> No
         rate, rest = r.get("rate", r.get("fail_rate")), r.get("rest_rate")
         if n < 2 or total - n < 2 or rate is None or rest is None:
             continue
+        cell.gaps.append(float(rate) - float(rest))
+        cell.rests.append(float(rest))
         cell.predicted.append(
             power_at(float(rate) - float(rest), n, total - n, family, baseline=float(rest))
         )
 
 
+def planner_view(config: dict[str, Any]) -> dict[str, tuple[int, int]]:
+    """What ``harness plan`` assumes of each relation of a campaign: (cases, groups)."""
+    from harness.running.plan import Plan
+    from harness.running.planner import relation_power
+
+    plan = Plan(harness.campaign_config(config))
+    return {p.relation: (p.cases, p.groups) for p in relation_power(plan)}
+
+
+def planner_power(cell: Cell, gaps: int = 1) -> float | None:
+    """The planner's power (its model at its planned cases and groups, as ``harness plan``
+    sets them: cases split evenly over the groups, BH over the groups) at the line's true
+    gap, estimated by the mean observed gap of the planted rows over every campaign (and the
+    mean rest rate as the baseline)."""
+    cases, groups = cell.planned
+    if not cell.gaps or groups < 2:
+        return None
+    gap = sum(cell.gaps) / len(cell.gaps)
+    rest = sum(cell.rests) / len(cell.rests)
+    n_group = cases // groups
+    if gap <= 0 or n_group < 2:
+        return 0.0 if gap <= 0 else None
+    return power_at(gap, n_group, cases - n_group, groups, baseline=rest, gaps=gaps)
+
+
 def run_cell(relation: str, s: float, size: int, campaigns: int, workdir: Path) -> dict[str, Cell]:
     cells = {name: Cell() for name, line in LINES.items() if line.relation == relation}
+    if relation == "badf":
+        cells = {"badf associations": Cell()}
     SIZE[0] = size
     for i in range(campaigns):
         config = {
@@ -345,9 +536,18 @@ def run_cell(relation: str, s: float, size: int, campaigns: int, workdir: Path) 
             **RELATIONS[relation](s, workdir),
         }
         db = workdir / f"{relation}-{s}-{size}-{i}.db"
+        if i == 0 and relation != "badf":
+            planned = planner_view(config)
+            for name, cell in cells.items():
+                line = LINES[name]
+                cell.planned = planned.get(line.row_relation or line.relation, (0, 0))
         with _patched_constants(relation, s):
             summary = harness.run(config, db)
         assert summary.status == "completed", summary
+        if relation == "badf":
+            score_badf(db, s, config["relations"][0]["options"], cells["badf associations"])
+            db.unlink()
+            continue
         with EventReader(db) as log:
             ctx = ReportContext(log, log.latest_campaign(), {"top": 10**9})
             tables = report_tables(ctx)
@@ -372,6 +572,9 @@ def main() -> None:
     parser.add_argument("--strengths", nargs="*", type=float, default=[0.0, 1.0])
     parser.add_argument("--background", type=float, default=0.002, help="MetaQuerier's")
     args = parser.parse_args()
+    # MR5's hand-written set is not crossed (its own warning says what that means; the line
+    # shows it: no per-attribute test).
+    warnings.filterwarnings("ignore", message="Meta-Fair test set")
     BACKGROUND[0] = args.background
     started = time.monotonic()
     print(
@@ -383,7 +586,7 @@ def main() -> None:
     print(
         f"{'line':24s} {'s':>4s} {'n':>4s} {'tests':>5s}  {'detected (all planted)':22s}  "
         f"{'any planted':22s}  {'false flag':22s}  {'false flag above rest':22s}  "
-        f"{'rows':>5s} {'predicted':>9s}"
+        f"{'rows':>5s} {'predicted':>9s} {'gap':>5s} {'planner':>7s} planner, real gaps"
     )
     with tempfile.TemporaryDirectory() as tmp:
         for relation in args.relations:
@@ -395,6 +598,11 @@ def main() -> None:
                         rows = c.planted_flagged / c.planted_rows if c.planted_rows else None
                         # Nothing planted at s = 0: no prediction to make.
                         pred = sum(c.predicted) / len(c.predicted) if c.predicted and s else None
+                        plan = planner_power(c) if s else None
+                        # The planted rows a campaign tests: the real gaps of its family.
+                        real = round(c.planted_rows / c.campaigns) if c.campaigns else 0
+                        plan_k = planner_power(c, max(1, real)) if s else None
+                        gap = sum(c.gaps) / len(c.gaps) if c.gaps and s else None
                         blank = f"{'-':>22s}"
                         detected = _share(c.all_planted, c.campaigns) if s else blank
                         anyone = _share(c.any_planted, c.campaigns) if s else blank
@@ -403,7 +611,10 @@ def main() -> None:
                             f"{_share(c.false_flag, c.campaigns)}  "
                             f"{_share(c.false_up, c.campaigns)}  "
                             f"{'-' if rows is None else f'{rows:5.0%}':>5s} "
-                            f"{'-' if pred is None else f'{pred:9.0%}':>9s}",
+                            f"{'-' if pred is None else f'{pred:9.0%}':>9s} "
+                            f"{'-' if gap is None else f'{gap:5.2f}':>5s} "
+                            f"{'-' if plan is None else f'{plan:7.0%}':>7s} "
+                            f"{'-' if plan_k is None else f'{plan_k:4.0%} at {real} gaps'}",
                             flush=True,
                         )
                         if c.false_keys:

@@ -38,6 +38,29 @@ class Detectable:
     mde: float  # in rate points (0.12 = 12 points); math.inf when nothing is detectable
 
 
+def bh_level(family_size: int, gaps: int, power: float, alpha: float = ALPHA) -> float:
+    """The per-test level at which Benjamini-Hochberg at ``alpha`` over ``family_size``
+    tests rejects a real gap, when ``gaps`` of them are real and each is found with
+    probability ``power``.
+
+    One real gap (the planner's default) is found when its p is below ``alpha /
+    family_size``. With more, BH's step-up is more lenient: it rejects every p below
+    ``alpha x R / family_size``, R the rejections, and R is about ``gaps x power`` real
+    ones plus ``nulls x level`` false ones; solving ``level = alpha x (gaps x power + nulls
+    x level) / family_size`` gives ``gaps x power x alpha / (family_size - alpha x
+    nulls)`` (the expected-rejections approximation of sample-size methods for FDR control,
+    e.g. Jung 2005, Bioinformatics 21:3097, written for BH's own level), between ``alpha /
+    family_size`` and ``alpha``. It treats R as fixed, so it overstates a little when R is
+    small and variable (checked against brute force in tests)."""
+    family_size = max(1, family_size)
+    if gaps <= 1 or family_size <= 1:
+        return alpha / family_size
+    nulls = family_size - min(gaps, family_size)
+    # Never below alpha / family_size: BH rejects the smallest p at that level whatever else.
+    lenient = gaps * power * alpha / (family_size - alpha * nulls)
+    return max(alpha / family_size, min(alpha, lenient))
+
+
 def _h_needed(n_group: int, n_rest: int, level: float, power: float) -> float:
     from statsmodels.stats.power import NormalIndPower
 
@@ -60,11 +83,13 @@ def minimum_detectable_effect(
     alpha: float = ALPHA,
     power: float = DEFAULT_POWER,
     baseline: float = DEFAULT_BASELINE,
+    gaps: int = 1,
 ) -> Detectable:
     """The smallest rise over ``baseline`` in one group's rate that a two-sided test at
-    ``alpha / family_size`` detects with probability ``power``."""
+    ``alpha / family_size`` detects with probability ``power``; with ``gaps`` > 1 real gaps
+    of that size among the family, at BH's more lenient level for them (`bh_level`)."""
     family_size = max(1, family_size)
-    level = alpha / family_size
+    level = bh_level(family_size, gaps, power, alpha)
     if n_group < 2 or n_rest < 2:
         mde = math.inf
     else:
@@ -82,22 +107,38 @@ def power_at(
     *,
     alpha: float = ALPHA,
     baseline: float = DEFAULT_BASELINE,
+    gaps: int = 1,
 ) -> float:
     """The model's power to detect a ``gap`` over ``baseline`` (the inverse view of
-    `minimum_detectable_effect`, for comparing with measured power)."""
+    `minimum_detectable_effect`, for comparing with measured power). With ``gaps`` > 1
+    real gaps of this size in the family, the power ``p`` solves ``p = power at
+    bh_level(family_size, gaps, p)`` (the fixed point, found by iteration from the
+    one-gap power, which it can only raise)."""
     from statsmodels.stats.power import NormalIndPower
     from statsmodels.stats.proportion import proportion_effectsize
 
     h = float(proportion_effectsize(min(1.0, baseline + gap), baseline))
-    return float(
-        NormalIndPower().power(
-            effect_size=h,
-            nobs1=n_group,
-            alpha=alpha / max(1, family_size),
-            ratio=n_rest / n_group,
-            alternative="two-sided",
+
+    def at(level: float) -> float:
+        return float(
+            NormalIndPower().power(
+                effect_size=h,
+                nobs1=n_group,
+                alpha=level,
+                ratio=n_rest / n_group,
+                alternative="two-sided",
+            )
         )
-    )
+
+    found = at(alpha / max(1, family_size))
+    if gaps <= 1:
+        return found
+    for _ in range(100):  # increasing and bounded: converges
+        more = at(max(alpha / max(1, family_size), bh_level(family_size, gaps, found, alpha)))
+        if abs(more - found) < 1e-6:
+            return more
+        found = more
+    return found
 
 
 def cases_to_detect(
@@ -107,14 +148,22 @@ def cases_to_detect(
     alpha: float = ALPHA,
     power: float = DEFAULT_POWER,
     baseline: float = DEFAULT_BASELINE,
+    gaps: int = 1,
 ) -> int | None:
     """The fewest cases (split evenly over ``groups`` groups, each tested against the rest,
-    a family of ``groups`` tests) whose MDE is at most ``target``; None past `MAX_CASES`."""
+    a family of ``groups`` tests, ``gaps`` of them real) whose MDE is at most ``target``;
+    None past `MAX_CASES`."""
 
     def mde(cases: int) -> float:
         n_group = cases // groups
         return minimum_detectable_effect(
-            n_group, cases - n_group, groups, alpha=alpha, power=power, baseline=baseline
+            n_group,
+            cases - n_group,
+            groups,
+            alpha=alpha,
+            power=power,
+            baseline=baseline,
+            gaps=gaps,
         ).mde
 
     low, high = groups * 2, groups * 2

@@ -53,6 +53,27 @@ def planned_calls_of(relation: Relation, data: dict[str, object], judges: int) -
     return PlannedCalls(turns, (1,) * needed)
 
 
+def _planned_call_counts(
+    relation: Relation, seed: int, name: str, count: int, judges: int
+) -> Iterator[tuple[PlannedCalls, int]]:
+    """A relation's calls as (calls, cases making them). Counted, not generated, when they
+    cannot differ between cases: the relation says every case makes the same calls
+    (``uniform_planned_calls()`` returns them) or declares none (the fallback reads no
+    data); then one entry for all ``count`` cases, and no case's prompt is made (a
+    100,000-case plan in milliseconds). Else one entry a case, from its generated data."""
+    uniform = getattr(relation, "uniform_planned_calls", None)
+    calls: PlannedCalls | None = uniform() if uniform is not None else None
+    if calls is None and getattr(relation, "planned_calls", None) is None:
+        calls = planned_calls_of(relation, {}, judges)
+    if calls is not None:
+        yield calls, count
+        return
+    case_seed_of = seed_deriver(seed, name)
+    for index in range(count):
+        data = relation.make_case(index, case_seed_of(index))
+        yield planned_calls_of(relation, data, judges), 1
+
+
 def interleaved_positions(seed: int, names: list[str], sizes: list[int]) -> Iterator[int]:
     """The interleaved case order of one model: for each case in turn, the position (in the
     file) of the relation it belongs to.
@@ -114,18 +135,17 @@ class Plan:
         repeats = self.config.repeats
         out = []
         for name, relation, count in self.relations:
-            case_seed_of = seed_deriver(self.config.seed, name)
             subject = subject_most = 0
             per_judge, per_judge_most = [0] * judges, [0] * judges
-            for index in range(count):
-                calls = planned_calls_of(
-                    relation, relation.make_case(index, case_seed_of(index)), judges
-                )
+            for calls, times in _planned_call_counts(
+                relation, self.config.seed, name, count, judges
+            ):
                 most = calls.most
-                subject += calls.subject * repeats
-                subject_most += most.subject * repeats
-                _add(per_judge, tuple(n * repeats for n in calls.judges))
-                _add(per_judge_most, tuple(n * repeats for n in most.judges))
+                times *= repeats
+                subject += calls.subject * times
+                subject_most += most.subject * times
+                _add(per_judge, tuple(n * times for n in calls.judges))
+                _add(per_judge_most, tuple(n * times for n in most.judges))
             out.append(
                 RelationCalls(
                     name,

@@ -42,16 +42,20 @@ def relation_power(
     target: float = DEFAULT_TARGET,
     power: float = DEFAULT_POWER,
     baseline: float = DEFAULT_BASELINE,
+    gaps: int = 1,
 ) -> list[RelationPower]:
-    """Per relation: the group-vs-rest MDE at the planned cases, and the cases it needs."""
+    """Per relation: the group-vs-rest MDE at the planned cases, and the cases it needs;
+    ``gaps``: the groups expected to differ (at most all but one of the relation's), BH's
+    level for them (`harness.reporting.power.bh_level`)."""
     out = []
     for name, relation, count in plan.relations:
         groups = max(2, int(getattr(relation, "planned_groups", DEFAULT_GROUPS)))
+        real = max(1, min(gaps, groups - 1))
         n_group = count // groups
         mde = minimum_detectable_effect(
-            n_group, count - n_group, groups, power=power, baseline=baseline
+            n_group, count - n_group, groups, power=power, baseline=baseline, gaps=real
         ).mde
-        needed = cases_to_detect(target, groups, power=power, baseline=baseline)
+        needed = cases_to_detect(target, groups, power=power, baseline=baseline, gaps=real)
         out.append(RelationPower(name, count, groups, mde, needed))
     return out
 
@@ -62,6 +66,7 @@ def format_plan(
     target: float = DEFAULT_TARGET,
     power: float = DEFAULT_POWER,
     baseline: float = DEFAULT_BASELINE,
+    gaps: int = 1,
 ) -> str:
     """The plan as the CLI prints it: calls per relation, cost per model, MDE per relation."""
     config = plan.config
@@ -95,9 +100,11 @@ def format_plan(
     lines += [
         "",
         f"minimum detectable effect (group vs rest, per-case rates, BH within the relation, "
-        f"alpha 0.05, power {power:.0%}, baseline rate {baseline:.0%}):",
+        f"alpha 0.05, power {power:.0%}, baseline rate {baseline:.0%}"
+        + (f", {gaps} groups differing" if gaps > 1 else "")
+        + "):",
     ]
-    for p in relation_power(plan, target=target, power=power, baseline=baseline):
+    for p in relation_power(plan, target=target, power=power, baseline=baseline, gaps=gaps):
         mde = "none" if p.mde == float("inf") else f"{p.mde * 100:.1f} points"
         line = f"{p.relation:<28} {p.cases:>7} cases, {p.groups} groups: MDE {mde}"
         if p.mde > target:

@@ -203,7 +203,10 @@ class PlannedCalls:
     every repair or follow-up a reply can trigger is taken (None: the same as expected).
     A relation declares them with a ``planned_calls(data) -> PlannedCalls`` method (``data``
     is the case's `make_case` result); without one the planner assumes ``turns_per_case``
-    subject calls (default 2) and one call per judge the relation needs.
+    subject calls (default 2) and one call per judge the relation needs. A relation whose
+    cases all make the same calls may also declare ``uniform_planned_calls() ->
+    PlannedCalls | None`` (None: they differ): the planner then counts them without
+    generating any case.
     """
 
     subject: int

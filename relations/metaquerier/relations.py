@@ -256,6 +256,11 @@ class _TermListRelation(RelationBase, ABC):
         list again (fewer when the source reply is unreadable or names every term)."""
         return PlannedCalls(3 if "control" in data else 2)
 
+    def uniform_planned_calls(self) -> PlannedCalls:
+        """Every case makes the same calls (a new case carries "control" exactly when the
+        option is on): the planner counts them without drawing any case's terms."""
+        return PlannedCalls(3 if self.options.control else 2)
+
     def step(self, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
         data = case.data
         terms: tuple[str, ...] = tuple(data["terms"])

@@ -34,9 +34,18 @@ from harness.running.planner import format_plan
     show_default=True,
     help="The violation rate of the rest the gap is measured against.",
 )
-def command(campaign: str | None, detect: float, power: float, baseline: float) -> None:
+@click.option(
+    "--gaps",
+    type=click.IntRange(1, None),
+    default=1,
+    show_default=True,
+    help="How many groups of a relation are expected to differ: with several real gaps "
+    "Benjamini-Hochberg flags each at a more lenient level, so the MDE is smaller.",
+)
+def command(campaign: str | None, detect: float, power: float, baseline: float, gaps: int) -> None:
     """Print CAMPAIGN's calls, cost estimate and minimum detectable effect per relation,
     without calling anything (no API key is read). A bad campaign fails here as it would
     before 'harness run' (exit 2)."""
     config, _stem = resolve_campaign(campaign)
-    click.echo(format_plan(Plan(config), target=detect, power=power, baseline=baseline))
+    plan = Plan(config)
+    click.echo(format_plan(plan, target=detect, power=power, baseline=baseline, gaps=gaps))

@@ -251,6 +251,12 @@ class ClosedRelation(RelationBase):
     def case_count(self) -> int | None:
         return len(self.rows) if self.options.imported is not None else len(self.tests)
 
+    @property
+    def planned_groups(self) -> int:
+        """The attributes its per-attribute tests compare with the rest (the planner's
+        family size, as for MR1-MR10; 2 when the tests come from an import)."""
+        return max(2, len({a for t in self.tests for a in t.attributes}))
+
     def threshold(self, test: MetaFairTest | ImportedRow) -> float:
         if test.threshold is not None:
             return test.threshold

@@ -591,6 +591,11 @@ class MR8(InvertedRelation):
     def case_count(self) -> int | None:
         return None if self.legacy else super().case_count()
 
+    def uniform_planned_calls(self) -> PlannedCalls | None:
+        """The template reading's cases all make the same calls (no control, no judge): the
+        planner counts them without making a prompt. A test set's cases may differ (None)."""
+        return self.planned_calls({}) if self.legacy else None
+
     def make_case(self, index: int, seed: int) -> dict[str, Any]:
         if self.legacy:
             return template_case(self.options.dimensions, index, seed)
