@@ -32,11 +32,11 @@ from pydantic import BaseModel, ConfigDict
 
 import harness.models.sim_batch  # noqa: F401  (registers the sim's batch client)
 from harness.models.batch import BatchClient, BatchRequest, BatchResult, BatchStatus
-from harness.models.gates import CallGate
+from harness.models.gates import CallGate, estimate_tokens
 from harness.running.campaign import BatchOptions
 from harness.store.protocol import EventSink
 from harness.store.writer import PendingEvent
-from harness.vocabulary.errors import BatchUnansweredError, ModelError
+from harness.vocabulary.errors import BadRequestError, BatchUnansweredError, ModelError
 from harness.vocabulary.events import Note
 from harness.vocabulary.model import GenerationParams, Message, Model, Reply, request_key
 
@@ -183,6 +183,13 @@ class BatchModel:
                     self._known[custom_id] = wave
         self._attached: set[str] = set()
         self._kept: dict[str, tuple[BatchResult, str]] = {}
+        # The vendor's limit on tokens enqueued in batches in flight (the client's
+        # ``enqueued_tokens``, from the model's ``batch_enqueued_tokens`` option; None: no
+        # limit). Each request counts its worst case, as the budget reserves it; a wave is cut
+        # to what fits and the rest is held until a batch in flight ends.
+        self.enqueued_limit: int | None = getattr(client, "enqueued_tokens", None)
+        self._in_flight: dict[str, int] = {}  # tag -> tokens of a batch sent, not yet ended
+        self._held = False  # requests wait in the queue for a batch in flight to end
         self.progress: dict[str, WaveProgress] = {}
         self.waves_sent = 0
 
@@ -215,6 +222,7 @@ class BatchModel:
         return self._tags.pop(custom_id, None)
 
     async def aclose(self) -> None:
+        self._held = False  # nothing is sent any more, even if a cancelled batch frees room
         for task in [*self._tasks, *([self._timer] if self._timer else [])]:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -239,8 +247,49 @@ class BatchModel:
         self._queue.append(request)
         if len(self._queue) >= self.options.wave_size:
             self._flush()
-        elif self._timer is None:
+        elif self._timer is None and not self._held:
             self._timer = asyncio.create_task(self._flush_when_old(), name=f"wave-age-{self.name}")
+
+    def enqueued(self) -> int:
+        """The tokens (worst case) of the batches in flight, as the limit counts them."""
+        return sum(self._in_flight.values())
+
+    def _take(self) -> list[BatchRequest]:
+        """The queued requests of the next wave: up to ``wave_size``, and, under an enqueued
+        token limit, only as many (in queue order) as fit beside the batches in flight; the
+        rest stay queued (held) until one of them ends. A request whose worst case alone is
+        over the limit can never be sent: its call fails as a bad request."""
+        limit = self.enqueued_limit
+        size = self.options.wave_size
+        if limit is None:
+            whole, self._queue = self._queue[:size], self._queue[size:]
+            return whole
+        room = limit - self.enqueued()
+        wave: list[BatchRequest] = []
+        rest: list[BatchRequest] = []
+        for request in self._queue:
+            tokens = _worst_case(request)
+            if tokens > limit:
+                self._deliver(
+                    BatchResult(
+                        request.custom_id,
+                        None,
+                        BadRequestError(
+                            f"this request's worst case ({tokens} tokens: its input and "
+                            f"max_tokens) is over {self.name}'s batch_enqueued_tokens "
+                            f"({limit}): raise the option or lower max_tokens"
+                        ),
+                    ),
+                    None,
+                )
+            elif len(wave) < size and tokens <= room:
+                wave.append(request)
+                room -= tokens
+            else:
+                rest.append(request)
+        self._queue = rest
+        self._held = bool(rest)
+        return wave
 
     async def _flush_when_old(self) -> None:
         await asyncio.sleep(self.options.wave_age_s)
@@ -251,13 +300,24 @@ class BatchModel:
         if self._timer is not None and self._timer is not asyncio.current_task():
             self._timer.cancel()
         self._timer = None
-        requests, self._queue = self._queue, []
+        requests = self._take()
         if requests:
             self.waves_sent += 1
             tag = f"{self.recorder.campaign_id}-{uuid.uuid4().hex[:12]}"
             for request in requests:
                 self._wave_of[request.custom_id] = tag
+            if self.enqueued_limit is not None:
+                self._in_flight[tag] = sum(_worst_case(r) for r in requests)
             self._spawn(self._send(tag, requests), tag)
+        if self._queue and not self._held and self._timer is None:
+            # More than a wave was queued: the rest goes at its own size or age.
+            self._timer = asyncio.create_task(self._flush_when_old(), name=f"wave-age-{self.name}")
+
+    def _landed(self, tag: str) -> None:
+        """A batch is no longer in flight (ended, or never sent): its tokens free room for
+        the requests held for it."""
+        if self._in_flight.pop(tag, None) is not None and self._held:
+            self._flush()
 
     def _spawn(self, work: object, tag: str) -> None:
         task: asyncio.Task[None] = asyncio.create_task(work, name=f"batch-{tag}")  # type: ignore[arg-type]
@@ -289,6 +349,7 @@ class BatchModel:
             self._fail(ids, tag, exc)
         finally:
             self.progress.pop(tag, None)
+            self._landed(tag)
 
     def _reattach(self, wave: KnownWave) -> None:
         """Follow a batch the log knows (once), for a request a resumed run sends again."""
@@ -340,6 +401,7 @@ class BatchModel:
                 break
             await asyncio.sleep(wait)
             wait = min(wait * 1.5, self.options.poll_max_s)
+        self._landed(tag)
         if ended is None:
             end = WaveEnded(
                 tag=tag,
@@ -369,7 +431,9 @@ class BatchModel:
                 status.failed,
             )
 
-    def _deliver(self, result: BatchResult, tag: str) -> None:
+    def _deliver(self, result: BatchResult, tag: str | None) -> None:
+        """Hand a result to the call awaiting it from batch ``tag`` (None: a request failed
+        while still queued, before any batch)."""
         custom_id = result.custom_id
         waiting = self._waiting.get(custom_id)
         if waiting is None:
@@ -384,9 +448,9 @@ class BatchModel:
         if self._wave_of.get(custom_id) != tag:
             return  # an older batch of the same request: the one its call awaits answers it
         del self._waiting[custom_id]
-        del self._wave_of[custom_id]
+        self._wave_of.pop(custom_id, None)
         if not waiting.future.done():
-            waiting.future.set_result((result, tag))
+            waiting.future.set_result((result, tag or ""))
 
     def _fail(self, ids: list[str], tag: str, exc: BaseException) -> None:
         """A wave that could not be sent or followed: each of its calls fails as a direct
@@ -398,6 +462,13 @@ class BatchModel:
         )
         for custom_id in ids:
             self._deliver(BatchResult(custom_id, None, error), tag)
+
+
+def _worst_case(request: BatchRequest) -> int:
+    """A request's tokens as an enqueued-token limit counts them: its estimated input and
+    its max_tokens, the worst case the budget reserves for it."""
+    chars = sum(len(m.content) for m in request.messages)
+    return estimate_tokens(chars, request.params.max_tokens)
 
 
 class BatchGate:

@@ -14,6 +14,12 @@ is run, so resends succeed. ``expire`` leaves a request unrun: its batch ends ex
 Gemini: no response), while the other requests of the batch keep their results.
 ``fail_batch`` makes every batch fail validation.
 
+``enqueued_token_limit`` bounds the input tokens of one model's batches in flight (not yet
+ended), as the vendors' enqueued-token rate limits do: a batch that would pass it is refused
+(OpenAI: the batch is created ``failed`` with the error code ``token_limit_exceeded``;
+Anthropic and Gemini: a 429 to the create call), counted in ``rejected``; ``peak_enqueued``
+is the most any model had in flight.
+
 The fake bills like a vendor: a request is billed (counted in ``billed[custom_id]``, with
 its tokens) each time it is answered (a refusal too); errors and unrun requests are free,
 and ``billed_twice`` in the stats names any request paid for more than once.
@@ -39,7 +45,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from vendor_fakes import AnthropicDialect, GeminiDialect, OpenAIDialect
+from vendor_fakes import AnthropicDialect, GeminiDialect, OpenAIDialect, _texts, _tokens
 
 BATCH_FAULTS = ("ok", "refusal", "400", "401", "429", "500", "503", "529", "expire")
 ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -69,6 +75,8 @@ class FakeBatch:
     input_file_id: str = ""
     output_file_id: str | None = None
     error_file_id: str | None = None
+    tokens: int = 0  # enqueued (input) tokens
+    failure: str | None = None  # why a failed batch failed (OpenAI's error code)
 
 
 @dataclass
@@ -89,6 +97,9 @@ class FakeBatchVendor:
     tokens_by_model: dict[str, list[int]] = field(default_factory=dict)  # model -> [in, out]
     keys: list[str] = field(default_factory=list)  # every key presented
     status_reads: int = 0  # polls of a running batch
+    enqueued_token_limit: int | None = None  # per model, over its batches in flight
+    rejected: int = 0  # batches refused for that limit
+    peak_enqueued: int = 0
     port: int = 0
 
     def __post_init__(self) -> None:
@@ -133,6 +144,8 @@ class FakeBatchVendor:
                 "status_reads": self.status_reads,
                 "requests_sent": sum(len(b.requests) for b in self.batches.values()),
                 "files": len(self.files),
+                "rejected": self.rejected,
+                "peak_enqueued": self.peak_enqueued,
             }
 
     # --- the batch life cycle ---------------------------------------------------------
@@ -144,6 +157,26 @@ class FakeBatchVendor:
         with self._lock:
             self.batches[batch.id] = batch
         return batch
+
+    def admit(self, vendor: str, model: str, requests: list[tuple[str, dict[str, Any]]]) -> int:
+        """The input tokens of a new batch of ``model``'s, or -1 when they would take the
+        model's batches in flight past ``enqueued_token_limit`` (then counted as rejected)."""
+        tokens = sum(
+            _tokens(" ".join(_texts(body.get("messages", body.get("contents", [])))))
+            for _, body in requests
+        )
+        with self._lock:
+            flying = sum(
+                b.tokens
+                for b in self.batches.values()
+                if b.vendor == vendor and b.model == model and b.state == "running"
+            )
+            limit = self.enqueued_token_limit
+            if limit is not None and flying + tokens > limit:
+                self.rejected += 1
+                return -1
+            self.peak_enqueued = max(self.peak_enqueued, flying + tokens)
+        return tokens
 
     def poll(self, batch: FakeBatch) -> None:
         """One status read: the batch moves on, and ends after ``polls`` reads."""
@@ -307,13 +340,17 @@ class _Handler(BaseHTTPRequestHandler):
             if len(set(ids)) != len(ids):
                 self._send(400, OpenAIDialect().error(400, "duplicate custom_id"))
                 return
+            requests = [(line["custom_id"], line["body"]) for line in lines]
+            model = str(lines[0]["body"].get("model", "fake")) if lines else "fake"
+            tokens = fake.admit("openai", model, requests)
             batch = fake.add(FakeBatch(
-                id=fake.new_id("batch_"), vendor="openai",
-                requests=[(line["custom_id"], line["body"]) for line in lines],
+                id=fake.new_id("batch_"), vendor="openai", requests=requests,
                 created=time.time(), tag=(body.get("metadata") or {}).get("harness_tag"),
-                input_file_id=body["input_file_id"],
+                input_file_id=body["input_file_id"], model=model, tokens=max(tokens, 0),
             ))  # fmt: skip
             batch.metadata = body.get("metadata")
+            if tokens < 0:  # refused as OpenAI does: the batch exists, failed
+                batch.state, batch.failure = "failed", "token_limit_exceeded"
             self._send(200, self._openai_batch(batch))
             return
         if method == "GET" and path == "/v1/batches":
@@ -351,8 +388,8 @@ class _Handler(BaseHTTPRequestHandler):
         failed = len(batch.results) - done
         return {
             "id": batch.id, "object": "batch", "endpoint": "/v1/chat/completions",
-            "errors": {"object": "list", "data": [{"code": "invalid", "message": "the input "
-                       "file failed validation"}]} if batch.state == "failed" else None,
+            "errors": {"object": "list", "data": [_openai_failure(batch)]}
+            if batch.state == "failed" else None,
             "input_file_id": batch.input_file_id, "completion_window": "24h",
             "status": status, "created_at": int(batch.created),
             "output_file_id": batch.output_file_id, "error_file_id": batch.error_file_id,
@@ -403,9 +440,15 @@ class _Handler(BaseHTTPRequestHandler):
                 message = f"custom_id invalid or repeated: {bad[:1] or ids[:1]}"
                 self._send(400, dialect.error(400, message))
                 return
+            pairs = [(r["custom_id"], r["params"]) for r in requests]
+            model = str(requests[0]["params"].get("model", "fake"))
+            tokens = fake.admit("anthropic", model, pairs)
+            if tokens < 0:
+                self._send(429, dialect.error(429, "rate_limit_error: batch tokens queued"))
+                return
             batch = fake.add(FakeBatch(
-                id=fake.new_id("msgbatch_"), vendor="anthropic",
-                requests=[(r["custom_id"], r["params"]) for r in requests], created=time.time(),
+                id=fake.new_id("msgbatch_"), vendor="anthropic", requests=pairs,
+                created=time.time(), model=model, tokens=tokens,
             ))  # fmt: skip
             self._send(200, self._anthropic_batch(batch))
             return
@@ -472,11 +515,16 @@ class _Handler(BaseHTTPRequestHandler):
         if method == "POST" and match:
             batch_body = json.loads(raw).get("batch", {})
             requests = batch_body.get("inputConfig", {}).get("requests", {}).get("requests", [])
+            pairs = [((r.get("metadata") or {}).get("key", str(i)), r.get("request", {}))
+                     for i, r in enumerate(requests)]  # fmt: skip
+            model = f"models/{match.group(1)}"
+            tokens = fake.admit("google", model, pairs)
+            if tokens < 0:
+                self._send(429, dialect.error(429, "RESOURCE_EXHAUSTED: enqueued tokens"))
+                return
             batch = fake.add(FakeBatch(
                 id=fake.new_id("batches/"), vendor="google", created=time.time(),
-                requests=[((r.get("metadata") or {}).get("key", str(i)), r.get("request", {}))
-                          for i, r in enumerate(requests)],
-                tag=batch_body.get("displayName"), model=f"models/{match.group(1)}",
+                requests=pairs, tag=batch_body.get("displayName"), model=model, tokens=tokens,
             ))  # fmt: skip
             self._send(200, self._gemini_job(batch))
             return
@@ -525,6 +573,13 @@ class _Handler(BaseHTTPRequestHandler):
             metadata["endTime"] = stamp
             metadata["output"] = {"inlinedResponses": {"inlinedResponses": responses}}
         return {"name": batch.id, "metadata": metadata, "done": batch.state != "running"}
+
+
+def _openai_failure(batch: FakeBatch) -> dict[str, Any]:
+    if batch.failure == "token_limit_exceeded":
+        return {"code": "token_limit_exceeded", "message": f"Enqueued token limit reached for "
+                f"{batch.model}: wait for your in-progress batches to complete"}  # fmt: skip
+    return {"code": "invalid", "message": "the input file failed validation"}
 
 
 def _multipart(content_type: str, raw: bytes) -> tuple[str, str, bytes]:

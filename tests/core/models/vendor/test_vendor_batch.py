@@ -393,3 +393,49 @@ async def test_a_wave_past_the_vendors_limits_is_refused_before_sending(
         await client.create(big, await client.upload(big), "too-big")
     assert fake.batches == {} and fake.files == {}
     assert (await client.create(big[:1], await client.upload(big[:1]), "fits")) in fake.batches
+
+
+@pytest.mark.parametrize("scheme", BATCH_VENDORS)
+async def test_the_fake_refuses_a_batch_past_its_enqueued_token_limit_as_the_vendor_does(
+    scheme: str, fake: FakeBatchVendor, clients: dict[str, BatchClient]
+) -> None:
+    fake.enqueued_token_limit = 1000
+    client = clients[scheme]
+    heavy = [
+        BatchRequest(
+            custom_id=f"{prefix}_0",
+            messages=(Message(role="user", content="x" * 2400),),  # about 600 input tokens
+            params=GenerationParams(max_tokens=50),
+        )
+        for prefix in ("first", "second", "third")
+    ]
+    first = await client.create(heavy[:1], await client.upload(heavy[:1]), "first")
+    # A second batch while the first is in flight takes the model past the limit.
+    if scheme == "openai":  # OpenAI creates it, then fails it with token_limit_exceeded
+        second = await client.create(heavy[1:2], await client.upload(heavy[1:2]), "second")
+        assert (await client.status(second)).state == "failed"
+    else:  # Anthropic and Gemini refuse the create call with a 429
+        with pytest.raises(RateLimitedError):
+            await client.create(heavy[1:2], None, "second")
+    assert fake.stats()["rejected"] == 1
+    # Once the first batch has ended its tokens are free again.
+    while (await client.status(first)).state == "pending":
+        pass
+    third = await client.create(heavy[2:], await client.upload(heavy[2:]), "third")
+    assert (await client.status(third)).state == "pending"
+    assert fake.stats()["rejected"] == 1
+
+
+async def test_batch_enqueued_tokens_is_a_positive_whole_number_or_a_config_error(
+    fake: FakeBatchVendor, canary_keys: dict[str, str]
+) -> None:
+    limited = batch_client_for(spec("openai", fake, batch_enqueued_tokens=90_000))
+    unlimited = batch_client_for(spec("google", fake))
+    assert limited.enqueued_tokens == 90_000  # type: ignore[attr-defined]
+    assert unlimited.enqueued_tokens is None  # type: ignore[attr-defined]
+    for built in (limited, unlimited):
+        await built.aclose()  # type: ignore[attr-defined]
+    for bad in (0, -5, 1.5, "lots"):
+        with pytest.raises(ConfigError) as refused:
+            batch_client_for(spec("anthropic", fake, batch_enqueued_tokens=bad))
+        assert "batch_enqueued_tokens" in str(refused.value.field) + str(refused.value)
