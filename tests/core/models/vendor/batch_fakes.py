@@ -1,6 +1,8 @@
 """A fake of the three vendors' batch APIs on 127.0.0.1, speaking each wire protocol over
 real HTTP: OpenAI's files + batches (JSONL input, output and error files), Anthropic's
-message batches (JSONL results) and Gemini's batch jobs (inline requests and responses).
+message batches (JSONL results) and Gemini's batch jobs (inline requests and responses, or
+a JSONL input file sent through the Files API's resumable upload and a responses file read
+back through its download).
 
 Driven by a few knobs: how many status reads a batch takes to end (``polls``; OpenAI's
 batches go validating -> in_progress -> finalizing -> completed on the way), and a
@@ -72,7 +74,7 @@ class FakeBatch:
     polls: int = 0
     state: str = "running"  # running, ended, expired, failed
     results: dict[str, tuple[str, dict[str, Any] | None]] = field(default_factory=dict)
-    input_file_id: str = ""
+    input_file_id: str = ""  # OpenAI's input file; Gemini's when its requests came in a file
     output_file_id: str | None = None
     error_file_id: str | None = None
     tokens: int = 0  # enqueued (input) tokens
@@ -91,6 +93,7 @@ class FakeBatchVendor:
     reply_fn: Callable[[str], str] = echo
     batches: dict[str, FakeBatch] = field(default_factory=dict)
     files: dict[str, bytes] = field(default_factory=dict)
+    uploads: dict[str, dict[str, Any]] = field(default_factory=dict)  # Gemini's, under way
     billed: dict[str, int] = field(default_factory=dict)  # custom_id -> times billed
     input_tokens: int = 0  # billed tokens
     output_tokens: int = 0
@@ -249,10 +252,15 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length") or 0)
         return self.rfile.read(length) if length else b""
 
-    def _send(self, status: int, payload: Any, content_type: str = "application/json") -> None:
+    def _send(
+        self, status: int, payload: Any, content_type: str = "application/json",
+        headers: dict[str, str] | None = None,
+    ) -> None:  # fmt: skip
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("content-type", content_type)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("content-length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -291,10 +299,16 @@ class _Handler(BaseHTTPRequestHandler):
         if path == "/_fake/stats":
             self._send(200, self.vendor.stats())
             return
+        if re.fullmatch(r"/upload/v1(beta)?/files", path) and "upload_id" in query:
+            # A resumable upload's chunks go to the URL the start call returned, without
+            # the key (as the SDK sends them): the upload id is the credential.
+            self._gemini_upload_chunk(query["upload_id"][0], raw)
+            return
         # The vendors share paths (/v1/batches): the key's header says who is calling.
         if "x-goog-api-key" in self.headers:
             if self._authorized(GeminiDialect()):
-                self._gemini(method, re.sub(r"^/v1(beta)?/", "/v1beta/", path), query, raw)
+                path = re.sub(r"^(/upload|/download)?/v1(beta)?/", r"\1/v1beta/", path)
+                self._gemini(method, path, query, raw)
             return
         if "x-api-key" in self.headers or "anthropic-version" in self.headers:
             if self._authorized(AnthropicDialect()):
@@ -508,15 +522,70 @@ class _Handler(BaseHTTPRequestHandler):
 
     _RPC: dict[int, int] = {400: 3, 401: 16, 429: 8, 500: 13, 503: 14, 529: 14}  # noqa: RUF012
 
+    def _gemini_upload_chunk(self, upload_id: str, raw: bytes) -> None:
+        fake = self.vendor
+        with fake._lock:
+            pending = fake.uploads.get(upload_id)
+            if pending is None:
+                self._send(404, GeminiDialect().error(404, "no such upload"))
+                return
+            pending["data"] += raw
+            command = self.headers.get("x-goog-upload-command", "")
+            if "finalize" not in command:
+                self._send(200, b"", headers={"x-goog-upload-status": "active"})
+                return
+            del fake.uploads[upload_id]
+            name = pending["name"]
+            fake.files[name] = bytes(pending["data"])
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        self._send(200, {"file": {
+            "name": name, "displayName": pending["display"], "mimeType": pending["mime"],
+            "sizeBytes": str(len(fake.files[name])), "createTime": stamp, "state": "ACTIVE",
+            "source": "UPLOADED",
+        }}, headers={"x-goog-upload-status": "final"})  # fmt: skip
+
     def _gemini(self, method: str, path: str, query: dict[str, list[str]], raw: bytes) -> None:
         fake = self.vendor
         dialect = GeminiDialect()
+        if method == "POST" and path == "/upload/v1beta/files":
+            if "start" not in self.headers.get("x-goog-upload-command", ""):
+                self._send(400, dialect.error(400, "expected a resumable upload start"))
+                return
+            described = (json.loads(raw) if raw else {}).get("file", {})
+            upload_id = fake.new_id("up")
+            fake.uploads[upload_id] = {
+                "name": fake.new_id("files/in-"), "data": bytearray(),
+                "display": described.get("displayName"), "mime": described.get("mimeType"),
+            }  # fmt: skip
+            location = f"{fake.url}/upload/v1beta/files?upload_id={upload_id}"
+            self._send(200, {}, headers={"x-goog-upload-url": location,
+                                         "x-goog-upload-status": "active"})  # fmt: skip
+            return
+        match = re.fullmatch(r"/v1beta/(files/[^/:]+):download", path)
+        if method == "GET" and match:
+            data = fake.files.get(match.group(1))
+            if data is None:
+                self._send(404, dialect.error(404, "no such file"))
+            else:
+                self._send(200, data, "application/octet-stream")
+            return
         match = re.fullmatch(r"/v1beta/models/([^/:]+):batchGenerateContent", path)
         if method == "POST" and match:
             batch_body = json.loads(raw).get("batch", {})
-            requests = batch_body.get("inputConfig", {}).get("requests", {}).get("requests", [])
-            pairs = [((r.get("metadata") or {}).get("key", str(i)), r.get("request", {}))
-                     for i, r in enumerate(requests)]  # fmt: skip
+            source = batch_body.get("inputConfig", {})
+            file_name = source.get("fileName")
+            if file_name is not None:
+                data = fake.files.get(file_name)
+                if data is None:
+                    self._send(404, dialect.error(404, f"no such input file {file_name}"))
+                    return
+                lines = [json.loads(line) for line in data.decode().splitlines() if line.strip()]
+                pairs = [(str(line.get("key", i)), line.get("request", {}))
+                         for i, line in enumerate(lines)]  # fmt: skip
+            else:
+                requests = source.get("requests", {}).get("requests", [])
+                pairs = [((r.get("metadata") or {}).get("key", str(i)), r.get("request", {}))
+                         for i, r in enumerate(requests)]  # fmt: skip
             model = f"models/{match.group(1)}"
             tokens = fake.admit("google", model, pairs)
             if tokens < 0:
@@ -525,6 +594,7 @@ class _Handler(BaseHTTPRequestHandler):
             batch = fake.add(FakeBatch(
                 id=fake.new_id("batches/"), vendor="google", created=time.time(),
                 requests=pairs, tag=batch_body.get("displayName"), model=model, tokens=tokens,
+                input_file_id=file_name or "",
             ))  # fmt: skip
             self._send(200, self._gemini_job(batch))
             return
@@ -563,15 +633,24 @@ class _Handler(BaseHTTPRequestHandler):
                 if custom_id not in batch.results:
                     continue
                 fault, reply = batch.results[custom_id]
+                item: dict[str, Any]
                 if reply is not None:
-                    responses.append({"response": reply, "metadata": {"key": custom_id}})
+                    item = {"response": reply}
                 else:
                     status = int(fault)
-                    responses.append({"error": {"code": self._RPC.get(status, 13),
-                                                "message": f"fault {fault}"},
-                                      "metadata": {"key": custom_id}})  # fmt: skip
+                    item = {"error": {"code": self._RPC.get(status, 13),
+                                      "message": f"fault {fault}"}}  # fmt: skip
+                responses.append((custom_id, item))
             metadata["endTime"] = stamp
-            metadata["output"] = {"inlinedResponses": {"inlinedResponses": responses}}
+            if batch.input_file_id:  # requests came in a file: responses go in one
+                if batch.output_file_id is None:
+                    batch.output_file_id = self.vendor.new_id("files/out-")
+                    lines = [json.dumps({"key": k, **item}) for k, item in responses]
+                    self.vendor.files[batch.output_file_id] = ("\n".join(lines) + "\n").encode()
+                metadata["output"] = {"responsesFile": batch.output_file_id}
+            else:
+                metadata["output"] = {"inlinedResponses": {"inlinedResponses": [
+                    {**item, "metadata": {"key": k}} for k, item in responses]}}  # fmt: skip
         return {"name": batch.id, "metadata": metadata, "done": batch.state != "running"}
 
 

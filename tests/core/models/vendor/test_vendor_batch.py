@@ -439,3 +439,85 @@ async def test_batch_enqueued_tokens_is_a_positive_whole_number_or_a_config_erro
         with pytest.raises(ConfigError) as refused:
             batch_client_for(spec("anthropic", fake, batch_enqueued_tokens=bad))
         assert "batch_enqueued_tokens" in str(refused.value.field) + str(refused.value)
+
+
+@pytest.fixture
+def gemini_file(clients: dict[str, BatchClient]) -> BatchClient:
+    """Gemini's client with every wave above the inline size: through the Files API."""
+    client = clients["google"]
+    client.inline_bytes = 0  # type: ignore[attr-defined]
+    return client
+
+
+async def test_a_large_gemini_wave_goes_as_a_jsonl_file_and_its_results_come_back_in_one(
+    fake: FakeBatchVendor, gemini_file: BatchClient, clients: dict[str, BatchClient]
+) -> None:
+    requests = wave(6)
+    file_id = await gemini_file.upload(requests)
+    assert file_id is not None and file_id.startswith("files/") and file_id in fake.files
+    lines = [json.loads(line) for line in fake.files[file_id].decode().splitlines()]
+    assert [line["key"] for line in lines] == [r.custom_id for r in requests]
+    batch_id = await gemini_file.create(requests, file_id, "file-wave")
+    batch = fake.batches[batch_id]
+    assert batch.input_file_id == file_id and batch.tag == "file-wave"
+    # Each line holds the request the inline path would have sent, byte for byte.
+    inline = batch_client_for(spec("google", fake))
+    try:
+        await inline.create(requests, await inline.upload(requests), "inline-wave")
+    finally:
+        await inline.aclose()  # type: ignore[attr-defined]
+    inlined = next(b for b in fake.batches.values() if b.tag == "inline-wave")
+    assert batch.requests == inlined.requests
+    while (await gemini_file.status(batch_id)).state == "pending":
+        pass
+    assert fake.batches[batch_id].output_file_id in fake.files  # a responses file, not inline
+    results = by_id(await gemini_file.results(batch_id))
+    assert sorted(results) == [r.custom_id for r in requests]
+    for i, request in enumerate(requests):
+        reply = results[request.custom_id].reply
+        assert reply is not None and reply.text == f"echo: question number {i}"
+        assert reply.cost_usd is not None and reply.cost_usd > 0
+    assert await gemini_file.find("file-wave") == batch_id
+
+
+async def test_a_gemini_file_wave_s_errors_are_a_direct_call_s_and_expiry_keeps_the_rest(
+    fake: FakeBatchVendor, gemini_file: BatchClient
+) -> None:
+    fake.chooser = lambda _custom_id, index: FATES[index]
+    batch_id = await run_to_end(gemini_file, wave(6), "mixed-file")
+    errors = {cid: r.error for cid, r in by_id(await gemini_file.results(batch_id)).items()}
+    assert len(errors) == 6
+    assert isinstance(errors["req_000"], BadRequestError) and not errors["req_000"].retryable
+    assert isinstance(errors["req_001"], RateLimitedError) and errors["req_001"].retryable
+    assert isinstance(errors["req_002"], ServerError) and errors["req_002"].retryable
+    assert isinstance(errors["req_003"], ContentRefusedError)
+    assert errors["req_004"] is None
+    assert isinstance(errors["req_005"], OverloadedError)
+    assert sorted(fake.billed) == ["req_003", "req_004"]
+
+    fake.billed.clear()
+    fake.chooser = lambda _custom_id, index: "expire" if index % 2 else "ok"
+    late = await run_to_end(gemini_file, wave(6, prefix="late"), "late-file")
+    assert (await gemini_file.status(late)).state == "expired"
+    results = by_id(await gemini_file.results(late))
+    assert sorted(results) == ["late_000", "late_002", "late_004"]
+    assert all(r.reply is not None for r in results.values())
+    assert sorted(fake.billed) == ["late_000", "late_002", "late_004"]
+
+    fake.fail_batch = True
+    broken = await run_to_end(gemini_file, wave(2, prefix="broken"), "broken-file")
+    assert (await gemini_file.status(broken)).state == "failed"
+    assert await gemini_file.results(broken) == []
+
+
+async def test_a_gemini_wave_past_the_file_limit_is_refused_before_uploading(
+    fake: FakeBatchVendor, gemini_file: BatchClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(type(gemini_file), "max_bytes", 2000)
+    big = [
+        BatchRequest(f"big_{i}", (Message(role="user", content="x" * 500),), GenerationParams())
+        for i in range(5)
+    ]
+    with pytest.raises(BadRequestError, match="smaller waves"):
+        await gemini_file.upload(big)
+    assert fake.files == {} and fake.batches == {}

@@ -205,3 +205,28 @@ def test_a_bad_batch_enqueued_tokens_exits_2_naming_the_field(
     result = CliRunner().invoke(main, ["run", str(toml), "--db", str(db)])
     assert result.exit_code == 2, result.output
     assert "batch_enqueued_tokens" in result.output and not db.exists()
+
+
+def test_a_gemini_campaign_through_input_files_equals_the_direct_one(
+    vendor: FakeVendor, canary_keys: dict[str, str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """Every wave over the inline size (made 0 here) goes as a JSONL file through the Files
+    API and is read back from its responses file: same transcripts, paid once."""
+    from harness.models.providers._google_batch import GeminiBatchClient
+
+    monkeypatch.setattr(GeminiBatchClient, "inline_bytes", 0)
+    run(campaign("google", vendor.url, "direct"), tmp_path / "d.db")
+    fake = FakeBatchVendor(polls=2).start()
+    try:
+        run(campaign("google", fake.url, "batch"), tmp_path / "b.db")
+        stats = fake.stats()
+        inputs = [name for name in fake.files if name.startswith("files/in-")]
+        batches = list(fake.batches.values())
+    finally:
+        fake.stop()
+    assert transcripts(tmp_path / "d.db") == transcripts(tmp_path / "b.db")
+    assert batches and all(b.input_file_id in inputs and b.output_file_id for b in batches)
+    assert stats["billed_twice"] == []
+    assert stats["billed_requests"] == len(replies(tmp_path / "b.db"))
+    assert not verify_log(tmp_path / "b.db").differences
