@@ -9,11 +9,12 @@ reply (or the error a direct call would have raised), so a case's next step join
 wave and a 3-turn relation takes about 3 waves.
 
 What the log records of a wave, as `Note` events of the campaign (case id ""):
-``batch.wave`` (its tag and every request's ``custom_id``, the request key) before the
-upload; ``batch.submitted`` (the vendor's file and batch ids) once created;
+``batch.wave`` (its tag, every request's ``custom_id``, the request key, and the time it
+was queued) before the upload; ``batch.submitted`` (the vendor's file and batch ids) once created;
 ``batch.ended`` (its state and counts) when it ends. A resumed run reads them back
 (`known_waves`): a re-sent turn whose request is in a known wave re-attaches to that batch
-(found by its tag when its id was never recorded) instead of paying for it again; a
+(found by its tag when its id was never recorded, or by its requests for a vendor that
+keeps no tag) instead of paying for it again; a
 finished batch's results are ingested once, because a turn with a recorded reply is never
 asked again; a request the batch left without a result is sent in a new wave.
 """
@@ -55,6 +56,9 @@ class WaveQueued(_NoteData):
     tag: str
     model: str
     custom_ids: list[str]
+    # When it was queued (unix time; absent in older logs): a vendor that keeps no tag looks
+    # for the wave's batch among those created since (`find_by_requests`).
+    queued_at: float | None = None
 
 
 class WaveSubmitted(_NoteData):
@@ -87,6 +91,7 @@ class KnownWave:
     file_id: str | None = None
     batch_id: str | None = None
     state: str | None = None  # None: not recorded as ended
+    queued_at: float | None = None
 
 
 def known_waves(notes: Iterable[Note]) -> dict[str, KnownWave]:
@@ -95,7 +100,9 @@ def known_waves(notes: Iterable[Note]) -> dict[str, KnownWave]:
     for note in notes:
         if note.topic == WAVE_TOPIC:
             queued = WaveQueued.model_validate(note.data)
-            waves[queued.tag] = KnownWave(queued.tag, queued.model, tuple(queued.custom_ids))
+            waves[queued.tag] = KnownWave(
+                queued.tag, queued.model, tuple(queued.custom_ids), queued_at=queued.queued_at
+            )
         elif note.topic == SUBMITTED_TOPIC:
             submitted = WaveSubmitted.model_validate(note.data)
             if (wave := waves.get(submitted.tag)) is not None:
@@ -182,6 +189,11 @@ class BatchModel:
                 for custom_id in wave.custom_ids:
                     self._known[custom_id] = wave
         self._attached: set[str] = set()
+        # Every batch id of this model the log or this run knows: a batch found by its
+        # requests is never one of them.
+        self._batch_ids = {
+            w.batch_id for w in (known or {}).values() if w.model == self.name and w.batch_id
+        }
         self._kept: dict[str, tuple[BatchResult, str]] = {}
         # The vendor's limit on tokens enqueued in batches in flight (the client's
         # ``enqueued_tokens``, from the model's ``batch_enqueued_tokens`` option; None: no
@@ -328,18 +340,21 @@ class BatchModel:
         ids = [r.custom_id for r in requests]
         self.progress[tag] = WaveProgress(tag, len(ids), time.monotonic())
         try:
+            queued_at = time.time()
             await self.recorder.record(
-                WAVE_TOPIC, WaveQueued(tag=tag, model=self.name, custom_ids=ids)
+                WAVE_TOPIC,
+                WaveQueued(tag=tag, model=self.name, custom_ids=ids, queued_at=queued_at),
             )
             file_id = await self.client.upload(requests)
             try:
                 batch_id = await self.client.create(requests, file_id, tag)
             except ModelError:
                 # The vendor may have created it before the error reached us: never twice.
-                found = await self.client.find(tag)
+                found = await self._find(tag, ids, queued_at)
                 if found is None:
                     raise
                 batch_id = found
+            self._batch_ids.add(batch_id)
             submitted = WaveSubmitted(tag=tag, model=self.name, file_id=file_id, batch_id=batch_id)
             await self.recorder.record(SUBMITTED_TOPIC, submitted)
             await self._follow(tag, batch_id, ids, ended=None)
@@ -364,7 +379,7 @@ class BatchModel:
         try:
             batch_id = wave.batch_id
             if batch_id is None:
-                batch_id = await self.client.find(wave.tag)
+                batch_id = await self._find(wave.tag, ids, wave.queued_at)
                 if batch_id is None:  # never created: its requests go in a new wave
                     for custom_id in ids:
                         waiting = self._waiting.get(custom_id)
@@ -383,6 +398,7 @@ class BatchModel:
                     tag=wave.tag, model=self.name, file_id=wave.file_id, batch_id=batch_id
                 )
                 await self.recorder.record(SUBMITTED_TOPIC, submitted)
+                self._batch_ids.add(batch_id)
             await self._follow(wave.tag, batch_id, ids, ended=wave.state)
         except asyncio.CancelledError:
             raise
@@ -390,6 +406,15 @@ class BatchModel:
             self._fail(ids, wave.tag, exc)
         finally:
             self.progress.pop(wave.tag, None)
+
+    async def _find(self, tag: str, ids: list[str], queued_at: float | None) -> str | None:
+        """The batch of a wave whose id was never recorded: by its tag, or, for a vendor
+        that keeps none (``find_by_requests``), by the requests it holds."""
+        by_requests = getattr(self.client, "find_by_requests", None)
+        if by_requests is None or queued_at is None:
+            return await self.client.find(tag)
+        found: str | None = await by_requests(tag, ids, queued_at, frozenset(self._batch_ids))
+        return found
 
     async def _follow(self, tag: str, batch_id: str, ids: list[str], ended: str | None) -> None:
         """Poll the batch until it ends (with backoff), record its end, hand out results."""

@@ -5,6 +5,7 @@ each step, re-attaching to the batches a log knows, errors as a direct call's, t
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -446,3 +447,75 @@ async def test_a_request_over_the_limit_on_its_own_fails_as_a_bad_request() -> N
     assert "batch_enqueued_tokens" in str(results[1]) and not results[1].retryable
     # Only the small request was ever sent.
     assert [len(r) for _, r in client.batches.values()] == [1]
+
+
+@dataclass
+class UntaggedClient(Client):
+    """A vendor that keeps no tag (Anthropic): `find` never finds; `find_by_requests` finds a
+    batch holding exactly the requests, that the log does not already know."""
+
+    asked: list[tuple[str, frozenset[str], float, frozenset[str]]] = field(default_factory=list)
+
+    async def find(self, tag: str) -> str | None:
+        self.journal.append("find")
+        return None
+
+    async def find_by_requests(
+        self, tag: str, custom_ids: Sequence[str], queued_at: float, known: frozenset[str]
+    ) -> str | None:
+        self.journal.append("find_by_requests")
+        wanted = frozenset(custom_ids)
+        self.asked.append((tag, wanted, queued_at, known))
+        return next(
+            (
+                b
+                for b, (_, requests) in self.batches.items()
+                if b not in known and {r.custom_id for r in requests} == wanted
+            ),
+            None,
+        )
+
+
+async def test_a_lost_id_is_found_by_the_requests_when_the_vendor_keeps_no_tag() -> None:
+    journal: list[str] = []
+    client = UntaggedClient(journal)
+    messages, params = ask("lost id")
+    key = request_key("m", messages, params)
+    client.batches["b0"] = ("", [BatchRequest(key, tuple(messages), params)])
+    client.batches["b1"] = ("", [BatchRequest("other", tuple(messages), params)])
+    known = {
+        "lost": KnownWave("lost", "m", (key,), queued_at=1000.0),
+        "done": KnownWave("done", "m", ("other",), batch_id="b1", state="ended"),
+    }
+    model, store = batch_model(client, journal, **known)
+    reply = await asyncio.wait_for(model.complete(messages, params), timeout=5)
+    assert reply.text == "di tsol" and len(client.batches) == 2  # nothing sent again
+    ((tag, wanted, queued_at, known_ids),) = client.asked
+    assert (tag, wanted, queued_at, known_ids) == ("lost", {key}, 1000.0, {"b1"})
+    submitted = next(e.event for e in store.events if isinstance(e.event, Note))
+    assert submitted.topic == "batch.submitted" and submitted.data["batch_id"] == "b0"
+
+
+async def test_an_older_log_without_the_queued_time_is_looked_up_by_tag_only() -> None:
+    journal: list[str] = []
+    client = UntaggedClient(journal)
+    messages, params = ask("old log")
+    key = request_key("m", messages, params)
+    client.batches["b0"] = ("", [BatchRequest(key, tuple(messages), params)])
+    model, _ = batch_model(client, journal, wave=KnownWave("old", "m", (key,)))
+    reply = await asyncio.wait_for(model.complete(messages, params), timeout=5)
+    # Not found by tag: its requests go in a new wave (the behaviour before queued_at).
+    assert reply.text == "gol dlo" and journal[0] == "find" and not client.asked
+    assert len(client.batches) == 2
+
+
+async def test_a_wave_s_note_records_when_it_was_queued() -> None:
+    journal: list[str] = []
+    client = Client(journal)
+    model, store = batch_model(client, journal, WHOLE)
+    before = time.time()
+    await asyncio.wait_for(
+        asyncio.gather(*(model.complete(*ask(t)) for t in ("a", "b", "c"))), timeout=5
+    )
+    (wave,) = known_waves(e.event for e in store.events if isinstance(e.event, Note)).values()
+    assert wave.queued_at is not None and before <= wave.queued_at <= time.time()

@@ -312,7 +312,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if "x-api-key" in self.headers or "anthropic-version" in self.headers:
             if self._authorized(AnthropicDialect()):
-                self._anthropic(method, path, raw)
+                self._anthropic(method, path, query, raw)
             return
         if path.startswith("/v1/"):
             if self._authorized(OpenAIDialect()):
@@ -443,7 +443,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     # --- Anthropic: message batches --------------------------------------------------------
 
-    def _anthropic(self, method: str, path: str, raw: bytes) -> None:
+    def _anthropic(self, method: str, path: str, query: dict[str, list[str]], raw: bytes) -> None:
         fake = self.vendor
         dialect = AnthropicDialect()
         if method == "POST" and path == "/v1/messages/batches":
@@ -465,6 +465,19 @@ class _Handler(BaseHTTPRequestHandler):
                 created=time.time(), model=model, tokens=tokens,
             ))  # fmt: skip
             self._send(200, self._anthropic_batch(batch))
+            return
+        if method == "GET" and path == "/v1/messages/batches":
+            listed = sorted((b for b in fake.batches.values() if b.vendor == "anthropic"),
+                            key=lambda b: b.id, reverse=True)  # fmt: skip
+            after = query.get("after_id", [None])[0]
+            if after:
+                listed = [b for b in listed if b.id < after]
+            limit = int(query.get("limit", ["20"])[0])
+            page = listed[:limit]
+            self._send(200, {"data": [self._anthropic_batch(b) for b in page],
+                             "has_more": len(listed) > limit,
+                             "first_id": page[0].id if page else None,
+                             "last_id": page[-1].id if page else None})  # fmt: skip
             return
         match = re.fullmatch(r"/v1/messages/batches/([^/]+)(/results)?", path)
         if method == "GET" and match and match.group(1) in fake.batches:

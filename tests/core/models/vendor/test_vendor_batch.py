@@ -521,3 +521,59 @@ async def test_a_gemini_wave_past_the_file_limit_is_refused_before_uploading(
     with pytest.raises(BadRequestError, match="smaller waves"):
         await gemini_file.upload(big)
     assert fake.files == {} and fake.batches == {}
+
+
+async def finish(client: BatchClient, batch_id: str) -> None:
+    while (await client.status(batch_id)).state == "pending":
+        pass
+
+
+async def test_anthropic_finds_a_batch_by_its_requests_and_verifies_it_by_their_ids(
+    fake: FakeBatchVendor, clients: dict[str, BatchClient]
+) -> None:
+    import time
+
+    from harness.models.providers._anthropic_batch import AnthropicBatchClient
+
+    client = clients["anthropic"]
+    assert isinstance(client, AnthropicBatchClient)
+    queued_at = time.time()
+    ours = wave(3, prefix="ours")
+    ids = [r.custom_id for r in ours]
+    made = await client.create(ours, None, "lost-id")  # created; its id never recorded
+    # Still in progress: adopted provisionally, its id marked with the wave's ids' digest.
+    found = await client.find_by_requests("lost-id", ids, queued_at, known=())
+    assert found is not None and found.startswith(made + "#ids=")
+    # Another wave's provisional adoption of the same batch does not hide it: digests decide.
+    other = made + "#ids=" + "0" * 32
+    assert await client.find_by_requests("lost-id", ids, queued_at, known=(other,)) == found
+    await finish(client, found)
+    assert sorted(r.custom_id for r in await client.results(found)) == ids
+    # Ended: adopted only when its results hold exactly the wave's custom_ids.
+    assert await client.find_by_requests("lost-id", ids, queued_at, known=()) == made
+    assert await client.find_by_requests("lost-id", ids, queued_at, known=(made,)) is None
+    assert await client.find_by_requests("x", [*ids[:2], "other_1"], queued_at, ()) is None
+    # A batch created long before the wave was queued is never a candidate.
+    assert await client.find_by_requests("lost-id", ids, queued_at + 3600, known=()) is None
+    assert fake.stats()["billed_requests"] == 3
+
+
+async def test_anthropic_never_ingests_a_provisional_batch_that_is_not_the_wave_s(
+    fake: FakeBatchVendor, clients: dict[str, BatchClient]
+) -> None:
+    import time
+
+    client = clients["anthropic"]
+    queued_at = time.time()
+    # Someone else's batch with as many requests, in progress: the only candidate.
+    other = await client.create(wave(3, prefix="theirs"), None, "theirs")
+    ids = [r.custom_id for r in wave(3, prefix="ours")]
+    found = await client.find_by_requests("lost", ids, queued_at, known=())  # type: ignore[attr-defined]
+    assert found is not None and found.startswith(other + "#ids=")
+    await finish(client, found)
+    assert await client.results(found) == []  # none of its results is ours: none ingested
+    assert len(await client.results(other)) == 3  # (they are there for their owner)
+    # Two candidates in progress cannot be told apart: none is adopted.
+    await client.create(wave(3, prefix="a"), None, "a")
+    await client.create(wave(3, prefix="b"), None, "b")
+    assert await client.find_by_requests("lost", ids, queued_at, known=()) is None  # type: ignore[attr-defined]
