@@ -9,11 +9,12 @@ reply (or the error a direct call would have raised), so a case's next step join
 wave and a 3-turn relation takes about 3 waves.
 
 What the log records of a wave, as `Note` events of the campaign (case id ""):
-``batch.wave`` (its tag and every request's ``custom_id``, the request key) before the
-upload; ``batch.submitted`` (the vendor's file and batch ids) once created;
+``batch.wave`` (its tag, every request's ``custom_id``, the request key, and the time it
+was queued) before the upload; ``batch.submitted`` (the vendor's file and batch ids) once created;
 ``batch.ended`` (its state and counts) when it ends. A resumed run reads them back
 (`known_waves`): a re-sent turn whose request is in a known wave re-attaches to that batch
-(found by its tag when its id was never recorded) instead of paying for it again; a
+(found by its tag when its id was never recorded, or by its requests for a vendor that
+keeps no tag) instead of paying for it again; a
 finished batch's results are ingested once, because a turn with a recorded reply is never
 asked again; a request the batch left without a result is sent in a new wave.
 """
@@ -32,11 +33,16 @@ from pydantic import BaseModel, ConfigDict
 
 import harness.models.sim_batch  # noqa: F401  (registers the sim's batch client)
 from harness.models.batch import BatchClient, BatchRequest, BatchResult, BatchStatus
-from harness.models.gates import CallGate
+from harness.models.gates import CallGate, estimate_tokens
 from harness.running.campaign import BatchOptions
 from harness.store.protocol import EventSink
 from harness.store.writer import PendingEvent
-from harness.vocabulary.errors import BatchUnansweredError, ConcurrencyError, ModelError
+from harness.vocabulary.errors import (
+    BadRequestError,
+    BatchUnansweredError,
+    ConcurrencyError,
+    ModelError,
+)
 from harness.vocabulary.events import Note
 from harness.vocabulary.model import GenerationParams, Message, Model, Reply, request_key
 
@@ -59,6 +65,9 @@ class WaveQueued(_NoteData):
     tag: str
     model: str
     custom_ids: list[str]
+    # When it was queued (unix time; absent in older logs): a vendor that keeps no tag looks
+    # for the wave's batch among those created since (`find_by_requests`).
+    queued_at: float | None = None
 
 
 class WaveSubmitted(_NoteData):
@@ -92,6 +101,7 @@ class KnownWave:
     batch_id: str | None = None
     state: str | None = None  # None: not recorded as ended
     owner: str | None = None  # the worker that queued it (PostgreSQL)
+    queued_at: float | None = None
 
 
 def known_waves(notes: Iterable[Note]) -> dict[str, KnownWave]:
@@ -101,7 +111,11 @@ def known_waves(notes: Iterable[Note]) -> dict[str, KnownWave]:
         if note.topic == WAVE_TOPIC:
             queued = WaveQueued.model_validate(note.data)
             waves[queued.tag] = KnownWave(
-                queued.tag, queued.model, tuple(queued.custom_ids), owner=queued.owner
+                queued.tag,
+                queued.model,
+                tuple(queued.custom_ids),
+                owner=queued.owner,
+                queued_at=queued.queued_at,
             )
         elif note.topic == SUBMITTED_TOPIC:
             submitted = WaveSubmitted.model_validate(note.data)
@@ -215,11 +229,23 @@ class BatchModel:
                 for custom_id in wave.custom_ids:
                     self._known[custom_id] = wave
         self._attached: set[str] = set()
+        # Every batch id of this model the log or this run knows: a batch found by its
+        # requests is never one of them.
+        self._batch_ids = {
+            w.batch_id for w in (known or {}).values() if w.model == self.name and w.batch_id
+        }
         self._kept: dict[str, tuple[BatchResult, str]] = {}
         self._refresh = refresh
         self._live_owners = live_owners
         self._seen: set[str] = set((known or {}).keys())  # waves read from the log
         self._own: set[str] = set()  # waves this model queued
+        # The vendor's limit on tokens enqueued in batches in flight (the client's
+        # ``enqueued_tokens``, from the model's ``batch_enqueued_tokens`` option; None: no
+        # limit). Each request counts its worst case, as the budget reserves it; a wave is cut
+        # to what fits and the rest is held until a batch in flight ends.
+        self.enqueued_limit: int | None = getattr(client, "enqueued_tokens", None)
+        self._in_flight: dict[str, int] = {}  # tag -> tokens of a batch sent, not yet ended
+        self._held = False  # requests wait in the queue for a batch in flight to end
         self.progress: dict[str, WaveProgress] = {}
         self.waves_sent = 0
 
@@ -252,6 +278,7 @@ class BatchModel:
         return self._tags.pop(custom_id, None)
 
     async def aclose(self) -> None:
+        self._held = False  # nothing is sent any more, even if a cancelled batch frees room
         for task in [*self._tasks, *([self._timer] if self._timer else [])]:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -276,8 +303,49 @@ class BatchModel:
         self._queue.append(request)
         if len(self._queue) >= self.options.wave_size:
             self._flush()
-        elif self._timer is None:
+        elif self._timer is None and not self._held:
             self._timer = asyncio.create_task(self._flush_when_old(), name=f"wave-age-{self.name}")
+
+    def enqueued(self) -> int:
+        """The tokens (worst case) of the batches in flight, as the limit counts them."""
+        return sum(self._in_flight.values())
+
+    def _take(self) -> list[BatchRequest]:
+        """The queued requests of the next wave: up to ``wave_size``, and, under an enqueued
+        token limit, only as many (in queue order) as fit beside the batches in flight; the
+        rest stay queued (held) until one of them ends. A request whose worst case alone is
+        over the limit can never be sent: its call fails as a bad request."""
+        limit = self.enqueued_limit
+        size = self.options.wave_size
+        if limit is None:
+            whole, self._queue = self._queue[:size], self._queue[size:]
+            return whole
+        room = limit - self.enqueued()
+        wave: list[BatchRequest] = []
+        rest: list[BatchRequest] = []
+        for request in self._queue:
+            tokens = _worst_case(request)
+            if tokens > limit:
+                self._deliver(
+                    BatchResult(
+                        request.custom_id,
+                        None,
+                        BadRequestError(
+                            f"this request's worst case ({tokens} tokens: its input and "
+                            f"max_tokens) is over {self.name}'s batch_enqueued_tokens "
+                            f"({limit}): raise the option or lower max_tokens"
+                        ),
+                    ),
+                    None,
+                )
+            elif len(wave) < size and tokens <= room:
+                wave.append(request)
+                room -= tokens
+            else:
+                rest.append(request)
+        self._queue = rest
+        self._held = bool(rest)
+        return wave
 
     async def _flush_when_old(self) -> None:
         await asyncio.sleep(self.options.wave_age_s)
@@ -288,14 +356,25 @@ class BatchModel:
         if self._timer is not None and self._timer is not asyncio.current_task():
             self._timer.cancel()
         self._timer = None
-        requests, self._queue = self._queue, []
+        requests = self._take()
         if requests:
             self.waves_sent += 1
             tag = f"{self.recorder.campaign_id}-{uuid.uuid4().hex[:12]}"
             self._own.add(tag)
             for request in requests:
                 self._wave_of[request.custom_id] = tag
+            if self.enqueued_limit is not None:
+                self._in_flight[tag] = sum(_worst_case(r) for r in requests)
             self._spawn(self._send(tag, requests), tag)
+        if self._queue and not self._held and self._timer is None:
+            # More than a wave was queued: the rest goes at its own size or age.
+            self._timer = asyncio.create_task(self._flush_when_old(), name=f"wave-age-{self.name}")
+
+    def _landed(self, tag: str) -> None:
+        """A batch is no longer in flight (ended, or never sent): its tokens free room for
+        the requests held for it."""
+        if self._in_flight.pop(tag, None) is not None and self._held:
+            self._flush()
 
     def _spawn(self, work: object, tag: str) -> None:
         task: asyncio.Task[None] = asyncio.create_task(work, name=f"batch-{tag}")  # type: ignore[arg-type]
@@ -345,24 +424,32 @@ class BatchModel:
                 raise
             except BaseException as exc:
                 self._fail([r.custom_id for r in requests], tag, exc)
+                self._landed(tag)
                 return
             if not requests:
+                self._landed(tag)
                 return
+            if tag in self._in_flight:
+                # Requests another worker's batch holds are not enqueued again by this one.
+                self._in_flight[tag] = sum(_worst_case(r) for r in requests)
         ids = [r.custom_id for r in requests]
         self.progress[tag] = WaveProgress(tag, len(ids), time.monotonic())
         try:
+            queued_at = time.time()
             await self.recorder.record(
-                WAVE_TOPIC, WaveQueued(tag=tag, model=self.name, custom_ids=ids)
+                WAVE_TOPIC,
+                WaveQueued(tag=tag, model=self.name, custom_ids=ids, queued_at=queued_at),
             )
             file_id = await self.client.upload(requests)
             try:
                 batch_id = await self.client.create(requests, file_id, tag)
             except ModelError:
                 # The vendor may have created it before the error reached us: never twice.
-                found = await self.client.find(tag)
+                found = await self._find(tag, ids, queued_at)
                 if found is None:
                     raise
                 batch_id = found
+            self._batch_ids.add(batch_id)
             submitted = WaveSubmitted(tag=tag, model=self.name, file_id=file_id, batch_id=batch_id)
             await self.recorder.record(SUBMITTED_TOPIC, submitted)
             await self._follow(tag, batch_id, ids, ended=None)
@@ -372,6 +459,7 @@ class BatchModel:
             self._fail(ids, tag, exc)
         finally:
             self.progress.pop(tag, None)
+            self._landed(tag)
 
     def _reattach(self, wave: KnownWave) -> None:
         """Follow a batch the log knows (once), for a request a resumed run sends again."""
@@ -394,7 +482,7 @@ class BatchModel:
                 if fresh is not None and fresh.batch_id is not None:
                     batch_id, ended = fresh.batch_id, fresh.state
             if batch_id is None:
-                batch_id = await self.client.find(wave.tag)
+                batch_id = await self._find(wave.tag, ids, wave.queued_at)
                 if batch_id is None:  # never created: its requests go in a new wave
                     for custom_id in ids:
                         waiting = self._waiting.get(custom_id)
@@ -413,6 +501,7 @@ class BatchModel:
                     tag=wave.tag, model=self.name, file_id=wave.file_id, batch_id=batch_id
                 )
                 await self.recorder.record(SUBMITTED_TOPIC, submitted)
+            self._batch_ids.add(batch_id)
             await self._follow(wave.tag, batch_id, ids, ended=ended)
         except asyncio.CancelledError:
             raise
@@ -420,6 +509,22 @@ class BatchModel:
             self._fail(ids, wave.tag, exc)
         finally:
             self.progress.pop(wave.tag, None)
+
+    async def _find(self, tag: str, ids: list[str], queued_at: float | None) -> str | None:
+        """The batch of a wave whose id was never recorded: by its tag, or, for a vendor
+        that keeps none (``find_by_requests``), by the requests it holds."""
+        by_requests = getattr(self.client, "find_by_requests", None)
+        if by_requests is None or queued_at is None:
+            return await self.client.find(tag)
+        if self._refresh is not None:
+            # Other workers' recorded batches are theirs: never one found by its requests.
+            self._batch_ids.update(
+                w.batch_id
+                for w in (await self._refresh()).values()
+                if w.model == self.name and w.batch_id
+            )
+        found: str | None = await by_requests(tag, ids, queued_at, frozenset(self._batch_ids))
+        return found
 
     async def _follow(self, tag: str, batch_id: str, ids: list[str], ended: str | None) -> None:
         """Poll the batch until it ends (with backoff), record its end, hand out results."""
@@ -431,6 +536,7 @@ class BatchModel:
                 break
             await asyncio.sleep(wait)
             wait = min(wait * 1.5, self.options.poll_max_s)
+        self._landed(tag)
         if ended is None:
             end = WaveEnded(
                 tag=tag,
@@ -460,7 +566,9 @@ class BatchModel:
                 status.failed,
             )
 
-    def _deliver(self, result: BatchResult, tag: str) -> None:
+    def _deliver(self, result: BatchResult, tag: str | None) -> None:
+        """Hand a result to the call awaiting it from batch ``tag`` (None: a request failed
+        while still queued, before any batch)."""
         custom_id = result.custom_id
         waiting = self._waiting.get(custom_id)
         if waiting is None:
@@ -475,9 +583,9 @@ class BatchModel:
         if self._wave_of.get(custom_id) != tag:
             return  # an older batch of the same request: the one its call awaits answers it
         del self._waiting[custom_id]
-        del self._wave_of[custom_id]
+        self._wave_of.pop(custom_id, None)
         if not waiting.future.done():
-            waiting.future.set_result((result, tag))
+            waiting.future.set_result((result, tag or ""))
 
     def _fail(self, ids: list[str], tag: str, exc: BaseException) -> None:
         """A wave that could not be sent or followed: each of its calls fails as a direct
@@ -489,6 +597,13 @@ class BatchModel:
         )
         for custom_id in ids:
             self._deliver(BatchResult(custom_id, None, error), tag)
+
+
+def _worst_case(request: BatchRequest) -> int:
+    """A request's tokens as an enqueued-token limit counts them: its estimated input and
+    its max_tokens, the worst case the budget reserves for it."""
+    chars = sum(len(m.content) for m in request.messages)
+    return estimate_tokens(chars, request.params.max_tokens)
 
 
 class BatchGate:

@@ -6,20 +6,29 @@ A wave is one ``messages.batches.create`` call with its requests inline, each a
 would send. Results stream as JSONL from ``messages.batches.results``: ``succeeded`` (a
 message, read as a direct reply), ``errored`` (an error object, mapped to the error a
 direct call would have raised), ``canceled`` and ``expired`` (never run: no result, so the
-engine sends them again). The API keeps no metadata with a batch, so `find` cannot
-re-attach a batch whose id was never recorded: it returns None. See docs/vendors.md.
+engine sends them again).
+
+The API keeps no metadata with a batch, so `find` by tag returns None; `find_by_requests`
+re-attaches a batch whose id was never recorded by what it holds: among the batches created
+since its wave was queued (less a clock allowance) that the log does not already know, the
+ones with as many requests as the wave; an ended one is adopted only if its results' custom_ids
+are exactly the wave's; a single one still in progress is adopted provisionally, its id
+recorded with a digest of the wave's custom_ids (``msgbatch_…#ids=…``), and `results` of such
+an id returns nothing unless the batch's custom_ids match the digest, so a result that is not
+the wave's is never ingested (its requests are then sent again). See docs/vendors.md.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from harness.models.batch import BatchRequest, BatchResult, BatchState, BatchStatus
 from harness.models.providers._anthropic import AnthropicModel, build_anthropic
-from harness.models.providers._batch_base import VendorBatchClient
+from harness.models.providers._batch_base import FIND_SCAN_LIMIT, VendorBatchClient
 from harness.vocabulary.errors import BadRequestError
 from harness.vocabulary.model import ModelSpec
 
@@ -38,6 +47,24 @@ _STATUS_OF = {
     "timeout_error": 504,
     "overloaded_error": 529,
 }
+
+
+# How much earlier than the wave's queued time (by the harness's clock) a batch may say it
+# was created (by the vendor's) and still be a candidate.
+CLOCK_ALLOWANCE_S = 600.0
+_VERIFY = "#ids="  # a provisionally adopted batch's id: the batch id, this, the ids' digest
+
+
+def ids_digest(custom_ids: Collection[str]) -> str:
+    """A short digest of a set of custom_ids (order does not matter)."""
+    joined = "\n".join(sorted(set(custom_ids))).encode()
+    return hashlib.sha256(joined).hexdigest()[:32]
+
+
+def split_id(batch_id: str) -> tuple[str, str | None]:
+    """(the vendor's batch id, the digest its results must match or None)."""
+    vendor_id, mark, digest = batch_id.partition(_VERIFY)
+    return vendor_id, (digest if mark else None)
 
 
 class AnthropicBatchClient(VendorBatchClient):
@@ -74,7 +101,55 @@ class AnthropicBatchClient(VendorBatchClient):
     async def find(self, tag: str) -> str | None:
         return None  # a message batch has no metadata to look a tag up by
 
+    async def find_by_requests(
+        self, tag: str, custom_ids: Collection[str], queued_at: float, known: Collection[str]
+    ) -> str | None:
+        """The batch holding exactly ``custom_ids`` (a wave queued at ``queued_at``, unix
+        time), created since, that is none of the ``known`` batch ids; None when there is no
+        such batch or several cannot be told apart (the wave is then sent again)."""
+        wanted = frozenset(custom_ids)
+        # A batch adopted provisionally by another wave stays a candidate: the digests
+        # decide whose it is (excluding it would send this wave again if it is this one's).
+        known_ids = {b for b in known if split_id(b)[1] is None}
+
+        async def scan() -> str | None:
+            verified: list[str] = []
+            pending: list[str] = []
+            seen = 0
+            async for batch in self.client.messages.batches.list(limit=100):
+                if batch.created_at.timestamp() < queued_at - CLOCK_ALLOWANCE_S:
+                    break  # listed newest first: the rest are older than the wave
+                seen += 1
+                if seen > FIND_SCAN_LIMIT:
+                    break
+                if batch.id in known_ids:
+                    continue
+                counts = batch.request_counts
+                total = (
+                    counts.processing + counts.succeeded + counts.errored + counts.canceled
+                    + counts.expired
+                )  # fmt: skip
+                if total != len(wanted):
+                    continue
+                if batch.processing_status != "ended":
+                    pending.append(batch.id)
+                elif await self._ids_of(batch.id) == wanted:
+                    verified.append(batch.id)
+            if verified:  # holds exactly the wave's requests: it is the wave's batch
+                return verified[0]
+            if len(pending) == 1:  # checked against the digest when its results are read
+                return f"{pending[0]}{_VERIFY}{ids_digest(wanted)}"
+            return None
+
+        return await self.call(scan)
+
+    async def _ids_of(self, batch_id: str) -> frozenset[str]:
+        return frozenset(
+            [item.custom_id async for item in await self.client.messages.batches.results(batch_id)]
+        )
+
     async def status(self, batch_id: str) -> BatchStatus:
+        batch_id = split_id(batch_id)[0]
         batch = await self.call(lambda: self.client.messages.batches.retrieve(batch_id))
         counts = batch.request_counts
         state: BatchState = "pending"
@@ -96,12 +171,18 @@ class AnthropicBatchClient(VendorBatchClient):
         )
 
     async def results(self, batch_id: str) -> list[BatchResult]:
+        batch_id, digest = split_id(batch_id)
+
         async def read() -> list[BatchResult]:
             out = []
+            ids = set()
             async for item in await self.client.messages.batches.results(batch_id):
+                ids.add(item.custom_id)
                 result = self._result(item)
                 if result is not None:
                     out.append(result)
+            if digest is not None and ids_digest(ids) != digest:
+                return []  # adopted provisionally and not the wave's: ingest none of it
             return out
 
         return await self.call(read)

@@ -45,6 +45,8 @@ class VendorBatchClient:
         self.model = model
         options = model.options
         self.price: Price | None = batch_price_of(spec, options)
+        # Read by the engine: the most tokens (worst case) its batches in flight may hold.
+        self.enqueued_tokens: int | None = options.batch_enqueued_tokens
 
     def check_size(self, count: int, size: int) -> None:
         """A `BadRequestError` (not retried) for a wave the vendor would reject for its size:

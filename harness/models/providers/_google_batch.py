@@ -1,9 +1,12 @@
 """Gemini's batch mode (``google:`` models in batch mode) through ``google-genai``.
 
-A wave is one ``batches.create`` call with its requests inline, each with the contents and
-generation config a direct call would send and its ``custom_id`` in the request's metadata
-(``key``), and the engine's tag as the batch's display name, so `find` can re-attach a
-batch by listing them. Results are the inlined responses of a succeeded batch, matched to
+A wave is one ``batches.create`` call with the engine's tag as the batch's display name, so
+`find` can re-attach a batch by listing them. A wave up to the inline size (20 MB) sends
+its requests inline, each with the contents and generation config a direct call would send
+and its ``custom_id`` in the request's metadata (``key``); a larger one is uploaded first
+through the Files API as JSONL (one ``{"key", "request"}`` line a request, the request as
+the inline path sends it) and created with that file as its ``src``. Results are the
+inlined responses of a finished batch, or the lines of its responses file, matched to
 requests by that key (a response without one is dropped, never guessed); a response with an
 error becomes the error a direct call with the same status would have raised. See
 docs/vendors.md, "Batch APIs".
@@ -11,10 +14,13 @@ docs/vendors.md, "Batch APIs".
 
 from __future__ import annotations
 
+import io
+import json
 from collections.abc import Sequence
 from typing import Any
 
-from google.genai import types
+from google.genai import _common, types
+from google.genai import batches as sdk_batches
 
 from harness.models.batch import BatchRequest, BatchResult, BatchState, BatchStatus
 from harness.models.providers._batch_base import FIND_SCAN_LIMIT, VendorBatchClient
@@ -67,9 +73,17 @@ def _state(job: types.BatchJob) -> str:
     return str(getattr(state, "value", state) or "JOB_STATE_UNSPECIFIED")
 
 
+def file_line(request: dict[str, Any], custom_id: str) -> dict[str, Any]:
+    """One line of a JSONL input file: an inline request's REST body under its key."""
+    return {"key": custom_id, "request": request.get("request", {})}
+
+
 class GeminiBatchClient(VendorBatchClient):
     model: GeminiModel
-    max_bytes = 20 * 1000 * 1000  # inline requests (larger jobs need the file input)
+    max_bytes = 2 * 1000 * 1000 * 1000  # a Files API file (the input of a large wave)
+    # Up to this size (the vendor's limit on inline requests) a wave's requests go inline;
+    # above it they are uploaded as a JSONL file first.
+    inline_bytes = 20 * 1000 * 1000
 
     def __init__(self, spec: ModelSpec, model: GeminiModel) -> None:
         super().__init__(spec, model)
@@ -86,13 +100,45 @@ class GeminiBatchClient(VendorBatchClient):
             )
         return out
 
+    def jsonl(self, requests: Sequence[BatchRequest]) -> bytes:
+        """The wave as a JSONL input file. Each request is converted to its REST body by the
+        SDK's own converter for inline requests, so a request reads the same either way."""
+        api = self.client._api_client
+        lines = []
+        for inline, r in zip(self.inlined(requests), requests, strict=True):
+            body = sdk_batches._InlinedRequest_to_mldev(api, inline)
+            # What the SDK does to a request body before it sends it (schemas to dicts,
+            # bytes to base64): a file's line must read as the same JSON.
+            body = _common.encode_unserializable_types(_common.convert_to_dict(body))
+            lines.append(json.dumps(file_line(body, r.custom_id), ensure_ascii=False))
+        return ("\n".join(lines) + "\n").encode()
+
     async def upload(self, requests: Sequence[BatchRequest]) -> str | None:
-        return None  # requests go inline with the batch
+        """None for a wave that goes inline; else the Files API name of its JSONL file."""
+        size = sum(len(r.model_dump_json(exclude_none=True)) for r in self.inlined(requests))
+        if size <= self.inline_bytes:
+            return None
+        data = self.jsonl(requests)
+        self.check_size(len(requests), len(data))
+        uploaded = await self.call(
+            lambda: self.client.aio.files.upload(
+                file=io.BytesIO(data),
+                config=types.UploadFileConfig(display_name="requests.jsonl", mime_type="jsonl"),
+            )
+        )
+        return str(uploaded.name)
 
     async def create(self, requests: Sequence[BatchRequest], file_id: str | None, tag: str) -> str:
-        src: Any = self.inlined(requests)
-        size = sum(len(r.model_dump_json(exclude_none=True)) for r in src)
-        self.check_size(len(src), size)
+        src: Any
+        if file_id is not None:
+            src = file_id
+        else:
+            src = self.inlined(requests)
+            size = sum(len(r.model_dump_json(exclude_none=True)) for r in src)
+            if size > self.inline_bytes:  # not staged by `upload`: stage it now
+                src = await self.upload(requests)
+            else:
+                self.check_size(len(src), size)
         job = await self.call(
             lambda: self.client.aio.batches.create(
                 model=self.model.identifier,
@@ -121,11 +167,37 @@ class GeminiBatchClient(VendorBatchClient):
     async def _job(self, batch_id: str) -> types.BatchJob:
         return await self.call(lambda: self.client.aio.batches.get(name=batch_id))
 
+    async def _responses(self, job: types.BatchJob) -> list[types.InlinedResponse]:
+        """A job's responses: inline, or read from its responses file (each line's response
+        converted by the SDK's own converter for inline ones, so both read alike)."""
+        dest = job.dest
+        if dest is None:
+            return []
+        if dest.file_name:
+            name = dest.file_name
+            data = await self.call(lambda: self.client.aio.files.download(file=name))
+            out = []
+            for line in data.decode().splitlines():
+                if not line.strip():
+                    continue
+                item = json.loads(line)
+                if not isinstance(item, dict):
+                    continue
+                converted = sdk_batches._InlinedResponse_from_mldev(item)
+                response = types.InlinedResponse._from_response(response=converted, kwargs={})
+                key = item.get("key")
+                if key is not None:  # a file's line names its request by ``key``
+                    response.metadata = {**(response.metadata or {}), KEY: str(key)}
+                out.append(response)
+            return out
+        return list(dest.inlined_responses or [])
+
     async def status(self, batch_id: str) -> BatchStatus:
         job = await self._job(batch_id)
         vendor = _state(job)
         # The Developer API's batch stats are not surfaced by the SDK: the counts are read
-        # from the inlined responses once there are any.
+        # from the responses once there are any (inline ones; a responses file is read only
+        # for the results).
         responses = (job.dest.inlined_responses if job.dest is not None else None) or []
         failed = sum(1 for r in responses if r.error is not None)
         return BatchStatus(
@@ -138,7 +210,7 @@ class GeminiBatchClient(VendorBatchClient):
 
     async def results(self, batch_id: str) -> list[BatchResult]:
         job = await self._job(batch_id)
-        responses = (job.dest.inlined_responses if job.dest is not None else None) or []
+        responses = await self._responses(job)
         out: list[BatchResult] = []
         for item in responses:
             custom_id = (item.metadata or {}).get(KEY)

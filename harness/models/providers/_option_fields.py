@@ -28,6 +28,9 @@ class VendorOptions(BaseModel):
     batch_discount: float | None = Field(default=None, ge=0, lt=1)
     batch_price_in_per_mtok: float | None = Field(default=None, ge=0)
     batch_price_out_per_mtok: float | None = Field(default=None, ge=0)
+    # The vendor's limit on tokens enqueued in this model's batches in flight (each request
+    # counted at its worst case: estimated input + max_tokens); None: not bounded here.
+    batch_enqueued_tokens: int | None = Field(default=None, gt=0)
     timeout: float | None = Field(default=None, gt=0, le=MAX_SECONDS)  # seconds per request
     adaptive: bool = True  # shrink calls in flight on 429, grow back on success
     min_in_flight: int = Field(default=1, ge=1, le=MAX_IN_FLIGHT)

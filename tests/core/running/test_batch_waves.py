@@ -5,6 +5,7 @@ each step, re-attaching to the batches a log knows, errors as a direct call's, t
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from harness.models.batch import BatchRequest, BatchResult, BatchState, BatchStatus
+from harness.models.gates import estimate_tokens
 from harness.models.providers._budget import CostMeter
 from harness.running.batch_waves import (
     BatchGate,
@@ -23,7 +25,12 @@ from harness.running.batch_waves import (
 from harness.running.campaign import BatchOptions
 from harness.store.writer import PendingEvent
 from harness.testing import FakeModel
-from harness.vocabulary.errors import BatchUnansweredError, BudgetExceededError, ServerError
+from harness.vocabulary.errors import (
+    BadRequestError,
+    BatchUnansweredError,
+    BudgetExceededError,
+    ServerError,
+)
 from harness.vocabulary.events import Note
 from harness.vocabulary.model import GenerationParams, Message, Reply, request_key
 
@@ -66,6 +73,9 @@ class Client:
     batches: dict[str, tuple[str, list[BatchRequest]]] = field(default_factory=dict)
     polled: dict[str, int] = field(default_factory=dict)
     name: str = "m"
+    enqueued_tokens: int | None = None  # the limit the engine must keep to
+    flying: dict[str, int] = field(default_factory=dict)  # batch id -> worst-case tokens
+    peak: int = 0  # most tokens ever in flight
 
     async def upload(self, requests: Sequence[BatchRequest]) -> str | None:
         self.journal.append("upload")
@@ -75,6 +85,11 @@ class Client:
         self.journal.append("create")
         batch_id = f"b{len(self.batches)}"
         self.batches[batch_id] = (tag, list(requests))
+        self.flying[batch_id] = sum(
+            estimate_tokens(sum(len(m.content) for m in r.messages), r.params.max_tokens)
+            for r in requests
+        )
+        self.peak = max(self.peak, sum(self.flying.values()))
         if self.create_error:
             raise ServerError("the connection dropped after the batch was made")
         return batch_id
@@ -89,6 +104,7 @@ class Client:
         total = len(self.batches[batch_id][1])
         if self.polled[batch_id] <= self.polls:
             return BatchStatus("pending", "in_progress", total, 0, 0)
+        self.flying.pop(batch_id, None)
         return BatchStatus(self.state, self.state, total, total, 0)
 
     async def results(self, batch_id: str) -> list[BatchResult]:
@@ -440,3 +456,127 @@ async def test_a_batch_never_recorded_as_created_is_sent_again_only_once_its_own
     reply = await asyncio.wait_for(asyncio.shield(asking), timeout=5)
     assert reply.text == "q"
     assert len(client.batches) == 1  # created once, by its owner or (owner dead) by this one
+
+
+def sized(text: str, max_tokens: int) -> tuple[list[Message], GenerationParams]:
+    return [Message(role="user", content=text)], GenerationParams(seed=1, max_tokens=max_tokens)
+
+
+async def test_batches_in_flight_never_hold_more_enqueued_tokens_than_the_limit() -> None:
+    journal: list[str] = []
+    # Each request's worst case: 40 characters (11 tokens) + 89 max_tokens = 100 tokens.
+    client = Client(journal, polls=2, enqueued_tokens=250)
+    model, store = batch_model(client, journal, BatchOptions(wave_size=4, wave_age_s=0.02,
+                                                             poll_s=0.01))  # fmt: skip
+    asks = [sized(f"{i:02d}" + "x" * 38, 89) for i in range(9)]
+    assert all(estimate_tokens(40, 89) == 100 for _ in asks)
+    replies = await asyncio.wait_for(
+        asyncio.gather(*(model.complete(*a) for a in asks)), timeout=10
+    )
+    assert [r.text for r in replies] == [m[0].content[::-1] for m, _ in asks]
+    assert client.peak <= 250  # two requests in flight at most: the third is held
+    assert client.peak == 200
+    sizes = [len(requests) for _, requests in client.batches.values()]
+    assert sum(sizes) == 9 and max(sizes) <= 2 and len(sizes) >= 5
+    assert model.enqueued() == 0
+    # Every wave is still recorded before it is sent, with exactly the requests it holds.
+    waves = known_waves(e.event for e in store.events if isinstance(e.event, Note))
+    assert sorted(len(w.custom_ids) for w in waves.values()) == sorted(sizes)
+
+
+async def test_without_a_limit_a_full_wave_goes_whole() -> None:
+    journal: list[str] = []
+    client = Client(journal, polls=2)
+    model, _ = batch_model(client, journal, BatchOptions(wave_size=4, wave_age_s=60,
+                                                         poll_s=0.01))  # fmt: skip
+    asks = [sized(f"{i:02d}" + "x" * 38, 89) for i in range(4)]
+    await asyncio.wait_for(asyncio.gather(*(model.complete(*a) for a in asks)), timeout=10)
+    assert [len(r) for _, r in client.batches.values()] == [4] and client.peak == 400
+
+
+async def test_a_request_over_the_limit_on_its_own_fails_as_a_bad_request() -> None:
+    journal: list[str] = []
+    client = Client(journal, enqueued_tokens=150)
+    model, _ = batch_model(client, journal, AGED)
+    small, big = sized("s" * 40, 89), sized("b" * 40, 500)
+    results = await asyncio.wait_for(
+        asyncio.gather(model.complete(*small), model.complete(*big), return_exceptions=True),
+        timeout=5,
+    )
+    assert isinstance(results[0], Reply) and results[0].text == "s" * 40
+    assert isinstance(results[1], BadRequestError)
+    assert "batch_enqueued_tokens" in str(results[1]) and not results[1].retryable
+    # Only the small request was ever sent.
+    assert [len(r) for _, r in client.batches.values()] == [1]
+
+
+@dataclass
+class UntaggedClient(Client):
+    """A vendor that keeps no tag (Anthropic): `find` never finds; `find_by_requests` finds a
+    batch holding exactly the requests, that the log does not already know."""
+
+    asked: list[tuple[str, frozenset[str], float, frozenset[str]]] = field(default_factory=list)
+
+    async def find(self, tag: str) -> str | None:
+        self.journal.append("find")
+        return None
+
+    async def find_by_requests(
+        self, tag: str, custom_ids: Sequence[str], queued_at: float, known: frozenset[str]
+    ) -> str | None:
+        self.journal.append("find_by_requests")
+        wanted = frozenset(custom_ids)
+        self.asked.append((tag, wanted, queued_at, known))
+        return next(
+            (
+                b
+                for b, (_, requests) in self.batches.items()
+                if b not in known and {r.custom_id for r in requests} == wanted
+            ),
+            None,
+        )
+
+
+async def test_a_lost_id_is_found_by_the_requests_when_the_vendor_keeps_no_tag() -> None:
+    journal: list[str] = []
+    client = UntaggedClient(journal)
+    messages, params = ask("lost id")
+    key = request_key("m", messages, params)
+    client.batches["b0"] = ("", [BatchRequest(key, tuple(messages), params)])
+    client.batches["b1"] = ("", [BatchRequest("other", tuple(messages), params)])
+    known = {
+        "lost": KnownWave("lost", "m", (key,), queued_at=1000.0),
+        "done": KnownWave("done", "m", ("other",), batch_id="b1", state="ended"),
+    }
+    model, store = batch_model(client, journal, **known)
+    reply = await asyncio.wait_for(model.complete(messages, params), timeout=5)
+    assert reply.text == "di tsol" and len(client.batches) == 2  # nothing sent again
+    ((tag, wanted, queued_at, known_ids),) = client.asked
+    assert (tag, wanted, queued_at, known_ids) == ("lost", {key}, 1000.0, {"b1"})
+    submitted = next(e.event for e in store.events if isinstance(e.event, Note))
+    assert submitted.topic == "batch.submitted" and submitted.data["batch_id"] == "b0"
+
+
+async def test_an_older_log_without_the_queued_time_is_looked_up_by_tag_only() -> None:
+    journal: list[str] = []
+    client = UntaggedClient(journal)
+    messages, params = ask("old log")
+    key = request_key("m", messages, params)
+    client.batches["b0"] = ("", [BatchRequest(key, tuple(messages), params)])
+    model, _ = batch_model(client, journal, wave=KnownWave("old", "m", (key,)))
+    reply = await asyncio.wait_for(model.complete(messages, params), timeout=5)
+    # Not found by tag: its requests go in a new wave (the behaviour before queued_at).
+    assert reply.text == "gol dlo" and journal[0] == "find" and not client.asked
+    assert len(client.batches) == 2
+
+
+async def test_a_wave_s_note_records_when_it_was_queued() -> None:
+    journal: list[str] = []
+    client = Client(journal)
+    model, store = batch_model(client, journal, WHOLE)
+    before = time.time()
+    await asyncio.wait_for(
+        asyncio.gather(*(model.complete(*ask(t)) for t in ("a", "b", "c"))), timeout=5
+    )
+    (wave,) = known_waves(e.event for e in store.events if isinstance(e.event, Note)).values()
+    assert wave.queued_at is not None and before <= wave.queued_at <= time.time()

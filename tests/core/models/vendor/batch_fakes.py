@@ -1,6 +1,8 @@
 """A fake of the three vendors' batch APIs on 127.0.0.1, speaking each wire protocol over
 real HTTP: OpenAI's files + batches (JSONL input, output and error files), Anthropic's
-message batches (JSONL results) and Gemini's batch jobs (inline requests and responses).
+message batches (JSONL results) and Gemini's batch jobs (inline requests and responses, or
+a JSONL input file sent through the Files API's resumable upload and a responses file read
+back through its download).
 
 Driven by a few knobs: how many status reads a batch takes to end (``polls``; OpenAI's
 batches go validating -> in_progress -> finalizing -> completed on the way), and a
@@ -13,6 +15,12 @@ is run, so resends succeed. ``expire`` leaves a request unrun: its batch ends ex
 (OpenAI: an error line with code ``batch_expired``; Anthropic: an ``expired`` result;
 Gemini: no response), while the other requests of the batch keep their results.
 ``fail_batch`` makes every batch fail validation.
+
+``enqueued_token_limit`` bounds the input tokens of one model's batches in flight (not yet
+ended), as the vendors' enqueued-token rate limits do: a batch that would pass it is refused
+(OpenAI: the batch is created ``failed`` with the error code ``token_limit_exceeded``;
+Anthropic and Gemini: a 429 to the create call), counted in ``rejected``; ``peak_enqueued``
+is the most any model had in flight.
 
 The fake bills like a vendor: a request is billed (counted in ``billed[custom_id]``, with
 its tokens) each time it is answered (a refusal too); errors and unrun requests are free,
@@ -39,7 +47,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from vendor_fakes import AnthropicDialect, GeminiDialect, OpenAIDialect
+from vendor_fakes import AnthropicDialect, GeminiDialect, OpenAIDialect, _texts, _tokens
 
 BATCH_FAULTS = ("ok", "refusal", "400", "401", "429", "500", "503", "529", "expire")
 ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -66,9 +74,11 @@ class FakeBatch:
     polls: int = 0
     state: str = "running"  # running, ended, expired, failed
     results: dict[str, tuple[str, dict[str, Any] | None]] = field(default_factory=dict)
-    input_file_id: str = ""
+    input_file_id: str = ""  # OpenAI's input file; Gemini's when its requests came in a file
     output_file_id: str | None = None
     error_file_id: str | None = None
+    tokens: int = 0  # enqueued (input) tokens
+    failure: str | None = None  # why a failed batch failed (OpenAI's error code)
 
 
 @dataclass
@@ -83,12 +93,16 @@ class FakeBatchVendor:
     reply_fn: Callable[[str], str] = echo
     batches: dict[str, FakeBatch] = field(default_factory=dict)
     files: dict[str, bytes] = field(default_factory=dict)
+    uploads: dict[str, dict[str, Any]] = field(default_factory=dict)  # Gemini's, under way
     billed: dict[str, int] = field(default_factory=dict)  # custom_id -> times billed
     input_tokens: int = 0  # billed tokens
     output_tokens: int = 0
     tokens_by_model: dict[str, list[int]] = field(default_factory=dict)  # model -> [in, out]
     keys: list[str] = field(default_factory=list)  # every key presented
     status_reads: int = 0  # polls of a running batch
+    enqueued_token_limit: int | None = None  # per model, over its batches in flight
+    rejected: int = 0  # batches refused for that limit
+    peak_enqueued: int = 0
     port: int = 0
 
     def __post_init__(self) -> None:
@@ -133,6 +147,8 @@ class FakeBatchVendor:
                 "status_reads": self.status_reads,
                 "requests_sent": sum(len(b.requests) for b in self.batches.values()),
                 "files": len(self.files),
+                "rejected": self.rejected,
+                "peak_enqueued": self.peak_enqueued,
             }
 
     # --- the batch life cycle ---------------------------------------------------------
@@ -144,6 +160,26 @@ class FakeBatchVendor:
         with self._lock:
             self.batches[batch.id] = batch
         return batch
+
+    def admit(self, vendor: str, model: str, requests: list[tuple[str, dict[str, Any]]]) -> int:
+        """The input tokens of a new batch of ``model``'s, or -1 when they would take the
+        model's batches in flight past ``enqueued_token_limit`` (then counted as rejected)."""
+        tokens = sum(
+            _tokens(" ".join(_texts(body.get("messages", body.get("contents", [])))))
+            for _, body in requests
+        )
+        with self._lock:
+            flying = sum(
+                b.tokens
+                for b in self.batches.values()
+                if b.vendor == vendor and b.model == model and b.state == "running"
+            )
+            limit = self.enqueued_token_limit
+            if limit is not None and flying + tokens > limit:
+                self.rejected += 1
+                return -1
+            self.peak_enqueued = max(self.peak_enqueued, flying + tokens)
+        return tokens
 
     def poll(self, batch: FakeBatch) -> None:
         """One status read: the batch moves on, and ends after ``polls`` reads."""
@@ -216,10 +252,15 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length") or 0)
         return self.rfile.read(length) if length else b""
 
-    def _send(self, status: int, payload: Any, content_type: str = "application/json") -> None:
+    def _send(
+        self, status: int, payload: Any, content_type: str = "application/json",
+        headers: dict[str, str] | None = None,
+    ) -> None:  # fmt: skip
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("content-type", content_type)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("content-length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -258,14 +299,20 @@ class _Handler(BaseHTTPRequestHandler):
         if path == "/_fake/stats":
             self._send(200, self.vendor.stats())
             return
+        if re.fullmatch(r"/upload/v1(beta)?/files", path) and "upload_id" in query:
+            # A resumable upload's chunks go to the URL the start call returned, without
+            # the key (as the SDK sends them): the upload id is the credential.
+            self._gemini_upload_chunk(query["upload_id"][0], raw)
+            return
         # The vendors share paths (/v1/batches): the key's header says who is calling.
         if "x-goog-api-key" in self.headers:
             if self._authorized(GeminiDialect()):
-                self._gemini(method, re.sub(r"^/v1(beta)?/", "/v1beta/", path), query, raw)
+                path = re.sub(r"^(/upload|/download)?/v1(beta)?/", r"\1/v1beta/", path)
+                self._gemini(method, path, query, raw)
             return
         if "x-api-key" in self.headers or "anthropic-version" in self.headers:
             if self._authorized(AnthropicDialect()):
-                self._anthropic(method, path, raw)
+                self._anthropic(method, path, query, raw)
             return
         if path.startswith("/v1/"):
             if self._authorized(OpenAIDialect()):
@@ -307,13 +354,17 @@ class _Handler(BaseHTTPRequestHandler):
             if len(set(ids)) != len(ids):
                 self._send(400, OpenAIDialect().error(400, "duplicate custom_id"))
                 return
+            requests = [(line["custom_id"], line["body"]) for line in lines]
+            model = str(lines[0]["body"].get("model", "fake")) if lines else "fake"
+            tokens = fake.admit("openai", model, requests)
             batch = fake.add(FakeBatch(
-                id=fake.new_id("batch_"), vendor="openai",
-                requests=[(line["custom_id"], line["body"]) for line in lines],
+                id=fake.new_id("batch_"), vendor="openai", requests=requests,
                 created=time.time(), tag=(body.get("metadata") or {}).get("harness_tag"),
-                input_file_id=body["input_file_id"],
+                input_file_id=body["input_file_id"], model=model, tokens=max(tokens, 0),
             ))  # fmt: skip
             batch.metadata = body.get("metadata")
+            if tokens < 0:  # refused as OpenAI does: the batch exists, failed
+                batch.state, batch.failure = "failed", "token_limit_exceeded"
             self._send(200, self._openai_batch(batch))
             return
         if method == "GET" and path == "/v1/batches":
@@ -351,8 +402,8 @@ class _Handler(BaseHTTPRequestHandler):
         failed = len(batch.results) - done
         return {
             "id": batch.id, "object": "batch", "endpoint": "/v1/chat/completions",
-            "errors": {"object": "list", "data": [{"code": "invalid", "message": "the input "
-                       "file failed validation"}]} if batch.state == "failed" else None,
+            "errors": {"object": "list", "data": [_openai_failure(batch)]}
+            if batch.state == "failed" else None,
             "input_file_id": batch.input_file_id, "completion_window": "24h",
             "status": status, "created_at": int(batch.created),
             "output_file_id": batch.output_file_id, "error_file_id": batch.error_file_id,
@@ -392,7 +443,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     # --- Anthropic: message batches --------------------------------------------------------
 
-    def _anthropic(self, method: str, path: str, raw: bytes) -> None:
+    def _anthropic(self, method: str, path: str, query: dict[str, list[str]], raw: bytes) -> None:
         fake = self.vendor
         dialect = AnthropicDialect()
         if method == "POST" and path == "/v1/messages/batches":
@@ -403,11 +454,30 @@ class _Handler(BaseHTTPRequestHandler):
                 message = f"custom_id invalid or repeated: {bad[:1] or ids[:1]}"
                 self._send(400, dialect.error(400, message))
                 return
+            pairs = [(r["custom_id"], r["params"]) for r in requests]
+            model = str(requests[0]["params"].get("model", "fake"))
+            tokens = fake.admit("anthropic", model, pairs)
+            if tokens < 0:
+                self._send(429, dialect.error(429, "rate_limit_error: batch tokens queued"))
+                return
             batch = fake.add(FakeBatch(
-                id=fake.new_id("msgbatch_"), vendor="anthropic",
-                requests=[(r["custom_id"], r["params"]) for r in requests], created=time.time(),
+                id=fake.new_id("msgbatch_"), vendor="anthropic", requests=pairs,
+                created=time.time(), model=model, tokens=tokens,
             ))  # fmt: skip
             self._send(200, self._anthropic_batch(batch))
+            return
+        if method == "GET" and path == "/v1/messages/batches":
+            listed = sorted((b for b in fake.batches.values() if b.vendor == "anthropic"),
+                            key=lambda b: b.id, reverse=True)  # fmt: skip
+            after = query.get("after_id", [None])[0]
+            if after:
+                listed = [b for b in listed if b.id < after]
+            limit = int(query.get("limit", ["20"])[0])
+            page = listed[:limit]
+            self._send(200, {"data": [self._anthropic_batch(b) for b in page],
+                             "has_more": len(listed) > limit,
+                             "first_id": page[0].id if page else None,
+                             "last_id": page[-1].id if page else None})  # fmt: skip
             return
         match = re.fullmatch(r"/v1/messages/batches/([^/]+)(/results)?", path)
         if method == "GET" and match and match.group(1) in fake.batches:
@@ -465,18 +535,79 @@ class _Handler(BaseHTTPRequestHandler):
 
     _RPC: dict[int, int] = {400: 3, 401: 16, 429: 8, 500: 13, 503: 14, 529: 14}  # noqa: RUF012
 
+    def _gemini_upload_chunk(self, upload_id: str, raw: bytes) -> None:
+        fake = self.vendor
+        with fake._lock:
+            pending = fake.uploads.get(upload_id)
+            if pending is None:
+                self._send(404, GeminiDialect().error(404, "no such upload"))
+                return
+            pending["data"] += raw
+            command = self.headers.get("x-goog-upload-command", "")
+            if "finalize" not in command:
+                self._send(200, b"", headers={"x-goog-upload-status": "active"})
+                return
+            del fake.uploads[upload_id]
+            name = pending["name"]
+            fake.files[name] = bytes(pending["data"])
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        self._send(200, {"file": {
+            "name": name, "displayName": pending["display"], "mimeType": pending["mime"],
+            "sizeBytes": str(len(fake.files[name])), "createTime": stamp, "state": "ACTIVE",
+            "source": "UPLOADED",
+        }}, headers={"x-goog-upload-status": "final"})  # fmt: skip
+
     def _gemini(self, method: str, path: str, query: dict[str, list[str]], raw: bytes) -> None:
         fake = self.vendor
         dialect = GeminiDialect()
+        if method == "POST" and path == "/upload/v1beta/files":
+            if "start" not in self.headers.get("x-goog-upload-command", ""):
+                self._send(400, dialect.error(400, "expected a resumable upload start"))
+                return
+            described = (json.loads(raw) if raw else {}).get("file", {})
+            upload_id = fake.new_id("up")
+            fake.uploads[upload_id] = {
+                "name": fake.new_id("files/in-"), "data": bytearray(),
+                "display": described.get("displayName"), "mime": described.get("mimeType"),
+            }  # fmt: skip
+            location = f"{fake.url}/upload/v1beta/files?upload_id={upload_id}"
+            self._send(200, {}, headers={"x-goog-upload-url": location,
+                                         "x-goog-upload-status": "active"})  # fmt: skip
+            return
+        match = re.fullmatch(r"/v1beta/(files/[^/:]+):download", path)
+        if method == "GET" and match:
+            data = fake.files.get(match.group(1))
+            if data is None:
+                self._send(404, dialect.error(404, "no such file"))
+            else:
+                self._send(200, data, "application/octet-stream")
+            return
         match = re.fullmatch(r"/v1beta/models/([^/:]+):batchGenerateContent", path)
         if method == "POST" and match:
             batch_body = json.loads(raw).get("batch", {})
-            requests = batch_body.get("inputConfig", {}).get("requests", {}).get("requests", [])
+            source = batch_body.get("inputConfig", {})
+            file_name = source.get("fileName")
+            if file_name is not None:
+                data = fake.files.get(file_name)
+                if data is None:
+                    self._send(404, dialect.error(404, f"no such input file {file_name}"))
+                    return
+                lines = [json.loads(line) for line in data.decode().splitlines() if line.strip()]
+                pairs = [(str(line.get("key", i)), line.get("request", {}))
+                         for i, line in enumerate(lines)]  # fmt: skip
+            else:
+                requests = source.get("requests", {}).get("requests", [])
+                pairs = [((r.get("metadata") or {}).get("key", str(i)), r.get("request", {}))
+                         for i, r in enumerate(requests)]  # fmt: skip
+            model = f"models/{match.group(1)}"
+            tokens = fake.admit("google", model, pairs)
+            if tokens < 0:
+                self._send(429, dialect.error(429, "RESOURCE_EXHAUSTED: enqueued tokens"))
+                return
             batch = fake.add(FakeBatch(
                 id=fake.new_id("batches/"), vendor="google", created=time.time(),
-                requests=[((r.get("metadata") or {}).get("key", str(i)), r.get("request", {}))
-                          for i, r in enumerate(requests)],
-                tag=batch_body.get("displayName"), model=f"models/{match.group(1)}",
+                requests=pairs, tag=batch_body.get("displayName"), model=model, tokens=tokens,
+                input_file_id=file_name or "",
             ))  # fmt: skip
             self._send(200, self._gemini_job(batch))
             return
@@ -515,16 +646,32 @@ class _Handler(BaseHTTPRequestHandler):
                 if custom_id not in batch.results:
                     continue
                 fault, reply = batch.results[custom_id]
+                item: dict[str, Any]
                 if reply is not None:
-                    responses.append({"response": reply, "metadata": {"key": custom_id}})
+                    item = {"response": reply}
                 else:
                     status = int(fault)
-                    responses.append({"error": {"code": self._RPC.get(status, 13),
-                                                "message": f"fault {fault}"},
-                                      "metadata": {"key": custom_id}})  # fmt: skip
+                    item = {"error": {"code": self._RPC.get(status, 13),
+                                      "message": f"fault {fault}"}}  # fmt: skip
+                responses.append((custom_id, item))
             metadata["endTime"] = stamp
-            metadata["output"] = {"inlinedResponses": {"inlinedResponses": responses}}
+            if batch.input_file_id:  # requests came in a file: responses go in one
+                if batch.output_file_id is None:
+                    batch.output_file_id = self.vendor.new_id("files/out-")
+                    lines = [json.dumps({"key": k, **item}) for k, item in responses]
+                    self.vendor.files[batch.output_file_id] = ("\n".join(lines) + "\n").encode()
+                metadata["output"] = {"responsesFile": batch.output_file_id}
+            else:
+                metadata["output"] = {"inlinedResponses": {"inlinedResponses": [
+                    {**item, "metadata": {"key": k}} for k, item in responses]}}  # fmt: skip
         return {"name": batch.id, "metadata": metadata, "done": batch.state != "running"}
+
+
+def _openai_failure(batch: FakeBatch) -> dict[str, Any]:
+    if batch.failure == "token_limit_exceeded":
+        return {"code": "token_limit_exceeded", "message": f"Enqueued token limit reached for "
+                f"{batch.model}: wait for your in-progress batches to complete"}  # fmt: skip
+    return {"code": "invalid", "message": "the input file failed validation"}
 
 
 def _multipart(content_type: str, raw: bytes) -> tuple[str, str, bytes]:

@@ -393,3 +393,187 @@ async def test_a_wave_past_the_vendors_limits_is_refused_before_sending(
         await client.create(big, await client.upload(big), "too-big")
     assert fake.batches == {} and fake.files == {}
     assert (await client.create(big[:1], await client.upload(big[:1]), "fits")) in fake.batches
+
+
+@pytest.mark.parametrize("scheme", BATCH_VENDORS)
+async def test_the_fake_refuses_a_batch_past_its_enqueued_token_limit_as_the_vendor_does(
+    scheme: str, fake: FakeBatchVendor, clients: dict[str, BatchClient]
+) -> None:
+    fake.enqueued_token_limit = 1000
+    client = clients[scheme]
+    heavy = [
+        BatchRequest(
+            custom_id=f"{prefix}_0",
+            messages=(Message(role="user", content="x" * 2400),),  # about 600 input tokens
+            params=GenerationParams(max_tokens=50),
+        )
+        for prefix in ("first", "second", "third")
+    ]
+    first = await client.create(heavy[:1], await client.upload(heavy[:1]), "first")
+    # A second batch while the first is in flight takes the model past the limit.
+    if scheme == "openai":  # OpenAI creates it, then fails it with token_limit_exceeded
+        second = await client.create(heavy[1:2], await client.upload(heavy[1:2]), "second")
+        assert (await client.status(second)).state == "failed"
+    else:  # Anthropic and Gemini refuse the create call with a 429
+        with pytest.raises(RateLimitedError):
+            await client.create(heavy[1:2], None, "second")
+    assert fake.stats()["rejected"] == 1
+    # Once the first batch has ended its tokens are free again.
+    while (await client.status(first)).state == "pending":
+        pass
+    third = await client.create(heavy[2:], await client.upload(heavy[2:]), "third")
+    assert (await client.status(third)).state == "pending"
+    assert fake.stats()["rejected"] == 1
+
+
+async def test_batch_enqueued_tokens_is_a_positive_whole_number_or_a_config_error(
+    fake: FakeBatchVendor, canary_keys: dict[str, str]
+) -> None:
+    limited = batch_client_for(spec("openai", fake, batch_enqueued_tokens=90_000))
+    unlimited = batch_client_for(spec("google", fake))
+    assert limited.enqueued_tokens == 90_000  # type: ignore[attr-defined]
+    assert unlimited.enqueued_tokens is None  # type: ignore[attr-defined]
+    for built in (limited, unlimited):
+        await built.aclose()  # type: ignore[attr-defined]
+    for bad in (0, -5, 1.5, "lots"):
+        with pytest.raises(ConfigError) as refused:
+            batch_client_for(spec("anthropic", fake, batch_enqueued_tokens=bad))
+        assert "batch_enqueued_tokens" in str(refused.value.field) + str(refused.value)
+
+
+@pytest.fixture
+def gemini_file(clients: dict[str, BatchClient]) -> BatchClient:
+    """Gemini's client with every wave above the inline size: through the Files API."""
+    client = clients["google"]
+    client.inline_bytes = 0  # type: ignore[attr-defined]
+    return client
+
+
+async def test_a_large_gemini_wave_goes_as_a_jsonl_file_and_its_results_come_back_in_one(
+    fake: FakeBatchVendor, gemini_file: BatchClient, clients: dict[str, BatchClient]
+) -> None:
+    requests = wave(6)
+    file_id = await gemini_file.upload(requests)
+    assert file_id is not None and file_id.startswith("files/") and file_id in fake.files
+    lines = [json.loads(line) for line in fake.files[file_id].decode().splitlines()]
+    assert [line["key"] for line in lines] == [r.custom_id for r in requests]
+    batch_id = await gemini_file.create(requests, file_id, "file-wave")
+    batch = fake.batches[batch_id]
+    assert batch.input_file_id == file_id and batch.tag == "file-wave"
+    # Each line holds the request the inline path would have sent, byte for byte.
+    inline = batch_client_for(spec("google", fake))
+    try:
+        await inline.create(requests, await inline.upload(requests), "inline-wave")
+    finally:
+        await inline.aclose()  # type: ignore[attr-defined]
+    inlined = next(b for b in fake.batches.values() if b.tag == "inline-wave")
+    assert batch.requests == inlined.requests
+    while (await gemini_file.status(batch_id)).state == "pending":
+        pass
+    assert fake.batches[batch_id].output_file_id in fake.files  # a responses file, not inline
+    results = by_id(await gemini_file.results(batch_id))
+    assert sorted(results) == [r.custom_id for r in requests]
+    for i, request in enumerate(requests):
+        reply = results[request.custom_id].reply
+        assert reply is not None and reply.text == f"echo: question number {i}"
+        assert reply.cost_usd is not None and reply.cost_usd > 0
+    assert await gemini_file.find("file-wave") == batch_id
+
+
+async def test_a_gemini_file_wave_s_errors_are_a_direct_call_s_and_expiry_keeps_the_rest(
+    fake: FakeBatchVendor, gemini_file: BatchClient
+) -> None:
+    fake.chooser = lambda _custom_id, index: FATES[index]
+    batch_id = await run_to_end(gemini_file, wave(6), "mixed-file")
+    errors = {cid: r.error for cid, r in by_id(await gemini_file.results(batch_id)).items()}
+    assert len(errors) == 6
+    assert isinstance(errors["req_000"], BadRequestError) and not errors["req_000"].retryable
+    assert isinstance(errors["req_001"], RateLimitedError) and errors["req_001"].retryable
+    assert isinstance(errors["req_002"], ServerError) and errors["req_002"].retryable
+    assert isinstance(errors["req_003"], ContentRefusedError)
+    assert errors["req_004"] is None
+    assert isinstance(errors["req_005"], OverloadedError)
+    assert sorted(fake.billed) == ["req_003", "req_004"]
+
+    fake.billed.clear()
+    fake.chooser = lambda _custom_id, index: "expire" if index % 2 else "ok"
+    late = await run_to_end(gemini_file, wave(6, prefix="late"), "late-file")
+    assert (await gemini_file.status(late)).state == "expired"
+    results = by_id(await gemini_file.results(late))
+    assert sorted(results) == ["late_000", "late_002", "late_004"]
+    assert all(r.reply is not None for r in results.values())
+    assert sorted(fake.billed) == ["late_000", "late_002", "late_004"]
+
+    fake.fail_batch = True
+    broken = await run_to_end(gemini_file, wave(2, prefix="broken"), "broken-file")
+    assert (await gemini_file.status(broken)).state == "failed"
+    assert await gemini_file.results(broken) == []
+
+
+async def test_a_gemini_wave_past_the_file_limit_is_refused_before_uploading(
+    fake: FakeBatchVendor, gemini_file: BatchClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(type(gemini_file), "max_bytes", 2000)
+    big = [
+        BatchRequest(f"big_{i}", (Message(role="user", content="x" * 500),), GenerationParams())
+        for i in range(5)
+    ]
+    with pytest.raises(BadRequestError, match="smaller waves"):
+        await gemini_file.upload(big)
+    assert fake.files == {} and fake.batches == {}
+
+
+async def finish(client: BatchClient, batch_id: str) -> None:
+    while (await client.status(batch_id)).state == "pending":
+        pass
+
+
+async def test_anthropic_finds_a_batch_by_its_requests_and_verifies_it_by_their_ids(
+    fake: FakeBatchVendor, clients: dict[str, BatchClient]
+) -> None:
+    import time
+
+    from harness.models.providers._anthropic_batch import AnthropicBatchClient
+
+    client = clients["anthropic"]
+    assert isinstance(client, AnthropicBatchClient)
+    queued_at = time.time()
+    ours = wave(3, prefix="ours")
+    ids = [r.custom_id for r in ours]
+    made = await client.create(ours, None, "lost-id")  # created; its id never recorded
+    # Still in progress: adopted provisionally, its id marked with the wave's ids' digest.
+    found = await client.find_by_requests("lost-id", ids, queued_at, known=())
+    assert found is not None and found.startswith(made + "#ids=")
+    # Another wave's provisional adoption of the same batch does not hide it: digests decide.
+    other = made + "#ids=" + "0" * 32
+    assert await client.find_by_requests("lost-id", ids, queued_at, known=(other,)) == found
+    await finish(client, found)
+    assert sorted(r.custom_id for r in await client.results(found)) == ids
+    # Ended: adopted only when its results hold exactly the wave's custom_ids.
+    assert await client.find_by_requests("lost-id", ids, queued_at, known=()) == made
+    assert await client.find_by_requests("lost-id", ids, queued_at, known=(made,)) is None
+    assert await client.find_by_requests("x", [*ids[:2], "other_1"], queued_at, ()) is None
+    # A batch created long before the wave was queued is never a candidate.
+    assert await client.find_by_requests("lost-id", ids, queued_at + 3600, known=()) is None
+    assert fake.stats()["billed_requests"] == 3
+
+
+async def test_anthropic_never_ingests_a_provisional_batch_that_is_not_the_wave_s(
+    fake: FakeBatchVendor, clients: dict[str, BatchClient]
+) -> None:
+    import time
+
+    client = clients["anthropic"]
+    queued_at = time.time()
+    # Someone else's batch with as many requests, in progress: the only candidate.
+    other = await client.create(wave(3, prefix="theirs"), None, "theirs")
+    ids = [r.custom_id for r in wave(3, prefix="ours")]
+    found = await client.find_by_requests("lost", ids, queued_at, known=())  # type: ignore[attr-defined]
+    assert found is not None and found.startswith(other + "#ids=")
+    await finish(client, found)
+    assert await client.results(found) == []  # none of its results is ours: none ingested
+    assert len(await client.results(other)) == 3  # (they are there for their owner)
+    # Two candidates in progress cannot be told apart: none is adopted.
+    await client.create(wave(3, prefix="a"), None, "a")
+    await client.create(wave(3, prefix="b"), None, "b")
+    assert await client.find_by_requests("lost", ids, queued_at, known=()) is None  # type: ignore[attr-defined]

@@ -8,6 +8,7 @@ vendor's batch price."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from harness.running.campaign import parse_campaign
 from harness.running.runner import run_campaign
 from harness.store.reader import EventReader
 from harness.verifying.replay import verify_log
+from harness.vocabulary.errors import CampaignAbortedError
 from harness.vocabulary.events import ReplyReceived
 
 CORPUS = Path(__file__).resolve().parents[4] / "corpora" / "metafair" / "crossed_open_tests.json"
@@ -151,3 +153,80 @@ def test_the_estimate_of_a_batch_model_is_at_the_batch_price() -> None:
     assert direct is not None and batched == pytest.approx(direct / 2)
     priced = estimate("batch", batch_price_in_per_mtok=0.0, batch_price_out_per_mtok=0.0)
     assert priced == 0.0
+
+
+def test_batches_in_flight_keep_to_the_enqueued_token_limit(
+    vendor: FakeVendor, canary_keys: dict[str, str], tmp_path: Path
+) -> None:
+    """With ``batch_enqueued_tokens`` set to the fake's own limit, waves are cut and held so
+    the fake never refuses a batch; the verdicts are still the direct run's."""
+    run(campaign("openai", vendor.url, "direct"), tmp_path / "d.db")
+    limit = 1500  # a handful of requests' worst case (input + max_tokens)
+    fake = FakeBatchVendor(polls=2, enqueued_token_limit=limit).start()
+    try:
+        data = campaign("openai", fake.url, "batch")
+        for model in (*data["models"], *data["judges"]):
+            model["options"]["batch_enqueued_tokens"] = limit
+        run(data, tmp_path / "b.db")
+        stats = fake.stats()
+    finally:
+        fake.stop()
+    assert stats["rejected"] == 0 and 0 < stats["peak_enqueued"] <= limit
+    assert stats["billed_twice"] == []
+    assert stats["billed_requests"] == len(replies(tmp_path / "b.db"))
+    assert transcripts(tmp_path / "d.db") == transcripts(tmp_path / "b.db")
+    # Without the option the same waves go whole, and the fake refuses some of them (its
+    # refusals may go on until the run stops as a vendor outage, resumable).
+    fake = FakeBatchVendor(polls=2, enqueued_token_limit=limit).start()
+    try:
+        with contextlib.suppress(CampaignAbortedError):
+            config = parse_campaign(campaign("openai", fake.url, "batch"))
+            asyncio.run(run_campaign(config, tmp_path / "u.db"))
+        unbounded = fake.stats()
+    finally:
+        fake.stop()
+    assert unbounded["rejected"] > 0
+
+
+def test_a_bad_batch_enqueued_tokens_exits_2_naming_the_field(
+    canary_keys: dict[str, str], tmp_path: Path
+) -> None:
+    from click.testing import CliRunner
+
+    from harness.cli.main import main
+
+    toml = tmp_path / "c.toml"
+    toml.write_text(
+        'name = "bad"\n[[models]]\nname = "openai:gpt-4o-mini"\nmode = "batch"\n'
+        'options = { base_url = "http://127.0.0.1:1/v1", batch_enqueued_tokens = 0 }\n'
+        '[[relations]]\nname = "metaquerier.mr1"\ncases = 1\n'
+    )
+    db = tmp_path / "bad.db"
+    result = CliRunner().invoke(main, ["run", str(toml), "--db", str(db)])
+    assert result.exit_code == 2, result.output
+    assert "batch_enqueued_tokens" in result.output and not db.exists()
+
+
+def test_a_gemini_campaign_through_input_files_equals_the_direct_one(
+    vendor: FakeVendor, canary_keys: dict[str, str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """Every wave over the inline size (made 0 here) goes as a JSONL file through the Files
+    API and is read back from its responses file: same transcripts, paid once."""
+    from harness.models.providers._google_batch import GeminiBatchClient
+
+    monkeypatch.setattr(GeminiBatchClient, "inline_bytes", 0)
+    run(campaign("google", vendor.url, "direct"), tmp_path / "d.db")
+    fake = FakeBatchVendor(polls=2).start()
+    try:
+        run(campaign("google", fake.url, "batch"), tmp_path / "b.db")
+        stats = fake.stats()
+        inputs = [name for name in fake.files if name.startswith("files/in-")]
+        batches = list(fake.batches.values())
+    finally:
+        fake.stop()
+    assert transcripts(tmp_path / "d.db") == transcripts(tmp_path / "b.db")
+    assert batches and all(b.input_file_id in inputs and b.output_file_id for b in batches)
+    assert stats["billed_twice"] == []
+    assert stats["billed_requests"] == len(replies(tmp_path / "b.db"))
+    assert not verify_log(tmp_path / "b.db").differences
