@@ -44,6 +44,10 @@ def test_a_stream_out_of_case_id_order_is_refused() -> None:
     with pytest.raises(NotInCaseOrder):
         list(majority_per_case_in_order(outcomes))
     # An id of another shape inside a planned case's ids would split that case.
-    split = [("r/1/r0@a", "r/1@a", True), ("r/1/r0x", "r/1/r0x", True), ("r/1/r1@a", "r/1@a", False)]
+    split = [
+        ("r/1/r0@a", "r/1@a", True),
+        ("r/1/r0x", "r/1/r0x", True),
+        ("r/1/r1@a", "r/1@a", False),
+    ]
     with pytest.raises(NotInCaseOrder):
         list(majority_per_case_in_order(split))
