@@ -378,7 +378,7 @@ def _conditional_distribution(
     tables: Sequence[Sequence[Sequence[int]]],
 ) -> tuple[NDArrayFloat, int] | None:
     """The distribution of the Mantel-Haenszel statistic given every table's margins, and
-    the index of the observed sum in it (None when every table is empty)."""
+    the index of the observed sum in it (None when no table has a choice: p is then 1)."""
     import numpy as np
     from scipy.stats import hypergeom
 
@@ -395,6 +395,11 @@ def _conditional_distribution(
         if total == 0:
             continue  # an empty table says nothing
         low, high = max(0, positives - (c + d)), min(group, positives)
+        if low == high:
+            # One possible count (no positive, say): its distribution is certain and
+            # convolving with it changes nothing, so it is left out (the same p; a stratum
+            # without a choice is most strata of a large campaign).
+            continue
         counts.append(np.arange(low, high + 1))
         margins.append((total, group, positives))
         sizes.append(high - low + 1)
