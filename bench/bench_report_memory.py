@@ -4,6 +4,7 @@ the number of cases in the log, and the ratio of the peak to the 500 MB limit (i
     python bench/bench_report_memory.py                     # 10,000 and 100,000 cases
     python bench/bench_report_memory.py --cases 10000       # one size
     python bench/bench_report_memory.py --logs DIR          # keep (and reuse) the logs in DIR
+    python bench/bench_report_memory.py --keep DIR          # keep the reports (compare versions)
 
 The log is a simulated MetaQuerier campaign (MR1 and MR2, half the plan each, zero latency)
 written by `harness run`, the fastest way the project has to a log of N real cases; a log
@@ -142,6 +143,9 @@ def main() -> None:
     parser.add_argument("--logs", type=Path, help="directory to keep and reuse the logs in")
     parser.add_argument("--formats", default=",".join(FORMATS))
     parser.add_argument("--json", action="store_true", help="one JSON line per measurement")
+    parser.add_argument(
+        "--keep", type=Path, help="keep each report in this directory (to compare two versions)"
+    )
     args = parser.parse_args()
     sizes = args.cases or [10_000, 100_000]
     formats = [f for f in args.formats.split(",") if f]
@@ -159,7 +163,11 @@ def main() -> None:
                 print(f"# log of {cases} cases made in {made:.1f} s "
                       f"({db.stat().st_size / 2**20:.0f} MB)")  # fmt: skip
             for fmt in formats:
-                r = measure_report(db, fmt, out_dir)
+                here = out_dir
+                if args.keep is not None:
+                    here = args.keep / str(cases)
+                    here.mkdir(parents=True, exist_ok=True)
+                r = measure_report(db, fmt, here)
                 r["cases"] = cases
                 peak = max(r["peak_tree_rss_mb"], r["ru_maxrss_mb"])
                 if args.json:

@@ -21,21 +21,23 @@ Every row names its relation, so its test is corrected with that relation's othe
 (`harness.reporting.report.apply_fdr`). A value is the label's value in the case data as
 text (a list: its items joined with " + "); a case without the key is left out of that
 label. The case data is read once, streamed beside the verdicts in case order: what is kept
-is one small tuple per labelled case (for the per-case majority) and a counter per value.
+is one case's repeats at a time (for the per-case majority) and a counter per value.
 """
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from harness.reporting.excess import CELL_COLUMNS, PairTally, control_of, excess_cells
 from harness.reporting.stats import (
     COMPARISON_COLUMNS,
+    NotInCaseOrder,
     compare_groups,
     majority_per_case,
+    majority_per_case_in_order,
 )
 from harness.reporting.tables import Forest, ReportContext, Table, rounded
 
@@ -90,38 +92,62 @@ def _case_labels(
         yield case_id, tuple(pairs)
 
 
+def _tally(
+    ctx: ReportContext, labels: Mapping[str, Sequence[str]], streamed: bool
+) -> tuple[dict[tuple[str, ...], tuple[int, int]], dict[tuple[str, str, str, str], PairTally]]:
+    """(model, relation, label, value) -> (violated cases by majority, cases), and its
+    control pairs' tally. ``streamed``: each case's repeats are summarised as its block
+    ends (`majority_per_case_in_order`), else every labelled verdict is held to the end."""
+    valid: list[tuple[str, tuple[str, str, str, str, str], bool]] = []
+    pairs: dict[tuple[str, str, str, str], PairTally] = defaultdict(lambda: PairTally([0, 0, 0, 0]))
+
+    def outcomes() -> Iterator[tuple[str, tuple[str, str, str, str, str], bool]]:
+        cases = _case_labels(ctx, labels)
+        current: tuple[str, tuple[tuple[str, str], ...]] | None = next(cases, None)
+        for v in ctx.verdicts(relations=labels):
+            # Both streams are in case-id order (SQLite's binary order of UTF-8 text is the
+            # order of Python strings): a merge, never a dictionary of every case.
+            while current is not None and current[0] < v.case_id:
+                current = next(cases, None)
+            if current is None or current[0] != v.case_id:
+                continue
+            control = control_of(v.evidence)
+            for key, value in current[1]:
+                if v.outcome in _VALID:
+                    yield (
+                        v.case_id,
+                        (v.model, v.relation, key, value, v.case_key),
+                        v.outcome == "VIOLATED",
+                    )
+                if control is not None:
+                    kind = str(control.get("kind", "repeat"))
+                    pairs[(v.model, v.relation, key, value)].add(
+                        v.outcome, str(control["outcome"]), kind
+                    )
+
+    majorities: Iterable[tuple[tuple[str, str, str, str, str], bool]]
+    if streamed:
+        majorities = majority_per_case_in_order(outcomes())
+    else:
+        valid.extend(outcomes())
+        majorities = majority_per_case((case, hit) for _, case, hit in valid).items()
+    counts: dict[tuple[str, ...], tuple[int, int]] = {}
+    for (model, relation, key, value, _), hit in majorities:
+        k, n = counts.get((model, relation, key, value), (0, 0))
+        counts[(model, relation, key, value)] = (k + hit, n + 1)
+    return counts, pairs
+
+
 def label_tables(ctx: ReportContext, labels: Mapping[str, Sequence[str]]) -> list[Table]:
     """The label tables (module doc) of the relations in ``labels`` (relation -> its
     declared label keys); none when no relation declares a label."""
     labels = {r: tuple(keys) for r, keys in labels.items() if keys}
     if not labels:
         return []
-    per_case: list[tuple[tuple[str, str, str, str, str], bool]] = []
-    pairs: dict[tuple[str, str, str, str], PairTally] = defaultdict(lambda: PairTally([0, 0, 0, 0]))
-    cases = _case_labels(ctx, labels)
-    current: tuple[str, tuple[tuple[str, str], ...]] | None = next(cases, None)
-    for v in ctx.verdicts(relations=labels):
-        # Both streams are in case-id order (SQLite's binary order of UTF-8 text is the
-        # order of Python strings): a merge, never a dictionary of every case.
-        while current is not None and current[0] < v.case_id:
-            current = next(cases, None)
-        if current is None or current[0] != v.case_id:
-            continue
-        control = control_of(v.evidence)
-        for key, value in current[1]:
-            if v.outcome in _VALID:
-                per_case.append(
-                    ((v.model, v.relation, key, value, v.case_key), v.outcome == "VIOLATED")
-                )
-            if control is not None:
-                kind = str(control.get("kind", "repeat"))
-                pairs[(v.model, v.relation, key, value)].add(
-                    v.outcome, str(control["outcome"]), kind
-                )
-    counts: dict[tuple[str, ...], tuple[int, int]] = {}
-    for (model, relation, key, value, _), hit in majority_per_case(per_case).items():
-        k, n = counts.get((model, relation, key, value), (0, 0))
-        counts[(model, relation, key, value)] = (k + hit, n + 1)
+    try:
+        counts, pairs = _tally(ctx, labels, streamed=True)
+    except NotInCaseOrder:
+        counts, pairs = _tally(ctx, labels, streamed=False)
     tables: list[Table] = []
     rows = [
         [*key, c.n, c.k, rounded(c.rate), rounded(c.low), rounded(c.high), *c.cells()]

@@ -23,12 +23,15 @@ dilute the correction.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from harness.reporting.stats import (
     COMPARISON_COLUMNS,
+    NotInCaseOrder,
     compare_groups,
     majority_per_case,
+    majority_per_case_in_order,
     wilson_interval,
 )
 from harness.reporting.tables import ReportContext, Table, rounded
@@ -64,6 +67,8 @@ def _groups(ctx: ReportContext) -> dict[str, str]:
     return out
 
 
+_Case = tuple[str, str, str, str]  # model, relation, group, case key
+
 _KINDS = (
     (
         "REFUSED",
@@ -78,28 +83,61 @@ _KINDS = (
 )
 
 
-def outcome_groups(ctx: ReportContext) -> list[Table]:
+def _outcomes(ctx: ReportContext, streamed: bool) -> Iterator[tuple[str, _Case, str]]:
+    """(case id, (model, relation, group, case key), outcome) of each verdict of a case
+    with a group: its data read beside it as both stream (``streamed``), or from a
+    dictionary of every case's group."""
+    if streamed:
+        for v, data in ctx.verdicts_with_data():
+            group = group_of(data)
+            if group is not None:
+                yield v.case_id, (v.model, v.relation, group, v.case_key), v.outcome
+        return
     groups = _groups(ctx)
-    if not groups:
-        return []
-    # One streamed pass over the verdicts; what is kept is one small tuple per case.
-    per_case: dict[str, list[tuple[tuple[str, str, str, str], bool]]] = {o: [] for o, *_ in _KINDS}
-    relations_with: dict[str, set[tuple[str, str]]] = {o: set() for o, *_ in _KINDS}
     for v in ctx.verdicts():
-        group = groups.get(v.case_id)
-        if group is None:
-            continue
-        for outcome, *_ in _KINDS:
-            hit = v.outcome == outcome
-            per_case[outcome].append(((v.model, v.relation, group, v.case_key), hit))
-            if hit:
-                relations_with[outcome].add((v.model, v.relation))
+        found = groups.get(v.case_id)
+        if found is not None:
+            yield v.case_id, (v.model, v.relation, found, v.case_key), v.outcome
+
+
+def _tally(
+    ctx: ReportContext, streamed: bool
+) -> tuple[dict[str, dict[tuple[str, ...], tuple[int, int]]], dict[str, set[tuple[str, str]]]]:
+    """Per outcome kind: (model, relation, group) -> (cases with that outcome by majority,
+    cases), and the (model, relation) pairs with at least one such verdict. One streamed
+    pass; ``streamed``: each case's repeats are summarised as its block ends
+    (`majority_per_case_in_order`), else every case is held until the end."""
+    relations_with: dict[str, set[tuple[str, str]]] = {o: set() for o, *_ in _KINDS}
+
+    def outcomes() -> Iterator[tuple[str, tuple[str, ...], bool]]:
+        for case_id, case, outcome in _outcomes(ctx, streamed):
+            for kind, *_ in _KINDS:
+                hit = outcome == kind
+                yield case_id, (kind, *case), hit
+                if hit:
+                    relations_with[kind].add((case[0], case[1]))
+
+    majorities: Iterable[tuple[tuple[str, ...], bool]] = (
+        majority_per_case_in_order(outcomes())
+        if streamed
+        else majority_per_case((case, hit) for _, case, hit in outcomes()).items()
+    )
+    counts: dict[str, dict[tuple[str, ...], tuple[int, int]]] = {o: {} for o, *_ in _KINDS}
+    for (kind, model, relation, group, _), hit in majorities:
+        mine = counts[kind]
+        k, n = mine.get((model, relation, group), (0, 0))
+        mine[(model, relation, group)] = (k + hit, n + 1)
+    return counts, relations_with
+
+
+def outcome_groups(ctx: ReportContext) -> list[Table]:
+    try:
+        counts_of, relations_with = _tally(ctx, streamed=True)
+    except NotInCaseOrder:
+        counts_of, relations_with = _tally(ctx, streamed=False)
     tables = []
     for outcome, name, title in _KINDS:
-        counts: dict[tuple[str, ...], tuple[int, int]] = {}
-        for (model, relation, group, _), hit in majority_per_case(per_case[outcome]).items():
-            k, n = counts.get((model, relation, group), (0, 0))
-            counts[(model, relation, group)] = (k + hit, n + 1)
+        counts = counts_of[outcome]
         rows = []
         untested: dict[tuple[str, str], int] = {}
         for key, comparison in compare_groups(counts):

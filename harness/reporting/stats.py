@@ -31,7 +31,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Hashable, Iterable, Sequence
+import re
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
@@ -104,6 +105,55 @@ def majority_per_case(outcomes: Iterable[tuple[K, bool]]) -> dict[K, bool]:
     (as this once did) biased every rate down whenever the number of repeats was even.
     """
     return {case: share > 0.5 for case, share in mean_per_case(outcomes).items() if share != 0.5}
+
+
+class NotInCaseOrder(Exception):
+    """Outcomes given to `majority_per_case_in_order` did not come in case id order: the
+    caller tallies them again with `majority_per_case`, holding every case at once."""
+
+
+# A planned case's id is "<relation>/<index>/r<repeat>@<model>" (`harness.running.plan`).
+_REPEAT_AT = re.compile(r"/r\d+@")
+
+
+def case_block(case_id: str) -> str:
+    """What the ids of one planned case's repeats on every model share ("<relation>/<index>
+    /r"): ids with a common beginning are neighbours in case id order, so a stream in that
+    order holds each case's repeats together. An id of another shape is its own block."""
+    found = _REPEAT_AT.search(case_id)
+    return case_id[: found.start() + 2] if found else case_id
+
+
+def majority_per_case_in_order(outcomes: Iterable[tuple[str, K, bool]]) -> Iterator[tuple[K, bool]]:
+    """`majority_per_case` of (case id, case, positive) given in case id order, yielded as
+    each block of one planned case (`case_block`) ends: the same pairs in the same order,
+    with one case's repeats held at a time instead of every case's. Raises
+    `NotInCaseOrder` when the ids are not in order (the caller then uses
+    `majority_per_case`)."""
+    tally: dict[K, list[int]] = {}
+    block: str | None = None
+    last = ""
+    for case_id, case, positive in outcomes:
+        if case_id < last:
+            raise NotInCaseOrder(case_id)
+        last = case_id
+        here = case_block(case_id)
+        if here != block:
+            # An id of another shape among a planned case's ids would split that case.
+            if block is not None and here == case_id and case_id.startswith(block):
+                raise NotInCaseOrder(case_id)
+            yield from _majorities(tally)
+            tally, block = {}, here
+        counts = tally.setdefault(case, [0, 0])
+        counts[0 if positive else 1] += 1
+    yield from _majorities(tally)
+
+
+def _majorities(tally: dict[K, list[int]]) -> Iterator[tuple[K, bool]]:
+    for case, (pos, neg) in tally.items():
+        share = pos / (pos + neg)
+        if share != 0.5:
+            yield case, share > 0.5
 
 
 def tied_cases(outcomes: Iterable[tuple[K, bool]]) -> int:
@@ -328,7 +378,7 @@ def _conditional_distribution(
     tables: Sequence[Sequence[Sequence[int]]],
 ) -> tuple[NDArrayFloat, int] | None:
     """The distribution of the Mantel-Haenszel statistic given every table's margins, and
-    the index of the observed sum in it (None when every table is empty)."""
+    the index of the observed sum in it (None when no table has a choice: p is then 1)."""
     import numpy as np
     from scipy.stats import hypergeom
 
@@ -345,6 +395,11 @@ def _conditional_distribution(
         if total == 0:
             continue  # an empty table says nothing
         low, high = max(0, positives - (c + d)), min(group, positives)
+        if low == high:
+            # One possible count (no positive, say): its distribution is certain and
+            # convolving with it changes nothing, so it is left out (the same p; a stratum
+            # without a choice is most strata of a large campaign).
+            continue
         counts.append(np.arange(low, high + 1))
         margins.append((total, group, positives))
         sizes.append(high - low + 1)

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
+from array import array
 from collections import Counter
-from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from harness.family_api import (
     COMPARISON_COLUMNS,
@@ -81,64 +83,191 @@ def _valid(ctx: ReportContext) -> Iterable[tuple[VerdictRow, dict[str, Any]]]:
             yield v, data
 
 
-def _rate_rows(
-    units: dict[tuple[str, ...], bool], key_of: dict[tuple[str, ...], tuple[str, ...]]
-) -> list[tuple[tuple[str, ...], list[Any]]]:
-    """Rows of rate, interval and test for each key: ``units`` maps a unit to its majority
-    outcome and ``key_of`` the unit to the (context..., group) it counts for."""
-    counts: dict[tuple[str, ...], list[int]] = {}
-    for unit, positive in units.items():
-        c = counts.setdefault(key_of[unit], [0, 0])
-        c[0] += positive
-        c[1] += 1
-    out = []
-    for key, g in compare_groups({k: (v[0], v[1]) for k, v in counts.items()}):
-        out.append((key, [g.n, g.k, rounded(g.rate), rounded(g.low), rounded(g.high), *g.cells()]))
-    return out
+# A planned case's id is "<relation>/<index>/r<repeat>@<model>": its repeats and its models
+# share the id up to "/r", and ids sharing a beginning are neighbours in case id order.
+_REPEAT_AT = re.compile(r"/r\d+@")
+
+Block = Iterable[tuple[VerdictRow, dict[str, Any]]]
+T = TypeVar("T")
 
 
-def _clustered_rows(
-    units: dict[tuple[str, ...], bool], key_of: dict[tuple[str, ...], tuple[str, ...]]
-) -> list[tuple[tuple[str, ...], list[Any]]]:
-    """Like `_rate_rows` for keys that pool several terms of one case (a group): ``units``
-    are (model, context, case, term); the interval is clustered by case and the test of a
-    group against the rest of its context is stratified by case."""
-    # (context key, case) -> group -> [positives, pairs]
-    per_case: dict[tuple[tuple[str, ...], str], dict[str, list[int]]] = {}
-    for unit, positive in units.items():
-        key = key_of[unit]
-        c = per_case.setdefault((key[:-1], unit[2]), {}).setdefault(key[-1], [0, 0])
-        c[0] += positive
-        c[1] += 1
-    strata: dict[tuple[str, ...], list[tuple[int, int, int, int]]] = {}
-    clusters: dict[tuple[str, ...], list[tuple[int, int]]] = {}
-    groups_of: dict[tuple[str, ...], set[str]] = {}
-    for (context, _), groups in per_case.items():
-        groups_of.setdefault(context, set()).update(groups)
-    for (context, _), groups in per_case.items():
-        all_k = sum(c[0] for c in groups.values())
-        all_n = sum(c[1] for c in groups.values())
-        for group in groups_of[context]:
-            k, n = groups.get(group, [0, 0])
-            key = (*context, group)
-            strata.setdefault(key, []).append((k, n, all_k - k, all_n - n))
-            if n:
-                clusters.setdefault(key, []).append((k, n))
-    out = []
-    for key in sorted(strata):
-        g = compare_to_rest_stratified(strata[key])
-        rate, low, high = cluster_rate_interval(clusters.get(key, []))
-        if g.n and g.rest_n:
-            rest = [(c, d) for _, _, c, d in strata[key] if d]
-            lo, hi, rr_lo, rr_hi = clustered_intervals(
-                g.k, g.n, g.rest_k, g.rest_n, clusters.get(key, []), rest
+class _NotGrouped(Exception):
+    """The verdicts did not come grouped by case (a log whose order the stream cannot
+    follow), or a term's group changed between cases: tallies finished one case at a time
+    would then differ from those of the whole campaign, so the section is built again
+    from one block holding every verdict (the units of every case held at once)."""
+
+
+def _case_blocks(ctx: ReportContext) -> Iterator[list[tuple[VerdictRow, dict[str, Any]]]]:
+    """The valid verdicts with their data, one block per planned case (every repeat of it
+    on every model): the stream comes in case id order, so each block is complete when the
+    next begins and the report holds one case's units at a time. Raises `_NotGrouped`
+    when the order is not case id order."""
+    block: list[tuple[VerdictRow, dict[str, Any]]] = []
+    prefix: str | None = None
+    last = ""
+    for v, data in _valid(ctx):
+        case_id = v.case_id
+        if case_id < last:
+            raise _NotGrouped(case_id)
+        last = case_id
+        found = _REPEAT_AT.search(case_id)
+        key = case_id[: found.start() + 2] if found else case_id
+        if key != prefix:
+            # An id of another shape inside a planned case's ids would split that case.
+            if prefix is not None and found is None and case_id.startswith(prefix):
+                raise _NotGrouped(case_id)
+            if block:
+                yield block
+            block, prefix = [], key
+        block.append((v, data))
+    if block:
+        yield block
+
+
+def _by_case(ctx: ReportContext, build: Callable[[Iterable[Block], bool], T]) -> T:
+    """``build`` over the blocks of one case each (`_case_blocks`, strict: a term must keep
+    its group), or, when the log's order does not allow it, over one block of every
+    verdict (not strict: a term's group is the one of its last occurrence)."""
+    try:
+        return build(_case_blocks(ctx), True)
+    except _NotGrouped:
+        return build([_valid(ctx)], False)
+
+
+class _GroupOf(dict[str, str]):
+    """Term -> social group. Strict: a term given another group than before raises
+    `_NotGrouped` (a case's units were tallied under the group it had then)."""
+
+    def __init__(self, strict: bool) -> None:
+        super().__init__()
+        self.strict = strict
+
+    def note(self, term: str, group: str) -> None:
+        if self.strict:
+            old = self.setdefault(term, group)
+            if old != group:
+                raise _NotGrouped(term)
+        else:
+            self[term] = group
+
+
+class _RateTally:
+    """The counts of `_RateTally`, added one block of units at a time."""
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple[str, ...], list[int]] = {}
+
+    def add(
+        self,
+        units: dict[tuple[str, ...], bool],
+        key_of: Callable[[tuple[str, ...]], tuple[str, ...]],
+    ) -> None:
+        for unit, positive in units.items():
+            c = self.counts.setdefault(key_of(unit), [0, 0])
+            c[0] += positive
+            c[1] += 1
+
+    def rows(self) -> list[tuple[tuple[str, ...], list[Any]]]:
+        """Rows of rate, interval and test for each key (against the rest of its context)."""
+        out = []
+        for key, g in compare_groups({k: (v[0], v[1]) for k, v in self.counts.items()}):
+            out.append(
+                (key, [g.n, g.k, rounded(g.rate), rounded(g.low), rounded(g.high), *g.cells()])
             )
-            g = dataclasses.replace(g, diff_low=lo, diff_high=hi, rr_low=rr_lo, rr_high=rr_hi)
-        out.append((key, [g.n, g.k, rounded(rate), rounded(low), rounded(high), *g.cells()]))
-    return out
+        return out
 
 
-def design_effect(clusters: list[tuple[int, int]]) -> float:
+class _Column(Sequence[Any]):
+    """A sequence of tuples made on each pass from columns of integers held compactly (4
+    bytes a row): the strata and clusters of a group over a million cases, read by the
+    statistics without a tuple of each held at once."""
+
+    def __init__(self, make: Callable[[], Iterator[tuple[int, ...]]], size: int) -> None:
+        self._make, self._size = make, size
+
+    def __iter__(self) -> Iterator[tuple[int, ...]]:
+        return self._make()
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __getitem__(self, index: Any) -> Any:
+        return list(self._make())[index]
+
+
+class _ClusteredTally:
+    """The per-case counts of `_ClusteredTally`, added one block of units at a time: per
+    context, each case's positives and pairs over all its groups, and per group of the
+    context its own in the same case order (0 of 0 where the case had none of its terms)."""
+
+    def __init__(self) -> None:
+        self.totals: dict[tuple[str, ...], tuple[array[int], array[int]]] = {}
+        self.groups: dict[tuple[str, ...], dict[str, tuple[array[int], array[int]]]] = {}
+
+    def add(
+        self,
+        units: dict[tuple[str, ...], bool],
+        key_of: Callable[[tuple[str, ...]], tuple[str, ...]],
+    ) -> None:
+        # (context key, case) -> group -> [positives, pairs]
+        per_case: dict[tuple[tuple[str, ...], str], dict[str, list[int]]] = {}
+        for unit, positive in units.items():
+            key = key_of(unit)
+            c = per_case.setdefault((key[:-1], unit[2]), {}).setdefault(key[-1], [0, 0])
+            c[0] += positive
+            c[1] += 1
+        for (context, _), groups in per_case.items():
+            all_k, all_n = self.totals.setdefault(context, (array("i"), array("i")))
+            mine = self.groups.setdefault(context, {})
+            for group in groups:
+                if group not in mine:
+                    mine[group] = (array("i", [0]) * len(all_k), array("i", [0]) * len(all_k))
+            all_k.append(sum(c[0] for c in groups.values()))
+            all_n.append(sum(c[1] for c in groups.values()))
+            for group, (ks, ns) in mine.items():
+                k, n = groups.get(group, (0, 0))
+                ks.append(k)
+                ns.append(n)
+
+    def rows(self) -> list[tuple[tuple[str, ...], list[Any]]]:
+        """The rows of `_ClusteredTally`, sorted by key."""
+        keys = sorted((*context, group) for context, mine in self.groups.items() for group in mine)
+        out = []
+        for key in keys:
+            all_k, all_n = self.totals[key[:-1]]
+            ks, ns = self.groups[key[:-1]][key[-1]]
+            cases = len(all_k)
+
+            def strata(
+                ks: array[int] = ks, ns: array[int] = ns, ak: array[int] = all_k,
+                an: array[int] = all_n,
+            ) -> Iterator[tuple[int, ...]]:  # fmt: skip
+                return ((k, n, a - k, b - n) for k, n, a, b in zip(ks, ns, ak, an, strict=True))
+
+            def clusters(ks: array[int] = ks, ns: array[int] = ns) -> Iterator[tuple[int, ...]]:
+                return ((k, n) for k, n in zip(ks, ns, strict=True) if n)
+
+            def rest(
+                ks: array[int] = ks, ns: array[int] = ns, ak: array[int] = all_k,
+                an: array[int] = all_n,
+            ) -> Iterator[tuple[int, ...]]:  # fmt: skip
+                return ((a - k, b - n) for k, n, a, b in zip(ks, ns, ak, an, strict=True) if b - n)
+
+            mine = _Column(clusters, sum(1 for n in ns if n))
+            g = compare_to_rest_stratified(_Column(strata, cases))
+            rate, low, high = cluster_rate_interval(mine)
+            if g.n and g.rest_n:
+                others = _Column(rest, sum(1 for n, a in zip(ns, all_n, strict=True) if a - n))
+                lo, hi, rr_lo, rr_hi = clustered_intervals(
+                    g.k, g.n, g.rest_k, g.rest_n, mine, others
+                )
+                g = dataclasses.replace(g, diff_low=lo, diff_high=hi, rr_low=rr_lo, rr_high=rr_hi)
+            out.append((key, [g.n, g.k, rounded(rate), rounded(low), rounded(high), *g.cells()]))
+        return out
+
+
+def design_effect(clusters: Sequence[tuple[int, int]]) -> float:
     """How much clustering inflates a pooled rate's variance: the cluster-robust (CR1)
     variance of the ratio estimator over the binomial one, at least 1 (the design effect
     `harness.reporting.stats.cluster_rate_interval` uses); 1 without variation."""
@@ -157,8 +286,8 @@ def clustered_intervals(
     n: int,
     rest_k: int,
     rest_n: int,
-    group: list[tuple[int, int]],
-    rest: list[tuple[int, int]],
+    group: Sequence[tuple[int, int]],
+    rest: Sequence[tuple[int, int]],
 ) -> tuple[float, float, float, float]:
     """The diff (Newcombe) and risk-ratio (log, adjusted) 95 % intervals of ``k`` of ``n``
     against ``rest_k`` of ``rest_n``, each side taken at its effective size (its counts
@@ -177,30 +306,22 @@ def clustered_intervals(
     return max(-1.0, float(diff_low)), min(1.0, float(diff_high)), float(rr_low), float(rr_high)
 
 
-def _attribution_units(
-    ctx: ReportContext,
-) -> tuple[dict[tuple[str, ...], bool], dict[str, str]]:
-    """(model, gender, case, term) -> named in the source turn (majority), and term -> group."""
-    explicit = _explicitly_gendered()
-    group_of: dict[str, str] = {}
-    same = _Canonical()
-
-    def pairs() -> Iterator[tuple[tuple[str, ...], bool]]:
-        # Streamed into the majority: no list of every repeat's pairs is held.
-        for v, data in _valid(ctx):
-            named = set(v.evidence.get("source_named") or [])
-            gender = same(str(data.get("gender") or v.evidence.get("gender") or ""))
-            term_groups: dict[str, str] = data.get("groups") or {}
-            model, case = same(v.model), v.case_key
-            for term in data.get("terms") or []:
-                if term in explicit:
-                    continue
-                term = same(term)
-                yield (model, gender, case, term), term in named
-                # The group of a term's last unit, as a term -> group map of every unit had.
-                group_of[term] = same(term_groups.get(term, "unknown"))
-
-    return majority_per_case(pairs()), group_of
+def _attribution_pairs(
+    block: Block, explicit: frozenset[str], same: _Canonical, group_of: _GroupOf
+) -> Iterator[tuple[tuple[str, ...], bool]]:
+    """(model, gender, case, term) -> named in the source turn, for each repeat's term;
+    notes each term's group on the way."""
+    for v, data in block:
+        named = set(v.evidence.get("source_named") or [])
+        gender = same(str(data.get("gender") or v.evidence.get("gender") or ""))
+        term_groups: dict[str, str] = data.get("groups") or {}
+        model, case = same(v.model), v.case_key
+        for term in data.get("terms") or []:
+            if term in explicit:
+                continue
+            term = same(term)
+            yield (model, gender, case, term), term in named
+            group_of.note(term, same(term_groups.get(term, "unknown")))
 
 
 class _Canonical(dict[str, str]):
@@ -211,12 +332,29 @@ class _Canonical(dict[str, str]):
         return self.setdefault(text, text)
 
 
+def _attribution_tallies(
+    blocks: Iterable[Block], strict: bool
+) -> tuple[_ClusteredTally, _RateTally, dict[str, str]] | None:
+    """The attribution units' tallies per (model, gender, group) and per (model, gender,
+    term), fed one block at a time, and term -> group; None without a unit."""
+    explicit, same, group_of = _explicitly_gendered(), _Canonical(), _GroupOf(strict)
+    by_group, by_term = _ClusteredTally(), _RateTally()
+    seen = False
+    for block in blocks:
+        units = majority_per_case(_attribution_pairs(block, explicit, same, group_of))
+        seen = seen or bool(units)
+        by_group.add(units, lambda u: (u[0], u[1], group_of[u[3]]))
+        by_term.add(units, lambda u: (u[0], u[1], u[3]))
+    return (by_group, by_term, group_of) if seen else None
+
+
 def attribution(ctx: ReportContext) -> list[Table]:
-    units, group_of = _attribution_units(ctx)
-    if not units:
+    tallies = _by_case(ctx, _attribution_tallies)
+    if tallies is None:
         return []
-    by_group = _clustered_rows(units, {u: (u[0], u[1], group_of[u[3]]) for u in units})
-    by_term = _rate_rows(units, {u: (u[0], u[1], u[3]) for u in units})
+    group_tally, term_tally, group_of = tallies
+    by_group = group_tally.rows()
+    by_term = term_tally.rows()
     limit = int(ctx.options.get("top", 15))
     # Terms are many: the table keeps the ones with the smallest p per model and gender; the
     # correction still counts every term tested.
@@ -264,71 +402,100 @@ def _at_risk(v: VerdictRow, data: dict[str, Any]) -> list[str]:
     return [*terms, *(t for t in v.evidence.get("violating_terms") or [] if t not in terms)]
 
 
-def _violation_units(
-    ctx: ReportContext,
-) -> tuple[dict[tuple[str, ...], bool], dict[str, str], dict[tuple[str, ...], str]]:
-    """Each (model, relation, case, term) unit's majority outcome, each term's social group,
-    and each unit's gender: the gender its case asked a term to be named as (MR1, MR2), the
-    direction in which a violating term was attributed."""
-    group_of: dict[str, str] = {}
-    gender_of: dict[tuple[str, ...], str] = {}
-    same = _Canonical()
-
-    def pairs() -> Iterator[tuple[tuple[str, ...], bool]]:
-        # Streamed into the majority: no list of every repeat's pairs is held.
-        for v, data in _valid(ctx):
-            violating = set(v.evidence.get("violating_terms") or [])
-            term_groups: dict[str, str] = {
-                **(v.evidence.get("term_groups") or {}),
-                **(data.get("groups") or {}),
-            }
-            gender = v.evidence.get("gender") or data.get("gender")
+def _violation_pairs(
+    block: Block, same: _Canonical, group_of: _GroupOf, gender_of: dict[tuple[str, ...], str]
+) -> Iterator[tuple[tuple[str, ...], bool]]:
+    """(model, relation, case, term) -> violated, for each repeat's term at risk; notes each
+    term's group and each unit's gender on the way."""
+    for v, data in block:
+        violating = set(v.evidence.get("violating_terms") or [])
+        term_groups: dict[str, str] = {
+            **(v.evidence.get("term_groups") or {}),
+            **(data.get("groups") or {}),
+        }
+        gender = v.evidence.get("gender") or data.get("gender")
+        if isinstance(gender, str):
+            gender = same(gender)
+        model, relation, case = same(v.model), same(v.relation), v.case_key
+        for term in _at_risk(v, data):
+            term = same(term)
+            unit = (model, relation, case, term)
+            yield unit, term in violating
+            group_of.note(term, same(term_groups.get(term, "unknown")))
             if isinstance(gender, str):
-                gender = same(gender)
-            model, relation, case = same(v.model), same(v.relation), v.case_key
-            for term in _at_risk(v, data):
-                term = same(term)
-                unit = (model, relation, case, term)
-                yield unit, term in violating
-                group_of[term] = same(term_groups.get(term, "unknown"))
-                if isinstance(gender, str):
-                    gender_of[unit] = gender
-
-    return majority_per_case(pairs()), group_of, gender_of
+                gender_of[unit] = gender
 
 
-def _directions(
-    units: dict[tuple[str, ...], bool],
-    gender_of: dict[tuple[str, ...], str],
-    key_of: dict[tuple[str, ...], tuple[str, ...]],
-) -> dict[tuple[str, ...], str]:
-    """Per row key, the gender its violations went toward: "male", or the most frequent
-    with its share when they went both ways ("male 3 of 4"); absent without violations."""
-    counts: dict[tuple[str, ...], Counter[str]] = {}
-    for unit, violated in units.items():
-        gender = gender_of.get(unit)
-        if violated and gender is not None:
-            counts.setdefault(key_of[unit], Counter())[gender] += 1
-    out = {}
-    for key, c in counts.items():
-        (top, n), total = c.most_common(1)[0], sum(c.values())
-        out[key] = top if n == total else f"{top} {n} of {total}"
-    return out
+def _violation_blocks(
+    blocks: Iterable[Block], group_of: _GroupOf
+) -> Iterator[tuple[dict[tuple[str, ...], bool], dict[tuple[str, ...], str]]]:
+    """Per block: each (model, relation, case, term) unit's majority outcome and each
+    unit's gender (the gender its case asked a term to be named as, MR1 and MR2: the
+    direction in which a violating term was attributed); ``group_of`` gets each term's
+    social group."""
+    same = _Canonical()
+    for block in blocks:
+        gender_of: dict[tuple[str, ...], str] = {}
+        yield majority_per_case(_violation_pairs(block, same, group_of, gender_of)), gender_of
+
+
+class _Directions:
+    """Per row key, the genders its violations went toward, added one block at a time."""
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple[str, ...], Counter[str]] = {}
+
+    def add(
+        self,
+        units: dict[tuple[str, ...], bool],
+        gender_of: dict[tuple[str, ...], str],
+        key_of: Callable[[tuple[str, ...]], tuple[str, ...]],
+    ) -> None:
+        for unit, violated in units.items():
+            gender = gender_of.get(unit)
+            if violated and gender is not None:
+                self.counts.setdefault(key_of(unit), Counter())[gender] += 1
+
+    def towards(self) -> dict[tuple[str, ...], str]:
+        """ "male", or the most frequent with its share when they went both ways ("male 3 of
+        4"); absent without violations."""
+        out = {}
+        for key, c in self.counts.items():
+            (top, n), total = c.most_common(1)[0], sum(c.values())
+            out[key] = top if n == total else f"{top} {n} of {total}"
+        return out
+
+
+def _by_group_tallies(
+    blocks: Iterable[Block], strict: bool
+) -> tuple[_ClusteredTally, _Directions, dict[tuple[str, ...], set[str]]] | None:
+    """`violating_terms_by_group`'s tallies per (model, relation, group), one block at a
+    time: the clustered counts, the directions and the distinct violated terms."""
+    group_of = _GroupOf(strict)
+    rows, directions = _ClusteredTally(), _Directions()
+    distinct: dict[tuple[str, ...], set[str]] = {}
+    seen = False
+
+    def key_of(u: tuple[str, ...]) -> tuple[str, ...]:
+        return (u[0], u[1], group_of[u[3]])
+
+    for units, gender_of in _violation_blocks(blocks, group_of):
+        seen = seen or bool(units)
+        rows.add(units, key_of)
+        directions.add(units, gender_of, key_of)
+        for u, positive in units.items():
+            if positive:
+                distinct.setdefault(key_of(u), set()).add(u[3])
+    return (rows, directions, distinct) if seen else None
 
 
 def violating_terms_by_group(ctx: ReportContext) -> list[Table]:
-    units, group_of, gender_of = _violation_units(ctx)
-    if not units:
+    tallies = _by_case(ctx, _by_group_tallies)
+    if tallies is None:
         return []
-    key_of: dict[tuple[str, ...], tuple[str, ...]] = {
-        u: (u[0], u[1], group_of[u[3]]) for u in units
-    }
-    rows = _clustered_rows(units, key_of)
-    towards = _directions(units, gender_of, key_of)
-    distinct: dict[tuple[str, ...], set[str]] = {}
-    for u, positive in units.items():
-        if positive:
-            distinct.setdefault((u[0], u[1], group_of[u[3]]), set()).add(u[3])
+    tally, directions, distinct = tallies
+    rows = tally.rows()
+    towards = directions.towards()
     return [
         Table(
             "violating_terms_by_group",
@@ -363,13 +530,32 @@ def violating_terms_by_group(ctx: ReportContext) -> list[Table]:
     ]
 
 
+def _by_term_tallies(
+    blocks: Iterable[Block], strict: bool
+) -> tuple[_RateTally, _Directions, dict[str, str]] | None:
+    """`top_violating_terms`' tallies per (model, relation, term), one block at a time:
+    the counts, the directions, and term -> group."""
+    group_of = _GroupOf(strict)
+    rows, directions = _RateTally(), _Directions()
+    seen = False
+
+    def key_of(u: tuple[str, ...]) -> tuple[str, ...]:
+        return (u[0], u[1], u[3])
+
+    for units, gender_of in _violation_blocks(blocks, group_of):
+        seen = seen or bool(units)
+        rows.add(units, key_of)
+        directions.add(units, gender_of, key_of)
+    return (rows, directions, group_of) if seen else None
+
+
 def top_violating_terms(ctx: ReportContext) -> list[Table]:
-    units, group_of, gender_of = _violation_units(ctx)
-    if not units:
+    tallies = _by_case(ctx, _by_term_tallies)
+    if tallies is None:
         return []
-    key_of: dict[tuple[str, ...], tuple[str, ...]] = {u: (u[0], u[1], u[3]) for u in units}
-    rows = _rate_rows(units, key_of)
-    towards = _directions(units, gender_of, key_of)
+    tally, directions, group_of = tallies
+    rows = tally.rows()
+    towards = directions.towards()
     limit = int(ctx.options.get("top", 15))
     rows.sort(key=lambda r: (r[0][0], r[0][1], -r[1][1], r[1][-3] or 0.0, r[0][2]))
     kept: Counter[tuple[str, ...]] = Counter()
@@ -406,39 +592,46 @@ def top_violating_terms(ctx: ReportContext) -> list[Table]:
     ]
 
 
-def source_vs_follow_up(ctx: ReportContext) -> list[Table]:
-    """MR2 asks the same source terms twice: McNemar's exact test of whether a group's terms
-    are named more (or less) often the second time: the drift MR2 exists to expose."""
-    # (model, group, case, term) -> [repeats, named at the first ask, named again]
-    units: dict[tuple[str, str, str, str], list[int]] = {}
-    for v, data in _valid(ctx):
-        if v.relation != "metaquerier.mr2":
-            continue
-        first = set(v.evidence.get("source_named") or [])
-        second = set(v.evidence.get("follow_named") or [])
-        groups: dict[str, str] = data.get("groups") or {}
-        for term in data.get("terms") or []:
-            u = units.setdefault(
-                (v.model, groups.get(term, "unknown"), v.case_key, term), [0, 0, 0]
-            )
-            u[0] += 1
-            u[1] += term in first
-            u[2] += term in second
-    if not units:
-        return []
+def _drift_cells(blocks: Iterable[Block], strict: bool) -> dict[tuple[str, str], list[float]]:
+    """Per (model, group): MR2's (case, source term) pairs, named first and again (per-pair
+    shares summed), dropped, newly named; added one block at a time."""
     # A (case, term) pair is one unit: its repeats' shares named at each ask; it is dropped
     # when named less often the second time, newly named when more often (a sign test of
     # the per-unit differences, McNemar's exact test on the discordant units). No majority
     # is taken, so no tie is counted as "not named".
-    # pairs, named first and again (per-unit shares summed), dropped, newly named
     cells: dict[tuple[str, str], list[float]] = {}
-    for (model, group, _, _), (repeats, named_first, named_again) in units.items():
-        c = cells.setdefault((model, group), [0, 0.0, 0.0, 0, 0])
-        c[0] += 1
-        c[1] += named_first / repeats
-        c[2] += named_again / repeats
-        c[3] += named_again < named_first
-        c[4] += named_again > named_first
+    for block in blocks:
+        # (model, group, case, term) -> [repeats, named at the first ask, named again]
+        units: dict[tuple[str, str, str, str], list[int]] = {}
+        for v, data in block:
+            if v.relation != "metaquerier.mr2":
+                continue
+            first = set(v.evidence.get("source_named") or [])
+            second = set(v.evidence.get("follow_named") or [])
+            groups: dict[str, str] = data.get("groups") or {}
+            for term in data.get("terms") or []:
+                u = units.setdefault(
+                    (v.model, groups.get(term, "unknown"), v.case_key, term), [0, 0, 0]
+                )
+                u[0] += 1
+                u[1] += term in first
+                u[2] += term in second
+        for (model, group, _, _), (repeats, named_first, named_again) in units.items():
+            c = cells.setdefault((model, group), [0, 0.0, 0.0, 0, 0])
+            c[0] += 1
+            c[1] += named_first / repeats
+            c[2] += named_again / repeats
+            c[3] += named_again < named_first
+            c[4] += named_again > named_first
+    return cells
+
+
+def source_vs_follow_up(ctx: ReportContext) -> list[Table]:
+    """MR2 asks the same source terms twice: McNemar's exact test of whether a group's terms
+    are named more (or less) often the second time: the drift MR2 exists to expose."""
+    cells = _by_case(ctx, _drift_cells)
+    if not cells:
+        return []
     rows = [
         [
             model,
@@ -518,37 +711,46 @@ def co_violation_test(both: int, a_only: int, b_only: int, neither: int) -> tupl
     return float(dist.sf(both - 1)), float(dist.sf(min(a, b) - 1))
 
 
-def co_violating_pairs(ctx: ReportContext) -> list[Table]:
-    limit = int(ctx.options.get("top", 15))
-    units, _, _ = _violation_units(ctx)
-    # Per (model, relation, case): the terms at risk and those that violated (majority).
-    cases: dict[tuple[str, str, str], tuple[set[str], set[str]]] = {}
-    for (model, relation, case, term), violated in units.items():
-        at_risk, hit = cases.setdefault((model, relation, case), (set(), set()))
-        at_risk.add(term)
-        if violated:
-            hit.add(term)
-    # The pairs that violated together at least once: the only ones a one-sided test can
-    # flag (every other has p = 1), so they are the whole family of possible edges.
+def _co_violation_tallies(
+    blocks: Iterable[Block], strict: bool
+) -> tuple[Counter[tuple[str, str, str]], dict[tuple[str, str, str], list[int]]]:
+    """Per (model, term a, term b): the cases in which both violated, and [both at risk, a
+    violated, b violated] for every pair at risk together (a case's repeats by majority),
+    added one block at a time."""
     together: Counter[tuple[str, str, str]] = Counter()
-    for (model, _, _), (_, hit) in cases.items():
-        terms = sorted(hit)
-        for i, a in enumerate(terms):
-            for b in terms[i + 1 :]:
-                together[(model, a, b)] += 1
-    if not together:
-        return []
-    # [both at risk, a violated, b violated] per candidate pair
-    margins: dict[tuple[str, str, str], list[int]] = {k: [0, 0, 0] for k in together}
-    for (model, _, _), (at_risk, hit) in cases.items():
-        terms = sorted(at_risk)
-        for i, a in enumerate(terms):
-            for b in terms[i + 1 :]:
-                m = margins.get((model, a, b))
-                if m is not None:
+    margins: dict[tuple[str, str, str], list[int]] = {}
+    for units, _ in _violation_blocks(blocks, _GroupOf(strict)):
+        # Per (model, relation, case): the terms at risk and those that violated (majority).
+        cases: dict[tuple[str, str, str], tuple[set[str], set[str]]] = {}
+        for (model, relation, case, term), violated in units.items():
+            at_risk, hit = cases.setdefault((model, relation, case), (set(), set()))
+            at_risk.add(term)
+            if violated:
+                hit.add(term)
+        for (model, _, _), (at_risk, hit) in cases.items():
+            terms = sorted(hit)
+            for i, a in enumerate(terms):
+                for b in terms[i + 1 :]:
+                    together[(model, a, b)] += 1
+            terms = sorted(at_risk)
+            for i, a in enumerate(terms):
+                for b in terms[i + 1 :]:
+                    m = margins.setdefault((model, a, b), [0, 0, 0])
                     m[0] += 1
                     m[1] += a in hit
                     m[2] += b in hit
+    return together, margins
+
+
+def co_violating_pairs(ctx: ReportContext) -> list[Table]:
+    limit = int(ctx.options.get("top", 15))
+    # The pairs that violated together at least once are the only ones a one-sided test
+    # can flag (every other has p = 1), so they are the whole family of possible edges;
+    # the margins are kept for every pair at risk together (bounded by the terms, not by
+    # the cases), a pair's first violation together may come after its first cases.
+    together, margins = _by_case(ctx, _co_violation_tallies)
+    if not together:
+        return []
     rows: list[list[Any]] = []
     keep: list[bool] = []
     for model in sorted({k[0] for k in together}):
