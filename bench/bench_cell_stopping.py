@@ -124,7 +124,9 @@ def report_of(db: Path) -> dict[str, Any]:
     return dict(json.loads(harness.report_text(db)))
 
 
-def one_campaign(seed: int, null: bool, work: Path, looks: int) -> dict[str, Any]:
+def one_campaign(
+    seed: int, null: bool, work: Path, looks: int, futility: str = "alpha"
+) -> dict[str, Any]:
     text = resources.files("harness.running.campaigns").joinpath("sim.toml").read_text("utf-8")
     config: dict[str, Any] = tomllib.loads(text)
     config["seed"] = seed
@@ -153,7 +155,9 @@ def one_campaign(seed: int, null: bool, work: Path, looks: int) -> dict[str, Any
             break
         cut = {r: stopped.get(r, -(-int(sizes[r] * t * 1000) // 1000)) for r in relations}
         prefix_log(full, part, cut, repeats)
-        look = take_look(cells_of_report(report_of(part)), drawing, relations, t, level, ALPHA)
+        look = take_look(
+            cells_of_report(report_of(part)), drawing, relations, t, level, ALPHA, futility
+        )
         for r in look.stops:
             stopped[r] = cut[r]
             trail.append(f"{r}@{cut[r]}/{sizes[r]}")
@@ -188,14 +192,15 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=6, help="planted default-plan campaigns")
     parser.add_argument("--null", type=int, default=20, help="null default-plan campaigns")
     parser.add_argument("--first-seed", type=int, default=700)
-    parser.add_argument("--looks", type=int, default=5)
+    parser.add_argument("--looks", type=int, default=4)
+    parser.add_argument("--futility", choices=["alpha", "family"], default="alpha")
     args = parser.parse_args()
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         fixed = stop = kept = planted = lost_other = 0
         for s in range(args.seeds):
-            r = one_campaign(args.first_seed + s, False, work, args.looks)
+            r = one_campaign(args.first_seed + s, False, work, args.looks, args.futility)
             fixed += r["fixed_calls"]
             stop += r["stop_calls"]
             planted += len(r["fixed_planted"])
@@ -221,7 +226,7 @@ def main() -> None:
             n_fixed = n_stop = f_fixed = f_stop = fams = 0
             null_fixed_calls = null_stop_calls = 0
             for s in range(args.null):
-                r = one_campaign(args.first_seed + 1000 + s, True, work, args.looks)
+                r = one_campaign(args.first_seed + 1000 + s, True, work, args.looks, args.futility)
                 n_fixed += bool(r["fixed_flags"])
                 n_stop += bool(r["stop_flags"])
                 f_fixed += len(r["fixed_families"])

@@ -68,13 +68,17 @@ def conditional_power(p: float, t: float, alpha: float) -> float:
     return float(norm.sf((needed - z / math.sqrt(t)) / math.sqrt(1 - t)))
 
 
-def decide_cell(cell: Cell, t: float, level: float, alpha: float) -> CellDecision:
-    """What a look at fraction ``t`` (nominal level ``level``) reads for one cell."""
+def decide_cell(
+    cell: Cell, t: float, level: float, alpha: float, bar: float | None = None
+) -> CellDecision:
+    """What a look at fraction ``t`` (nominal level ``level``) reads for one cell; ``bar``:
+    the raw p-value it must reach at the full plan to be flagged (default ``alpha``, the
+    least strict the family's correction can ask)."""
     if cell.p_fdr is not None and not math.isnan(cell.p_fdr) and cell.p_fdr <= level:
         return "significant"
     if cell.p is None or math.isnan(cell.p):
         return "futile"  # no test could run on its data yet: nothing to wait for at this look
-    if conditional_power(cell.p, t, alpha) < FUTILITY_POWER:
+    if conditional_power(cell.p, t, alpha if bar is None else bar) < FUTILITY_POWER:
         return "futile"
     return "open"
 
@@ -128,6 +132,14 @@ class Look:
     stops: tuple[str, ...]
 
 
+def family_bar(cells: Sequence[Cell], alpha: float) -> float:
+    """The raw p-value a cell of this family must reach if Benjamini-Hochberg flags every
+    cell now below alpha and it besides: alpha x (those + 1) / the family's tests."""
+    tested = [c.p for c in cells if c.p is not None and not math.isnan(c.p)]
+    below = sum(p <= alpha for p in tested)
+    return alpha * min(len(tested), below + 1) / max(1, len(tested))
+
+
 def take_look(
     cells: Sequence[Cell],
     drawing: Sequence[str],
@@ -135,13 +147,20 @@ def take_look(
     t: float,
     level: float,
     alpha: float,
+    futility: str = "alpha",
 ) -> Look:
     """The decisions of one look: which of ``drawing`` (the relations still drawing cases,
-    of the campaign's ``relations``) may stop."""
-    decisions: dict[str, dict[CellDecision, int]] = {}
+    of the campaign's ``relations``) may stop. ``futility``: "alpha" (a cell is futile
+    when it is unlikely to reach alpha) or "family" (unlikely to reach `family_bar`)."""
+    by_family: dict[str, list[Cell]] = {}
     for cell in cells:
-        counts = decisions.setdefault(cell.family, {"significant": 0, "futile": 0, "open": 0})
-        counts[decide_cell(cell, t, level, alpha)] += 1
+        by_family.setdefault(cell.family, []).append(cell)
+    decisions: dict[str, dict[CellDecision, int]] = {}
+    for family, members in by_family.items():
+        bar = family_bar(members, alpha) if futility == "family" else None
+        counts = decisions.setdefault(family, {"significant": 0, "futile": 0, "open": 0})
+        for cell in members:
+            counts[decide_cell(cell, t, level, alpha, bar)] += 1
     stops = []
     for r in drawing:
         fed = families_of(r, decisions, relations)

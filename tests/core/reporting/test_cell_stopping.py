@@ -16,6 +16,7 @@ from harness.reporting.cell_stopping import (
     conditional_power,
     decide_cell,
     families_of,
+    family_bar,
     look_levels,
     take_look,
 )
@@ -133,3 +134,23 @@ def test_cells_of_a_json_report() -> None:
         Cell("metafair.mr8", "control_excess", "relation metafair.mr8, group woman", 0.001, 0.004),
         Cell("x", "control_excess", "relation x", None, None),
     ]
+
+
+def test_family_bar_is_what_benjamini_hochberg_would_ask() -> None:
+    cells = [Cell("f", "t", str(i), p, None) for i, p in enumerate((0.001, 0.03, 0.2, 0.6))]
+    cells.append(Cell("f", "t", "none", None, None))  # not tested: not counted
+    # Two of four below alpha: a third flag would need p <= alpha x 3 / 4.
+    assert family_bar(cells, 0.05) == pytest.approx(0.0375)
+    assert family_bar(cells[:1], 0.05) == pytest.approx(0.05)
+    # A cell that may reach alpha but hardly the family's bar is futile only under "family".
+    weak = [*cells, *(Cell("f", "t", f"n{i}", 0.9, 1.0) for i in range(40))]
+    bar = family_bar(weak, 0.05)
+    middle = Cell("f", "t", "m", 0.3, 1.0)
+    assert conditional_power(0.3, 0.5, 0.05) >= 0.1 > conditional_power(0.3, 0.5, bar)
+    assert decide_cell(middle, 0.5, 0.003, 0.05) == "open"
+    assert decide_cell(middle, 0.5, 0.003, 0.05, bar) == "futile"
+    looks = {
+        rule: take_look([*weak, middle], ("r",), ("r",), 0.5, 0.003, 0.05, rule)
+        for rule in ("alpha", "family")
+    }
+    assert looks["alpha"].decisions["f"]["open"] > looks["family"].decisions["f"]["open"]
