@@ -134,6 +134,7 @@ def main() -> None:
     parser.add_argument("--plans", type=int, default=10, help="default-plan campaign pairs")
     parser.add_argument("--null", type=int, default=200, help="null campaigns")
     parser.add_argument("--planted", type=int, default=60, help="planted campaigns")
+    parser.add_argument("--first-seed", type=int, default=100, help="of the default plans")
     parser.add_argument("--relation", default="biaslens.answer")
     parser.add_argument("--smallest-effect", type=float, default=0.1)
     parser.add_argument(
@@ -150,15 +151,15 @@ def main() -> None:
         work = Path(tmp)
         fixed_total = stop_total = kept = lost = new = 0
         for s in range(args.plans):
-            fixed, _, _, fixed_flags = default_plan(100 + s, False, work)
-            stop, closed, decided, stop_flags = default_plan(100 + s, True, work)
+            fixed, _, _, fixed_flags = default_plan(args.first_seed + s, False, work)
+            stop, closed, decided, stop_flags = default_plan(args.first_seed + s, True, work)
             fixed_total += fixed
             stop_total += stop
             kept += len(fixed_flags & stop_flags)
             lost += len(fixed_flags - stop_flags)
             new += len(stop_flags - fixed_flags)
             print(
-                f"default plan seed {100 + s}: fixed {fixed} calls, stopping {stop} "
+                f"default plan seed {args.first_seed + s}: fixed {fixed} calls, stopping {stop} "
                 f"({closed} cases); {decided}; findings flagged: fixed {len(fixed_flags)}, "
                 f"stopping {len(stop_flags)}, both {len(fixed_flags & stop_flags)}",
                 flush=True,
