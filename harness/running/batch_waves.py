@@ -172,6 +172,7 @@ class WaveProgress:
     state: str = "queued"
     completed: int = 0
     failed: int = 0
+    counted: bool = True  # False: the vendor tells the counts only at the end
 
 
 @dataclass
@@ -295,8 +296,13 @@ class BatchModel:
         """Per batch under way: submitted, completed, failed and age."""
         now = time.monotonic()
         return [
-            f"{self.name} batch {p.tag}: {p.state}, {p.completed}/{p.submitted} done, "
-            f"{p.failed} failed, {now - p.started:.0f}s old"
+            f"{self.name} batch {p.tag}: {p.state}, "
+            + (
+                f"{p.completed}/{p.submitted} done, {p.failed} failed"
+                if p.counted
+                else f"{p.submitted} submitted, counts at the end"
+            )
+            + f", {now - p.started:.0f}s old"
             for p in self.progress.values()
         ]
 
@@ -583,10 +589,11 @@ class BatchModel:
     def _show(self, tag: str, status: BatchStatus) -> None:
         shown = self.progress.get(tag)
         if shown is not None:
-            shown.state, shown.completed, shown.failed = (
+            shown.state, shown.completed, shown.failed, shown.counted = (
                 status.vendor_state,
                 status.completed,
                 status.failed,
+                status.counted,
             )
 
     def _deliver(self, result: BatchResult, tag: str | None) -> None:

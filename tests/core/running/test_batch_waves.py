@@ -639,3 +639,37 @@ async def test_a_lost_wave_whose_id_its_dead_owner_recorded_meanwhile_is_not_sen
     model = BatchModel(FakeModel(name="m"), client, FAST, recorder, log, refresh, live_owners)
     reply = await asyncio.wait_for(model.complete(*ask("q")), timeout=5)
     assert reply.text == "q" and len(client.batches) == 1  # followed, never created again
+
+
+@dataclass
+class UncountedClient(Client):
+    """A vendor that tells no counts while a batch runs (Gemini through its SDK)."""
+
+    async def status(self, batch_id: str) -> BatchStatus:
+        status = await super().status(batch_id)
+        if status.state == "pending":
+            return BatchStatus("pending", "JOB_STATE_RUNNING", 0, 0, 0, counted=False)
+        return status
+
+
+@pytest.mark.parametrize("counted", [True, False])
+async def test_the_progress_line_says_counts_come_at_the_end_when_the_vendor_tells_none(
+    counted: bool,
+) -> None:
+    journal: list[str] = []
+    client = (Client if counted else UncountedClient)(journal, polls=5)
+    slow = BatchOptions(wave_size=1, wave_age_s=60, poll_s=0.05, poll_max_s=0.05)
+    model, _ = batch_model(client, journal, slow)
+    asking = asyncio.create_task(model.complete(*ask("slow")))
+    for _ in range(200):
+        await asyncio.sleep(0.01)
+        if "status" in journal:
+            break
+    (line,) = model.progress_lines()
+    if counted:
+        assert "0/1 done, 0 failed" in line and "counts at the end" not in line
+    else:
+        assert "1 submitted, counts at the end" in line and "done" not in line
+    assert "JOB_STATE_RUNNING" in line or counted
+    await asyncio.wait_for(asyncio.shield(asking), timeout=10)
+    assert model.progress_lines() == []
