@@ -44,6 +44,9 @@ class BatchStatus:
     total: int
     completed: int
     failed: int
+    # False: the vendor tells no counts until the results are read (a Gemini batch: the SDK
+    # surfaces none while it runs), so the zeros above mean "not known yet", not "none done".
+    counted: bool = True
 
 
 @dataclass(frozen=True)

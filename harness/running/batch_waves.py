@@ -172,6 +172,7 @@ class WaveProgress:
     state: str = "queued"
     completed: int = 0
     failed: int = 0
+    counted: bool = True  # False: the vendor tells the counts only at the end
 
 
 @dataclass
@@ -244,7 +245,10 @@ class BatchModel:
         # limit). Each request counts its worst case, as the budget reserves it; a wave is cut
         # to what fits and the rest is held until a batch in flight ends.
         self.enqueued_limit: int | None = getattr(client, "enqueued_tokens", None)
-        self._in_flight: dict[str, int] = {}  # tag -> tokens of a batch sent, not yet ended
+        # tag -> tokens of a batch sent (or re-attached to), not yet ended; and the tags of
+        # batches that ended (a request re-attaching to one then is not in flight).
+        self._in_flight: dict[str, int] = {}
+        self._gone: set[str] = set()
         self._held = False  # requests wait in the queue for a batch in flight to end
         self.progress: dict[str, WaveProgress] = {}
         self.waves_sent = 0
@@ -262,6 +266,7 @@ class BatchModel:
                 wave = self._known.pop(custom_id, None)
                 if wave is not None:
                     self._wave_of[custom_id] = wave.tag
+                    self._count_attached(wave, request)
                     self._reattach(wave)
                 else:
                     self._enqueue(request)
@@ -291,8 +296,13 @@ class BatchModel:
         """Per batch under way: submitted, completed, failed and age."""
         now = time.monotonic()
         return [
-            f"{self.name} batch {p.tag}: {p.state}, {p.completed}/{p.submitted} done, "
-            f"{p.failed} failed, {now - p.started:.0f}s old"
+            f"{self.name} batch {p.tag}: {p.state}, "
+            + (
+                f"{p.completed}/{p.submitted} done, {p.failed} failed"
+                if p.counted
+                else f"{p.submitted} submitted, counts at the end"
+            )
+            + f", {now - p.started:.0f}s old"
             for p in self.progress.values()
         ]
 
@@ -373,8 +383,18 @@ class BatchModel:
     def _landed(self, tag: str) -> None:
         """A batch is no longer in flight (ended, or never sent): its tokens free room for
         the requests held for it."""
+        self._gone.add(tag)
         if self._in_flight.pop(tag, None) is not None and self._held:
             self._flush()
+
+    def _count_attached(self, wave: KnownWave, request: BatchRequest) -> None:
+        """Count a request re-attaching to a known batch in flight, until that batch ends.
+        The log keeps no request sizes, but a resumed run sends each request again before it
+        re-attaches, so its worst case is known then; new waves keep beside it under the
+        limit. (A request of that batch not asked again yet is not counted.)"""
+        if self.enqueued_limit is None or wave.state is not None or wave.tag in self._gone:
+            return
+        self._in_flight[wave.tag] = self._in_flight.get(wave.tag, 0) + _worst_case(request)
 
     def _spawn(self, work: object, tag: str) -> None:
         task: asyncio.Task[None] = asyncio.create_task(work, name=f"batch-{tag}")  # type: ignore[arg-type]
@@ -403,6 +423,7 @@ class BatchModel:
             wave = self._known.pop(custom_id, None)
             if wave is not None and self._wave_of.get(custom_id) == tag:
                 self._wave_of[custom_id] = wave.tag
+                self._count_attached(wave, request)
                 self._reattach(wave)
             else:
                 mine.append(request)
@@ -430,8 +451,11 @@ class BatchModel:
                 self._landed(tag)
                 return
             if tag in self._in_flight:
-                # Requests another worker's batch holds are not enqueued again by this one.
+                # Requests another worker's batch holds are not enqueued again by this one
+                # (they count toward that batch now): the room they leave may take held ones.
                 self._in_flight[tag] = sum(_worst_case(r) for r in requests)
+                if self._held:
+                    self._flush()
         ids = [r.custom_id for r in requests]
         self.progress[tag] = WaveProgress(tag, len(ids), time.monotonic())
         try:
@@ -484,6 +508,7 @@ class BatchModel:
             if batch_id is None:
                 batch_id = await self._find(wave.tag, ids, wave.queued_at)
                 if batch_id is None:  # never created: its requests go in a new wave
+                    self._landed(wave.tag)  # (nothing of it was in flight)
                     for custom_id in ids:
                         waiting = self._waiting.get(custom_id)
                         if self._known.get(custom_id) is wave:
@@ -509,6 +534,7 @@ class BatchModel:
             self._fail(ids, wave.tag, exc)
         finally:
             self.progress.pop(wave.tag, None)
+            self._landed(wave.tag)
 
     async def _find(self, tag: str, ids: list[str], queued_at: float | None) -> str | None:
         """The batch of a wave whose id was never recorded: by its tag, or, for a vendor
@@ -518,10 +544,13 @@ class BatchModel:
             return await self.client.find(tag)
         if self._refresh is not None:
             # Other workers' recorded batches are theirs: never one found by its requests.
+            # But this wave's own id, if its owner recorded it since this model read the log,
+            # is the answer (excluding it would send the wave again: paid twice).
+            log = await self._refresh()
+            if (own := log.get(tag)) is not None and own.batch_id is not None:
+                return own.batch_id
             self._batch_ids.update(
-                w.batch_id
-                for w in (await self._refresh()).values()
-                if w.model == self.name and w.batch_id
+                w.batch_id for w in log.values() if w.model == self.name and w.batch_id
             )
         found: str | None = await by_requests(tag, ids, queued_at, frozenset(self._batch_ids))
         return found
@@ -560,10 +589,11 @@ class BatchModel:
     def _show(self, tag: str, status: BatchStatus) -> None:
         shown = self.progress.get(tag)
         if shown is not None:
-            shown.state, shown.completed, shown.failed = (
+            shown.state, shown.completed, shown.failed, shown.counted = (
                 status.vendor_state,
                 status.completed,
                 status.failed,
+                status.counted,
             )
 
     def _deliver(self, result: BatchResult, tag: str | None) -> None:

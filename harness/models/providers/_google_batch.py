@@ -196,8 +196,8 @@ class GeminiBatchClient(VendorBatchClient):
         job = await self._job(batch_id)
         vendor = _state(job)
         # The Developer API's batch stats are not surfaced by the SDK: the counts are read
-        # from the responses once there are any (inline ones; a responses file is read only
-        # for the results).
+        # from the responses once there are any (inline ones, at the end; a responses file is
+        # read only for the results). Until then they are unknown, not 0 (``counted``).
         responses = (job.dest.inlined_responses if job.dest is not None else None) or []
         failed = sum(1 for r in responses if r.error is not None)
         return BatchStatus(
@@ -206,6 +206,7 @@ class GeminiBatchClient(VendorBatchClient):
             total=len(responses),
             completed=len(responses) - failed,
             failed=failed,
+            counted=bool(responses),
         )
 
     async def results(self, batch_id: str) -> list[BatchResult]:

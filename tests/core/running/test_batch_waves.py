@@ -580,3 +580,96 @@ async def test_a_wave_s_note_records_when_it_was_queued() -> None:
     )
     (wave,) = known_waves(e.event for e in store.events if isinstance(e.event, Note)).values()
     assert wave.queued_at is not None and before <= wave.queued_at <= time.time()
+
+
+async def test_re_attached_requests_count_toward_the_limit_until_their_batch_ends() -> None:
+    journal: list[str] = []
+    # A resumed run: batch b0 (two requests of worst case 100) is in flight at the vendor;
+    # the log knows it but not its requests' sizes. Limit 250: beside it, no new request fits.
+    client = Client(journal, polls=4, enqueued_tokens=250)
+    old = [sized(f"o{i}" + "x" * 38, 89) for i in range(2)]
+    held = [BatchRequest(request_key("m", m, p), tuple(m), p) for m, p in old]
+    client.batches["b0"] = ("old-tag", held)
+    client.flying["b0"] = 200
+    known = KnownWave("old-tag", "m", tuple(r.custom_id for r in held), batch_id="b0")
+    model, _ = batch_model(client, journal, BatchOptions(wave_size=4, wave_age_s=0.02,
+                                                         poll_s=0.01), wave=known)  # fmt: skip
+    new = [sized(f"n{i}" + "x" * 38, 89) for i in range(2)]
+    asking = [asyncio.create_task(model.complete(*a)) for a in old]
+    await asyncio.sleep(0)  # both re-attach (and count) before the new requests queue
+    assert model.enqueued() == 200
+    replies = await asyncio.wait_for(
+        asyncio.gather(*asking, *(model.complete(*a) for a in new)), timeout=10
+    )
+    assert [r.text for r in replies] == [m[0].content[::-1] for m, _ in [*old, *new]]
+    # The new wave went only once b0 ended: never more than the limit enqueued at once.
+    assert client.peak <= 250 and client.peak == 200
+    assert [len(r) for _, r in client.batches.values()] == [2, 2]
+    assert model.enqueued() == 0  # freed when b0 ended, and the new batch's when it ended
+
+
+async def test_a_re_attached_batch_never_created_frees_its_tokens_for_a_new_wave() -> None:
+    journal: list[str] = []
+    client = Client(journal, enqueued_tokens=250)
+    old = sized("lost" + "x" * 36, 89)
+    key = request_key("m", *old)
+    model, _ = batch_model(client, journal, AGED, wave=KnownWave("never", "m", (key,)))
+    reply = await asyncio.wait_for(model.complete(*old), timeout=5)
+    assert reply.text == old[0][0].content[::-1] and len(client.batches) == 1
+    assert model.enqueued() == 0
+
+
+async def test_a_lost_wave_whose_id_its_dead_owner_recorded_meanwhile_is_not_sent_again() -> None:
+    journal: list[str] = []
+    client = UntaggedClient(journal)
+    custom_id = request_key("m", *ask("q"))
+    request = BatchRequest(custom_id, tuple(ask("q")[0]), ask("q")[1])
+    # The owner created it and recorded its id after this worker read the log, then died.
+    log = {"camp-w": KnownWave("camp-w", "m", (custom_id,), owner="other", queued_at=1.0)}
+    log_now = {"camp-w": KnownWave("camp-w", "m", (custom_id,), owner="other", queued_at=1.0)}
+    log_now["camp-w"].batch_id = await client.create([request], None, "")
+    recorder = BatchRecorder(Store(journal), "camp", owner="me")  # type: ignore[arg-type]
+
+    async def refresh() -> dict[str, KnownWave]:
+        return dict(log_now)
+
+    async def live_owners() -> set[str]:
+        return {"me"}
+
+    model = BatchModel(FakeModel(name="m"), client, FAST, recorder, log, refresh, live_owners)
+    reply = await asyncio.wait_for(model.complete(*ask("q")), timeout=5)
+    assert reply.text == "q" and len(client.batches) == 1  # followed, never created again
+
+
+@dataclass
+class UncountedClient(Client):
+    """A vendor that tells no counts while a batch runs (Gemini through its SDK)."""
+
+    async def status(self, batch_id: str) -> BatchStatus:
+        status = await super().status(batch_id)
+        if status.state == "pending":
+            return BatchStatus("pending", "JOB_STATE_RUNNING", 0, 0, 0, counted=False)
+        return status
+
+
+@pytest.mark.parametrize("counted", [True, False])
+async def test_the_progress_line_says_counts_come_at_the_end_when_the_vendor_tells_none(
+    counted: bool,
+) -> None:
+    journal: list[str] = []
+    client = (Client if counted else UncountedClient)(journal, polls=5)
+    slow = BatchOptions(wave_size=1, wave_age_s=60, poll_s=0.05, poll_max_s=0.05)
+    model, _ = batch_model(client, journal, slow)
+    asking = asyncio.create_task(model.complete(*ask("slow")))
+    for _ in range(200):
+        await asyncio.sleep(0.01)
+        if "status" in journal:
+            break
+    (line,) = model.progress_lines()
+    if counted:
+        assert "0/1 done, 0 failed" in line and "counts at the end" not in line
+    else:
+        assert "1 submitted, counts at the end" in line and "done" not in line
+    assert "JOB_STATE_RUNNING" in line or counted
+    await asyncio.wait_for(asyncio.shield(asking), timeout=10)
+    assert model.progress_lines() == []

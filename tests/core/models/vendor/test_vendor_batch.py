@@ -577,3 +577,27 @@ async def test_anthropic_never_ingests_a_provisional_batch_that_is_not_the_wave_
     await client.create(wave(3, prefix="a"), None, "a")
     await client.create(wave(3, prefix="b"), None, "b")
     assert await client.find_by_requests("lost", ids, queued_at, known=()) is None  # type: ignore[attr-defined]
+
+
+async def test_a_gemini_batch_s_counts_are_unknown_until_its_inline_responses_come(
+    fake: FakeBatchVendor, gemini_file: BatchClient
+) -> None:
+    requests = wave(3)
+    file_batch = await gemini_file.create(requests, await gemini_file.upload(requests), "f")
+    inline = batch_client_for(spec("google", fake))
+    try:
+        inline_batch = await inline.create(requests, await inline.upload(requests), "i")
+        for client, batch_id in ((gemini_file, file_batch), (inline, inline_batch)):
+            statuses = [await client.status(batch_id)]
+            while statuses[-1].state == "pending":
+                statuses.append(await client.status(batch_id))
+            # Running, the SDK surfaces no counts: unknown, not "0 done".
+            assert all(not s.counted for s in statuses[:-1])
+            end = statuses[-1]
+            if client is inline:  # the inline responses are in the job: counted at the end
+                assert end.counted and (end.total, end.completed, end.failed) == (3, 3, 0)
+            else:  # a responses file is read only with the results
+                assert not end.counted
+                assert len(await client.results(batch_id)) == 3
+    finally:
+        await inline.aclose()  # type: ignore[attr-defined]
