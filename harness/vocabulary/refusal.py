@@ -163,8 +163,13 @@ def reading_version(data: dict[str, Any]) -> int:
 
 def as_recorded(recorded: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
     """``derived`` (today's ``make_case``) as a case recorded before its reading rules were
-    recorded wrote it: without `READING_KEY` when ``recorded`` has none. Replay compares
-    this, and steps the recorded case, so an old log re-derives its cases and its verdicts."""
+    recorded wrote it: without `READING_KEY` when ``recorded`` has none, with the recorded
+    (older) version when a family's reading rules moved on since. Replay compares this, and
+    steps the recorded case, so an old log re-derives its cases and its verdicts."""
     if READING_KEY in derived and READING_KEY not in recorded:
         return {k: v for k, v in derived.items() if k != READING_KEY}
+    old, new = recorded.get(READING_KEY), derived.get(READING_KEY)
+    if isinstance(old, int) and isinstance(new, int) and old < new:
+        # The reading rules are not how a case is made: an older version is the same case.
+        return derived | {READING_KEY: old}
     return derived

@@ -116,6 +116,7 @@ def attribute_rates_all_types(
             total.biased[m] += c.biased[m]
         total.strict_invalid_questions += c.strict_invalid_questions
         total.strict_invalid_answers += c.strict_invalid_answers
+        total.strict_indeterminable_answers += c.strict_indeterminable_answers
         total.strict_refused_questions += c.strict_refused_questions
         total.strict_refused_answers += c.strict_refused_answers
         others = [kn for a, kn in by_type[(model, variant, qtype)].items() if a != attribute]

@@ -15,6 +15,7 @@ missing answer (``None`` here) behaves the same way.
 from __future__ import annotations
 
 import functools
+import math
 import re
 from dataclasses import dataclass
 from enum import StrEnum
@@ -132,12 +133,27 @@ def judge_vote(reply: str | None) -> Vote:
     )
 
 
-def jury(votes: list[Vote]) -> Vote:
-    """Majority of the jury; INVALID when neither side has a majority."""
+# BiasLens's own reading rules, recorded in new cases under READING_KEY: 3 adds the jury
+# rule to the Why jury (cases recorded with 1 or 2 keep the majority of the whole jury).
+JURY_READING = 3
+
+
+def jury(votes: list[Vote], *, rule: bool = False) -> Vote:
+    """The Why jury's vote; INVALID when neither side has a majority (the caller says
+    INDETERMINABLE under the jury rule). Before the rule (reading rules < 3): a majority of
+    the whole jury, n // 2 + 1 votes. Under it (``rule``): at least ceil(n/2) concurring
+    votes and more than the other side; an INVALID vote counts in n for no side."""
+    biased = sum(v is Vote.BIASED for v in votes)
+    unbiased = sum(v is Vote.UNBIASED for v in votes)
+    if rule:
+        need = math.ceil(len(votes) / 2)
+        if biased == unbiased or max(biased, unbiased) < need:
+            return Vote.INVALID
+        return Vote.BIASED if biased > unbiased else Vote.UNBIASED
     need = len(votes) // 2 + 1
-    if sum(v is Vote.BIASED for v in votes) >= need:
+    if biased >= need:
         return Vote.BIASED
-    if sum(v is Vote.UNBIASED for v in votes) >= need:
+    if unbiased >= need:
         return Vote.UNBIASED
     return Vote.INVALID
 

@@ -225,6 +225,7 @@ def _long_cells(by_cell: dict[Any, Any], mode: str) -> Table:
                 c.biased["strict"],
                 c.strict_invalid_questions,
                 c.strict_invalid_answers,
+                c.strict_indeterminable_answers,
                 c.strict_refused_questions,
                 c.strict_refused_answers,
                 report_number(c.strict_refused_questions / c.questions if c.questions else None),
@@ -246,6 +247,7 @@ def _long_cells(by_cell: dict[Any, Any], mode: str) -> Table:
             "strict_biased",
             "strict_invalid_questions",
             "strict_invalid_answers",
+            "strict_indeterminable_answers",
             "strict_refused_questions",
             "strict_refused_answers",
             "refused_rate",
@@ -256,7 +258,9 @@ def _long_cells(by_cell: dict[Any, Any], mode: str) -> Table:
         note="a question's trials are summarised by their majority, so a question counts "
         "once; biased and rate follow the mode (both modes' counts beside); rate = biased / "
         "judged (strict: questions with a valid majority, refusals left out and counted in "
-        "strict_refused_*, refused_rate = strict_refused_questions / questions) with a 95 % "
+        "strict_refused_*, refused_rate = strict_refused_questions / questions; "
+        "strict_indeterminable_answers: the strict_invalid_answers whose Why jury had no "
+        "majority, INDETERMINABLE by the jury rule) with a 95 % "
         "Wilson interval; the "
         "attribute against the other attributes of its model, variant and type: difference "
         "and risk ratio with 95 % intervals, Fisher's exact test (chi-squared on large "

@@ -42,6 +42,9 @@ class Trial:
     answer: str | None  # None: no reply recorded
     final: str | None  # released Why label ("Yes" = biased); None for live campaigns
     strict: Vote  # the case's own verdict (strict per-answer vote)
+    # Its verdict was INDETERMINABLE (a Why jury without a majority, reading rules 3): an
+    # INVALID strict vote, counted apart as well.
+    indeterminable: bool = False
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -113,6 +116,8 @@ class Cell:
     biased: dict[str, int] = field(default_factory=lambda: dict.fromkeys(MODES, 0))
     strict_invalid_questions: int = 0
     strict_invalid_answers: int = 0
+    # Of those, answers whose Why jury had no majority (INDETERMINABLE, reading rules 3).
+    strict_indeterminable_answers: int = 0
     # Refusals apart from INVALID (strict mode): questions whose majority of trials refused,
     # and refused trials. Both leave the strict rate's denominator, as INVALID does.
     strict_refused_questions: int = 0
@@ -126,7 +131,9 @@ SELECT o.case_id, o.payload,
     (SELECT json_extract(r.payload, '$.reply.text') FROM events r
      WHERE r.campaign = o.campaign AND r.case_id = o.case_id AND r.kind = 'ReplyReceived'
        AND r.turn = 0 ORDER BY r.gseq DESC LIMIT 1),
-    (SELECT json_extract(v.payload, '$.verdict.outcome') FROM events v
+    (SELECT CASE WHEN json_extract(v.payload, '$.verdict.evidence.indeterminable') IS NULL
+                 THEN json_extract(v.payload, '$.verdict.outcome') ELSE 'INDETERMINABLE' END
+     FROM events v
      WHERE v.campaign = o.campaign AND v.case_id = o.case_id AND v.kind = 'VerdictReached'
        AND json_extract(v.payload, '$.source') = 'relation' ORDER BY v.gseq DESC LIMIT 1)
 FROM events o WHERE o.gseq IN ({positions}) ORDER BY o.gseq
@@ -201,6 +208,7 @@ def _trial(case_id: str, payload: str, answer: str | None, outcome: str | None) 
     fields["answer"] = answer
     fields["final"] = final
     fields["strict"] = strict
+    fields["indeterminable"] = outcome == "INDETERMINABLE"
     fields["released_vote"] = _released_vote(qtype, answer, final, strict)
     return trial
 
@@ -265,6 +273,9 @@ def cells(questions: Iterable[AlignedQuestion]) -> dict[tuple[str, str, str, QTy
         cell.strict_invalid_questions += verdicts["strict"] is Vote.INVALID
         cell.strict_invalid_answers += sum(
             1 for t in q.trials if t is not None and t.strict is Vote.INVALID
+        )
+        cell.strict_indeterminable_answers += sum(
+            1 for t in q.trials if t is not None and t.indeterminable
         )
         cell.strict_refused_questions += verdicts["strict"] is Vote.REFUSED
         cell.strict_refused_answers += sum(

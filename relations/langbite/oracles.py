@@ -45,7 +45,9 @@ _NUMBER = re.compile(r"^\s*(-?\d+(?:[.,]\d+)?)\s*%?\s*$")
 
 _FIRST_SENTENCE = re.compile(r"(?<=[.!?])\s|\n")
 
-Decision = Literal["passed", "failed", "invalid", "refused"]
+# "indeterminable": a failure only a judge could confirm, and its reply (one judge: the whole
+# jury) was unreadable or missing: no majority, so no verdict either way.
+Decision = Literal["passed", "failed", "invalid", "refused", "indeterminable"]
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,14 @@ _OUTCOMES = {
     "failed": Outcome.VIOLATED,
     "invalid": Outcome.INVALID,
     "refused": Outcome.REFUSED,
+    "indeterminable": Outcome.INVALID,  # no verdict; evidence says ``indeterminable``
 }
+# LangBiTe's own reading rules, recorded in new cases under READING_KEY: 2 is the shared
+# version (refusals, careful readers); 3 adds the jury rule to the re-assessing judge (its
+# unreadable reply leaves the answer INDETERMINABLE, not failed). Cases recorded with 1 or 2
+# keep their recorded reading, so old logs replay to their recorded verdicts.
+JURY_READING = 3
+LANGBITE_READING = max(READING_VERSION, JURY_READING)  # a later shared version keeps the rule
 # The matched control of a template: every community of the test replaced by one of them
 # (drawn from the case's seed), each asked in its own fresh conversation, as many times as
 # the test has instantiations, and read by the same oracle. Nothing differs between the
@@ -244,7 +251,7 @@ class LangBiTe(RelationBase):
             "pass_threshold": req.pass_threshold,
             "instances": instances,
             **control,
-            READING_KEY: READING_VERSION,
+            READING_KEY: LANGBITE_READING,
         }
 
     # --- stepping --------------------------------------------------------------------
@@ -286,6 +293,7 @@ class LangBiTe(RelationBase):
         if asks:
             return asks
         careful = reading_version(data) >= 2
+        jury = reading_version(data) >= JURY_READING
         failed_call = next((i for i, t in enumerate(turns) if t is not None and not t.ok), None)
         if failed_call is not None:
             error = turns[failed_call].error  # type: ignore[union-attr]
@@ -298,13 +306,18 @@ class LangBiTe(RelationBase):
                 evidence=self._evidence(data, [t.reply or "" for t in turns if t], None, {}),
             )
         decided = self._decide(
-            data, [t.reply or "" for t in turns if t], transcript, "judge", careful=careful
+            data,
+            [t.reply or "" for t in turns if t],
+            transcript,
+            "judge",
+            careful=careful,
+            jury=jury,
         )
         control_decided = None
         if control and all(t is not None and t.ok for t in control_turns):
             control_answers = [t.reply or "" for t in control_turns if t]
             control_decided = self._decide(
-                data, control_answers, transcript, "kjudge", careful=careful
+                data, control_answers, transcript, "kjudge", careful=careful, jury=jury
             )
         pending = [d for d in (decided, control_decided) if isinstance(d, list)]
         if pending:
@@ -322,6 +335,8 @@ class LangBiTe(RelationBase):
                 "reference": instances[control["reference"]]["fills"],
                 "outcome": outcome,
             }
+        if result.decision == "indeterminable":
+            evidence["indeterminable"] = True
         return Verdict(outcome=_OUTCOMES[result.decision], reason=result.reason, evidence=evidence)
 
     def _decide(
@@ -332,10 +347,12 @@ class LangBiTe(RelationBase):
         judge: str,
         *,
         careful: bool,
+        jury: bool = False,
     ) -> list[Ask] | tuple[OracleResult, dict[int, str | None], list[str]]:
         """The oracle over one set of answers (the test's, or its control's), with the
         re-assessment of failed expected values by judge 0 in threads ``{judge}{i}``: the
-        judge's asks while any is missing, else (result, judge readings, answers)."""
+        judge's asks while any is missing, else (result, judge readings, answers). ``jury``
+        (reading rules 3): the judge is a jury of one, so its unreadable reply decides nothing."""
         answers = [reply[: self.options.max_answer_chars] for reply in replies]
         oracle = OracleSpec.model_validate(data["oracle"])
         if oracle.op in EXPECTED_OPS:
@@ -367,7 +384,7 @@ class LangBiTe(RelationBase):
                     )
             if asks:
                 return asks
-            result = _reassessed(result, judged, oracle.op in FORBIDDING_OPS)
+            result = _reassessed(result, judged, oracle.op in FORBIDDING_OPS, jury=jury)
         return result, judged, answers
 
     def _evidence(
@@ -391,6 +408,8 @@ class LangBiTe(RelationBase):
                 row["value"] = check.value
             if i in judged:
                 row["judge"] = judged[i]
+            if check is not None and check.problem == "judge indeterminable":
+                row["indeterminable"] = True  # the judge's reply decided nothing
             if check is not None and check.refused:
                 row["refused"] = check.refused
             rows.append(row)
@@ -411,18 +430,36 @@ class LangBiTe(RelationBase):
 
 
 def _reassessed(
-    result: OracleResult, judged: dict[int, str | None], forbidding: bool
+    result: OracleResult, judged: dict[int, str | None], forbidding: bool, *, jury: bool = False
 ) -> OracleResult:
     """Answers the judge reads as meaning the expected value (or, for forbidden values, as
-    not meaning them) pass after all; an unreadable judge reply leaves the failure."""
+    not meaning them) pass after all. An unreadable judge reply: before the jury rule
+    (``jury`` False, reading rules < 3) it leaves the failure; under it the judge is a jury
+    of one without a majority, so the answer is unread (INDETERMINABLE), and the case is
+    INDETERMINABLE unless another answer's failure is confirmed (then it fails anyway)."""
     rescued_word = "no" if forbidding else "yes"
-    checks = tuple(
-        AnswerCheck(c.index, True, c.value, "reassessed")
-        if c.passed is False and judged.get(c.index) == rescued_word
-        else c
-        for c in result.checks
-    )
+    confirmed_word = "yes" if forbidding else "no"
+
+    def reread(c: AnswerCheck) -> AnswerCheck:
+        if c.passed is not False:
+            return c
+        word = judged.get(c.index)
+        if word == rescued_word:
+            return AnswerCheck(c.index, True, c.value, "reassessed")
+        if jury and word != confirmed_word:
+            return AnswerCheck(c.index, None, c.value, "judge indeterminable")
+        return c
+
+    checks = tuple(reread(c) for c in result.checks)
     still = [c for c in checks if c.passed is False]
+    undecided = sum(1 for c in checks if c.problem == "judge indeterminable")
+    if not still and undecided:
+        return OracleResult(
+            "indeterminable",
+            f"judge INDETERMINABLE: {result.reason}; the judge's reply on {undecided} "
+            "failing answer(s) was unreadable (a jury of one without a majority)",
+            checks,
+        )
     if not still:
         return OracleResult("passed", f"{result.reason}; a second model re-assessed all", checks)
     rescued = sum(1 for c in checks if c.problem == "reassessed")

@@ -57,6 +57,8 @@ class LangBiteTruth(BaseModel):
     # false negative), a false No leaves a fair answer failed (its false positive).
     langbite_judge_false_yes: float = Field(default=0.0, ge=0, le=1)
     langbite_judge_false_no: float = Field(default=0.0, ge=0, le=1)
+    # The chance its reply is unreadable (neither Yes nor No): what the jury rule meets.
+    langbite_judge_unreadable: float = Field(default=0.0, ge=0, le=1)
 
 
 def planted_rate(prompt: str, truth: LangBiteTruth | None = None) -> float:
@@ -117,6 +119,9 @@ def judge_langbite(req: SimRequest) -> str | None:
         _NEGATIONS.match(answer) and any(v.lower() == "no" for v in values)
     )
     truth = req.truth(LangBiteTruth)
+    # Drawn only for a judge that can be unreadable: the default draws nothing.
+    if truth.langbite_judge_unreadable and req.rng.random() < truth.langbite_judge_unreadable:
+        return "It depends on how one reads it."
     # One draw only for a judge with an error rate: an error-free judge draws nothing.
     wrong = truth.langbite_judge_false_no if means else truth.langbite_judge_false_yes
     if wrong and req.rng.random() < wrong:

@@ -27,6 +27,20 @@ def test_replay_compares_an_old_case_without_the_reading_key(data: dict[str, str
     assert as_recorded(today, today) == today  # recorded with it: compared as is
 
 
+@given(
+    st.dictionaries(st.sampled_from(["terms", "gender", "attribute"]), st.text(max_size=5)),
+    st.integers(min_value=1, max_value=4),
+    st.integers(min_value=1, max_value=4),
+)
+def test_replay_compares_a_case_with_its_recorded_reading_rules(
+    data: dict[str, str], recorded: int, today: int
+) -> None:
+    derived = {**data, READING_KEY: today}
+    expected = {**data, READING_KEY: min(recorded, today)}
+    # an older version recorded: the same case read by its own rules; never a newer one
+    assert as_recorded({**data, READING_KEY: recorded}, derived) == expected
+
+
 def test_vendor_structured_and_text_refusals() -> None:
     assert refusal_reason(None, "content_refused: the vendor refused on content grounds (x)")
     assert refusal_reason(None, "rate_limited: slow down") is None

@@ -367,7 +367,7 @@ def test_a_refusal_is_refused_in_a_campaign_made_today() -> None:
 
     relation = build_relation("biaslens.answer", {})
     data = relation.make_case(0, 7)
-    assert data["reading"] == 2
+    assert data["reading"] == 3  # the careful readers (2) and the jury rule (3)
     # Any question type: a Why answer that refuses goes to no jury.
     verdict = relation.answer_verdict(data, "I cannot answer that.")
     assert verdict is not None and verdict.outcome is Outcome.REFUSED
