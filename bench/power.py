@@ -49,7 +49,9 @@ the planted truth of each family:
 
 "planner" is what ``harness plan`` predicts (its planned cases and groups, one real gap) at
 the mean observed gap of the planted rows; "planner, real gaps" the same with the planted
-rows a campaign tests as the real gaps (``harness plan --gaps``).
+rows a campaign tests as the real gaps (``harness plan --gaps``). A relation the planner
+plans per term (MetaQuerier) is predicted by `harness.reporting.power.term_power` at its
+planned cases, vocabulary and terms at risk per case.
 """
 
 from __future__ import annotations

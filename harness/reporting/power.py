@@ -10,6 +10,12 @@ statsmodels' normal power for two independent samples, and inverts h exactly
 (``p1 = sin(asin(sqrt(p0)) + h/2)^2``). The report's own test is Fisher's exact test on
 small tables, a little more conservative than this normal model: the planner's figure is a
 floor to plan with, checked against simulation in tests/core/reporting/test_power.py.
+
+A relation tested per term (MetaQuerier: each term of a vocabulary against the other
+terms, a term at risk in only some cases) is planned by `term_plan` / `term_power`: the
+report's own test summed exactly over the term's binomial number of cases at risk, BH over
+the terms Tarone's rule keeps; checked against brute force in
+tests/core/running/test_planner.py.
 """
 
 from __future__ import annotations
