@@ -49,7 +49,9 @@ the planted truth of each family:
 
 "planner" is what ``harness plan`` predicts (its planned cases and groups, one real gap) at
 the mean observed gap of the planted rows; "planner, real gaps" the same with the planted
-rows a campaign tests as the real gaps (``harness plan --gaps``).
+rows a campaign tests as the real gaps (``harness plan --gaps``). A relation the planner
+plans per term (MetaQuerier) is predicted by `harness.reporting.power.term_power` at its
+planned cases, vocabulary and terms at risk per case.
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import harness  # noqa: E402
 from harness.plugins.family_parts import report_sections  # noqa: E402
-from harness.reporting.power import power_at  # noqa: E402
+from harness.reporting.power import power_at, term_power  # noqa: E402
 from harness.reporting.report import apply_fdr  # noqa: E402
 from harness.reporting.stats import TEST_COLUMNS, wilson_interval  # noqa: E402
 from harness.reporting.tables import ReportContext, Table  # noqa: E402
@@ -441,6 +443,7 @@ class Cell:
     planted_flagged: int = 0
     predicted: list[float] = field(default_factory=list)
     planned: tuple[int, int] = (0, 0)  # the planner's cases and groups of the line's relation
+    per_case: float = 0.0  # a relation planned per term: its terms at risk per case
     gaps: list[float] = field(default_factory=list)  # observed gap of each planted row
     rests: list[float] = field(default_factory=list)  # and its rest's rate
     tests: list[int] = field(default_factory=list)
@@ -499,13 +502,17 @@ def score(tables: list[Table], ctx: ReportContext, line: Line, cell: Cell) -> No
         )
 
 
-def planner_view(config: dict[str, Any]) -> dict[str, tuple[int, int]]:
-    """What ``harness plan`` assumes of each relation of a campaign: (cases, groups)."""
+def planner_view(config: dict[str, Any]) -> dict[str, tuple[int, int, float]]:
+    """What ``harness plan`` assumes of each relation of a campaign: (cases, groups, terms
+    at risk per case; 0 unless the relation is planned per term, its groups the terms)."""
     from harness.running.plan import Plan
     from harness.running.planner import relation_power
 
     plan = Plan(harness.campaign_config(config))
-    return {p.relation: (p.cases, p.groups) for p in relation_power(plan)}
+    return {
+        p.relation: (p.cases, p.groups, p.terms.per_case if p.terms else 0.0)
+        for p in relation_power(plan)
+    }
 
 
 def planner_power(cell: Cell, gaps: int = 1) -> float | None:
@@ -518,6 +525,8 @@ def planner_power(cell: Cell, gaps: int = 1) -> float | None:
         return None
     gap = sum(cell.gaps) / len(cell.gaps)
     rest = sum(cell.rests) / len(cell.rests)
+    if cell.per_case:  # planned per term (`harness.reporting.power.term_power`)
+        return term_power(gap, cases, groups, cell.per_case, baseline=rest, gaps=gaps)
     n_group = cases // groups
     if gap <= 0 or n_group < 2:
         return 0.0 if gap <= 0 else None
@@ -540,7 +549,9 @@ def run_cell(relation: str, s: float, size: int, campaigns: int, workdir: Path) 
             planned = planner_view(config)
             for name, cell in cells.items():
                 line = LINES[name]
-                cell.planned = planned.get(line.row_relation or line.relation, (0, 0))
+                which = line.row_relation or line.relation
+                cases, groups, per_case = planned.get(which, (0, 0, 0.0))
+                cell.planned, cell.per_case = (cases, groups), per_case
         with _patched_constants(relation, s):
             summary = harness.run(config, db)
         assert summary.status == "completed", summary

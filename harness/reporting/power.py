@@ -10,10 +10,17 @@ statsmodels' normal power for two independent samples, and inverts h exactly
 (``p1 = sin(asin(sqrt(p0)) + h/2)^2``). The report's own test is Fisher's exact test on
 small tables, a little more conservative than this normal model: the planner's figure is a
 floor to plan with, checked against simulation in tests/core/reporting/test_power.py.
+
+A relation tested per term (MetaQuerier: each term of a vocabulary against the other
+terms, a term at risk in only some cases) is planned by `term_plan` / `term_power`: the
+report's own test summed exactly over the term's binomial number of cases at risk, BH over
+the terms Tarone's rule keeps; checked against brute force in
+tests/core/running/test_planner.py.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -246,3 +253,201 @@ def cases_to_decide(
     while cases > 2 and reaches(cases - 1):
         cases -= 1
     return cases
+
+
+TERM_EXACT_LIMIT = 40  # past this many cases at risk per term, the normal model serves
+
+
+@dataclass(frozen=True)
+class TermPlan:
+    """A relation tested per term (each term of a vocabulary against the other terms'
+    (case, term) pairs, BH over the terms Tarone's rule keeps), at a planned size."""
+
+    cases: int
+    terms: int  # the vocabulary a case draws its at-risk terms from
+    per_case: float  # terms at risk in one case
+    at_risk: float  # cases a term is expected to be at risk in: cases x per_case / terms
+    testable: float  # the share of terms whose smallest attainable p is at most alpha
+    family: int  # the terms expected in the BH family (terms x testable, at least 1)
+    mde: float  # the typical term's gap over baseline found with the planned power
+
+
+class _TermTests:
+    """The report's test of one term row at every count it can show: ``m`` cases at risk,
+    ``k`` of them violated, against the rest's pairs at the baseline rate (the rest is the
+    other terms' pairs of the relation: far larger than a term, so held at its mean). The
+    number of cases at risk per term is binomial: each case draws its terms uniformly."""
+
+    def __init__(self, cases: int, terms: int, per_case: float, baseline: float) -> None:
+        from scipy.stats import binom
+
+        self.q = min(1.0, per_case / max(1, terms))
+        self.total = cases * per_case
+        self.baseline = baseline
+        low = int(binom.ppf(1e-9, cases, self.q))
+        high = int(binom.isf(1e-9, cases, self.q))
+        self.m_pmf = [(m, float(binom.pmf(m, cases, self.q))) for m in range(low, high + 1)]
+        self._tests: dict[tuple[int, int], tuple[float, float]] = {}
+
+    def test(self, m: int, k: int) -> tuple[float, float]:
+        """(p, p_min) of the row with ``k`` of ``m`` violated, as the report computes them."""
+        from harness.reporting.stats import exact_min_p, two_by_two_test
+
+        found = self._tests.get((m, k))
+        if found is None:
+            rest_n = max(2, round(self.total - m))
+            rest_k = round(self.baseline * rest_n)
+            table = ((k, m - k), (rest_k, rest_n - rest_k))
+            found = (two_by_two_test(table)[1], exact_min_p([table]))
+            self._tests[(m, k)] = found
+        return found
+
+    def _mass(self, m: int, rate: float) -> list[tuple[int, float]]:
+        from scipy.stats import binom
+
+        ks = range(m + 1)
+        return [(k, p) for k, p in zip(ks, binom.pmf(ks, m, rate), strict=True) if p > 1e-12]
+
+    def testable(self, alpha: float) -> float:
+        """The share of null terms Tarone's rule keeps (p_min at most ``alpha``)."""
+        return sum(
+            pm * pk
+            for m, pm in self.m_pmf
+            if m >= 1
+            for k, pk in self._mass(m, self.baseline)
+            if self.test(m, k)[1] <= alpha
+        )
+
+    def power(self, gap: float, level: float, alpha: float) -> float:
+        """The chance a term whose rate is ``gap`` over the baseline is flagged at
+        ``level`` (and kept by Tarone's rule), over its binomial number of cases."""
+        rate = min(1.0, self.baseline + gap)
+        return sum(
+            pm * pk
+            for m, pm in self.m_pmf
+            if m >= 1
+            for k, pk in self._mass(m, rate)
+            if self.test(m, k)[1] <= alpha and self.test(m, k)[0] <= level
+        )
+
+
+def _term_family(tests: _TermTests, terms: int, alpha: float) -> tuple[float, int]:
+    share = tests.testable(alpha)
+    return share, max(1, round(terms * share))
+
+
+def _power_of_terms(tests: _TermTests, family: int, gap: float, alpha: float, gaps: int) -> float:
+    found = tests.power(gap, alpha / family, alpha)
+    if gaps <= 1:
+        return found
+    for _ in range(50):  # increasing and bounded, as in `power_at`
+        more = tests.power(gap, bh_level(family, gaps, found, alpha), alpha)
+        if abs(more - found) < 1e-6:
+            return more
+        found = more
+    return found
+
+
+@functools.lru_cache(maxsize=64)
+def _term_tests(cases: int, terms: int, per_case: float, baseline: float) -> _TermTests:
+    return _TermTests(cases, terms, per_case, baseline)
+
+
+def term_power(
+    gap: float,
+    cases: int,
+    terms: int,
+    per_case: float,
+    *,
+    alpha: float = ALPHA,
+    baseline: float = DEFAULT_BASELINE,
+    gaps: int = 1,
+) -> float:
+    """The power to flag one term whose rate is ``gap`` over ``baseline`` when a relation
+    is tested per term (`TermPlan`): the report's own test (Fisher's exact test, chi-squared
+    when large) summed over the term's binomial number of cases at risk, at BH's level for
+    ``gaps`` real gaps (`bh_level`) over the terms Tarone's rule keeps. Past
+    `TERM_EXACT_LIMIT` cases per term, the normal model at the mean (`power_at`)."""
+    at_risk = cases * per_case / max(1, terms)
+    if at_risk > TERM_EXACT_LIMIT:
+        n = round(at_risk)
+        return power_at(
+            gap, n, max(2, round(cases * per_case) - n), terms, alpha=alpha,
+            baseline=baseline, gaps=gaps,
+        )  # fmt: skip
+    tests = _term_tests(cases, terms, per_case, baseline)
+    _, family = _term_family(tests, terms, alpha)
+    return _power_of_terms(tests, family, gap, alpha, gaps)
+
+
+@functools.lru_cache(maxsize=64)
+def term_plan(
+    cases: int,
+    terms: int,
+    per_case: float,
+    *,
+    alpha: float = ALPHA,
+    power: float = DEFAULT_POWER,
+    baseline: float = DEFAULT_BASELINE,
+    gaps: int = 1,
+) -> TermPlan:
+    """What a per-term relation can detect at ``cases``: the cases a term is at risk in,
+    the share of terms Tarone's rule keeps, and the typical term's MDE (the smallest gap
+    `term_power` finds with probability ``power``; inf when none is)."""
+    at_risk = cases * per_case / max(1, terms)
+    if at_risk > TERM_EXACT_LIMIT:
+        n = round(at_risk)
+        mde = minimum_detectable_effect(
+            n, max(2, round(cases * per_case) - n), terms, alpha=alpha, power=power,
+            baseline=baseline, gaps=gaps,
+        ).mde  # fmt: skip
+        return TermPlan(cases, terms, per_case, at_risk, 1.0, terms, mde)
+    tests = _term_tests(cases, terms, per_case, baseline)
+    share, family = _term_family(tests, terms, alpha)
+
+    def reaches(gap: float) -> bool:
+        return _power_of_terms(tests, family, gap, alpha, gaps) >= power
+
+    top = 1.0 - baseline
+    if not reaches(top):
+        return TermPlan(cases, terms, per_case, at_risk, share, family, math.inf)
+    low, high = 0.0, top
+    while high - low > 0.001:  # power rises with the gap: bisect to a tenth of a point
+        mid = (low + high) / 2
+        if reaches(mid):
+            high = mid
+        else:
+            low = mid
+    return TermPlan(cases, terms, per_case, at_risk, share, family, high)
+
+
+@functools.lru_cache(maxsize=64)
+def cases_to_detect_terms(
+    target: float,
+    terms: int,
+    per_case: float,
+    *,
+    alpha: float = ALPHA,
+    power: float = DEFAULT_POWER,
+    baseline: float = DEFAULT_BASELINE,
+    gaps: int = 1,
+) -> int | None:
+    """The fewest cases at which a per-term relation's typical term has an MDE of at most
+    ``target`` (`term_plan`); None past `MAX_CASES`."""
+
+    def reaches(cases: int) -> bool:
+        return term_power(target, cases, terms, per_case, alpha=alpha, baseline=baseline,
+                          gaps=gaps) >= power  # fmt: skip
+
+    low = high = max(2, math.ceil(2 * terms / max(per_case, 1e-9)))
+    while not reaches(high):
+        low, high = high, high * 2
+        if high > MAX_CASES:
+            return None
+    while high - low > max(1, high // 100):  # to a percent: the model is not finer than that
+        mid = (low + high) // 2
+        if reaches(mid):
+            high = mid
+        else:
+            low = mid
+    return high

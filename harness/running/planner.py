@@ -5,7 +5,11 @@ part before the first vendor call. Calls come from each relation's declared
 `harness.vocabulary.relation.PlannedCalls` for every planned case (expected: every reply
 reads; most: every repair turn taken); the minimum detectable effect comes from
 `harness.reporting.power` with the relation's planned groups (``planned_groups``, default
-2) as its BH family.
+2) as its BH family. A relation whose claims are per term (``planned_terms() -> (terms,
+terms at risk per case)``: MetaQuerier) is planned per term instead
+(`harness.reporting.power.term_plan`): a typical term is at risk in cases x per case /
+terms cases, tested by the report's own test against the other terms, BH over the terms
+Tarone's rule keeps.
 """
 
 from __future__ import annotations
@@ -17,8 +21,11 @@ from harness.reporting.power import (
     DEFAULT_BASELINE,
     DEFAULT_POWER,
     DEFAULT_TARGET,
+    TermPlan,
     cases_to_detect,
+    cases_to_detect_terms,
     minimum_detectable_effect,
+    term_plan,
 )
 from harness.running.plan import Plan
 
@@ -34,6 +41,7 @@ class RelationPower:
     groups: int
     mde: float
     cases_needed: int | None  # cases for an MDE of at most the target; None: out of reach
+    terms: TermPlan | None = None  # a relation tested per term: its term-level plan
 
 
 def relation_power(
@@ -49,6 +57,21 @@ def relation_power(
     level for them (`harness.reporting.power.bh_level`)."""
     out = []
     for name, relation, count in plan.relations:
+        planned_terms = getattr(relation, "planned_terms", None)
+        if planned_terms is not None:
+            vocabulary, per_case = planned_terms()
+            terms = term_plan(
+                count, vocabulary, per_case, power=power, baseline=baseline, gaps=gaps
+            )
+            needed_terms = (
+                None
+                if terms.mde <= target
+                else cases_to_detect_terms(
+                    target, vocabulary, per_case, power=power, baseline=baseline, gaps=gaps
+                )
+            )
+            out.append(RelationPower(name, count, vocabulary, terms.mde, needed_terms, terms))
+            continue
         groups = max(2, int(getattr(relation, "planned_groups", DEFAULT_GROUPS)))
         real = max(1, min(gaps, groups - 1))
         n_group = count // groups
@@ -107,6 +130,12 @@ def format_plan(
     for p in relation_power(plan, target=target, power=power, baseline=baseline, gaps=gaps):
         mde = "none" if p.mde == float("inf") else f"{p.mde * 100:.1f} points"
         line = f"{p.relation:<28} {p.cases:>7} cases, {p.groups} groups: MDE {mde}"
+        if p.terms is not None:
+            line = (
+                f"{p.relation:<28} {p.cases:>7} cases, {p.groups} terms tested per term "
+                f"(a term at risk in {p.terms.at_risk:.1f} cases, {p.terms.testable:.0%} "
+                f"testable): MDE {mde} for a typical term"
+            )
         if p.mde > target:
             line += (
                 f"; raise cases to {p.cases_needed} to detect {target * 100:.0f} points"

@@ -261,6 +261,13 @@ class _TermListRelation(RelationBase, ABC):
         option is on): the planner counts them without drawing any case's terms."""
         return PlannedCalls(3 if self.options.control else 2)
 
+    def planned_terms(self) -> tuple[int, float]:
+        """The planner's per-term view: the report tests each term against the other terms
+        of the relation (a term row's unit is a case it is at risk in), so a plan counts the
+        terms a case draws from and the terms at risk in one case: the source list (MR2's
+        at-risk terms; MR1's follow-up list is the source list less the few it names)."""
+        return len(_pool(tuple(self.options.groups))), float(self.options.list_size)
+
     def step(self, case: Case, transcript: Transcript) -> list[Ask] | Verdict:
         data = case.data
         terms: tuple[str, ...] = tuple(data["terms"])
