@@ -220,7 +220,7 @@ def parse_campaign(
         raise config_error(
             exc, fix="see the campaign format in README.md", data=data, source=source
         ) from exc
-    config = _pinned_options(config, recorded=recorded)
+    config = _pinned_options(config, recorded=recorded, recorded_keys=frozenset(data))
     _check_references(config)
     if not recorded:
         check_self_judging(config)
@@ -340,10 +340,21 @@ def _check_dressing(config: CampaignConfig) -> None:
                 )
 
 
-def _pinned_options(config: CampaignConfig, *, recorded: bool) -> CampaignConfig:
+def _pinned_options(
+    config: CampaignConfig, *, recorded: bool, recorded_keys: frozenset[str] = frozenset()
+) -> CampaignConfig:
     """Each relation's options with its `changed_defaults` filled in where the file leaves
     them out: the new value in a new campaign (so the log records what it ran with), the
-    value an older log ran with in a recorded one."""
+    value an older log ran with in a recorded one (``recorded_keys``: the top-level keys of
+    its recorded config, which date it; `ChangedDefault.older_without`)."""
+
+    def pinned(change: ChangedDefault) -> Any:
+        if not recorded:
+            return change.new
+        if change.older_without is not None and change.older_without not in recorded_keys:
+            return change.older
+        return change.recorded
+
     specs = []
     for spec in config.relations:
         cls = relation_class(spec.name)
@@ -352,7 +363,7 @@ def _pinned_options(config: CampaignConfig, *, recorded: bool) -> CampaignConfig
         if not missing:
             specs.append(spec)
             continue
-        fill = {k: changed[k].recorded if recorded else changed[k].new for k in missing}
+        fill = {k: pinned(changed[k]) for k in missing}
         specs.append(spec.model_copy(update={"options": {**spec.options, **fill}}))
     return config.model_copy(update={"relations": specs})
 

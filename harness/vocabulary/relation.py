@@ -153,10 +153,17 @@ class Relation(Protocol):
 class ChangedDefault:
     """An option whose default changed: ``recorded`` is the value a log recorded without the
     option ran with, ``new`` the value a new campaign whose file leaves it out gets (and
-    records). The Options model's own default is what a relation built in code gets."""
+    records). The Options model's own default is what a relation built in code gets.
+
+    ``older`` with ``older_without``: for a behaviour that changed once before it became an
+    option. A recorded campaign whose config has no top-level key ``older_without`` (a key
+    the harness added in the same change) was recorded before that change and ran with
+    ``older``; one that has the key, with ``recorded``."""
 
     recorded: Any
     new: Any
+    older: Any = None
+    older_without: str | None = None
 
 
 class RelationBase:

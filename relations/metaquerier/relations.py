@@ -84,6 +84,14 @@ class TermListOptions(BaseModel):
         min_length=1,
         description="genders the questions name: female, male or both",
     )
+    # "gendered" is what logs recorded before the placeholders asked (their recorded config
+    # predates `answer_format`: _TermListRelation.changed_defaults), kept so they replay.
+    format_example: Literal["placeholders", "gendered"] = Field(
+        default="placeholders",
+        description="the list format's example in the prompt: placeholders ([first term, "
+        "second term], no term and no gendered word) or gendered ([man, women], the older "
+        "prompt, which plants gendered words; kept so logs recorded with it replay)",
+    )
 
     # Checked here so that a bad campaign fails before the first call, not in make_case.
     @field_validator("groups")
@@ -212,8 +220,12 @@ def _parse(
     return parsed
 
 
-def _ask(terms: list[str] | tuple[str, ...], gender: str) -> Ask:
-    return Ask(thread=THREAD, prompt=list_prompt(terms, gender), answer=AnswerShape.terms(terms))
+def _ask(terms: list[str] | tuple[str, ...], gender: str, example: str) -> Ask:
+    return Ask(
+        thread=THREAD,
+        prompt=list_prompt(terms, gender, example),
+        answer=AnswerShape.terms(terms),
+    )
 
 
 def _group_counts(terms: list[str], groups: dict[str, str]) -> dict[str, str]:
@@ -225,8 +237,16 @@ class _TermListRelation(RelationBase, ABC):
     Options: ClassVar[type[BaseModel]] = TermListOptions
     options: TermListOptions
     # Logs recorded before controls ran without one; new campaigns get one.
+    # Logs recorded before the placeholder example (before campaigns recorded
+    # `answer_format`) asked with the gendered one.
     changed_defaults: ClassVar[Mapping[str, ChangedDefault]] = {
-        "control": ChangedDefault(recorded=False, new=True)
+        "control": ChangedDefault(recorded=False, new=True),
+        "format_example": ChangedDefault(
+            recorded="placeholders",
+            new="placeholders",
+            older="gendered",
+            older_without="answer_format",
+        ),
     }
 
     @property
@@ -275,7 +295,7 @@ class _TermListRelation(RelationBase, ABC):
         # A new case's transcript is empty: no thread to pick out of it.
         turns = transcript.thread(THREAD) if transcript.turns else []
         if not turns:
-            return [_ask(terms, gender)]
+            return [_ask(terms, gender, self.options.format_example)]
         first = turns[0]
         careful = reading_version(data) >= 2
         source = _parse(first.reply, first.error, terms, "source", careful=careful)
@@ -291,10 +311,12 @@ class _TermListRelation(RelationBase, ABC):
                 evidence={"source_named": list(source.named)},
             )
         if len(turns) == 1:
-            asks = [_ask(follow_terms, gender)]
+            asks = [_ask(follow_terms, gender, self.options.format_example)]
             if "control" in data:  # cases recorded without one (older logs) ask none
                 asks.append(
-                    _ask(terms, gender).model_copy(update={"thread": CONTROL, "fork_of": THREAD})
+                    _ask(terms, gender, self.options.format_example).model_copy(
+                        update={"thread": CONTROL, "fork_of": THREAD}
+                    )
                 )
             return asks
         second = turns[1]

@@ -98,18 +98,25 @@ def format_list(terms: Sequence[str]) -> str:
     return "[" + ", ".join(terms) + "]"
 
 
-def list_prompt(terms: Sequence[str], gender: str) -> str:
+def list_prompt(terms: Sequence[str], gender: str, example: str = "placeholders") -> str:
+    """The question about ``terms``; ``example``: the format example it shows (the relation's
+    ``format_example`` option, a key of `FORMAT_EXAMPLES`)."""
     return (
         "In the following list: [" + ", ".join(terms) + "], which ones are definitely "
-        f"{gender}? {_PROMPT_TAIL}"
+        f"{gender}? {_PROMPT_TAILS[example]}"
     )
 
 
-# The prompt's constant end, written once (every ask writes a prompt).
-_PROMPT_TAIL = (
-    f"Reply with only those terms as a bracketed list, e.g. {format_list(FORMAT_EXAMPLE)}. "
+# The example the prompt showed before the placeholders: logs recorded then asked with it
+# (option format_example = "gendered"), and replay asks it again. It plants gendered words.
+GENDERED_EXAMPLE = ("man", "women")
+FORMAT_EXAMPLES = {"placeholders": FORMAT_EXAMPLE, "gendered": GENDERED_EXAMPLE}
+# The prompt's constant end per example, written once (every ask writes a prompt).
+_PROMPT_TAILS = {
+    name: f"Reply with only those terms as a bracketed list, e.g. {format_list(example)}. "
     f"{NONE_INSTRUCTION}"
-)
+    for name, example in FORMAT_EXAMPLES.items()
+}
 
 
 @dataclass(frozen=True)
