@@ -49,7 +49,7 @@ ALL_TYPES = "(all types)"
 # tied and mean_*: `repeat_mean`, the per-question mean that keeps ties.
 REPEAT_MEAN_COLUMNS = ("tied", "mean_rate", "mean_low", "mean_high")
 RATE_COLUMNS = (
-    *("judged", "rate", "ci95_low", "ci95_high", *COMPARISON_COLUMNS, *REPEAT_MEAN_COLUMNS),
+    *("judged", "rate", "ci95_low", "ci95_high", *REPEAT_MEAN_COLUMNS, *COMPARISON_COLUMNS),
 )
 
 
@@ -110,8 +110,8 @@ def attribute_rates(
             report_number(rate),
             report_number(low),
             report_number(high),
-            *comparison.cells(),
             *repeat_mean(c, mode),
+            *comparison.cells(),
         ]
     return out
 
@@ -149,7 +149,7 @@ def attribute_rates_all_types(
         row = [n, report_number(k / n if n else math.nan), report_number(low)]
         out[key] = (
             total,
-            [*row, report_number(high), *comparison.cells(), *repeat_mean(total, mode)],
+            [*row, report_number(high), *repeat_mean(total, mode), *comparison.cells()],
         )
     return out
 

@@ -189,8 +189,9 @@ CROSSED_FILES = {
 }
 
 
-# The columns `repeat_means` adds to a per-attribute table: the tied tests, and the mean over
-# tests of each test's share of positive repeats with its 95 % interval.
+# The columns `repeat_means` adds to a per-attribute table (before its comparison columns,
+# which end a table the report's correction reads): the tied tests, and the mean over tests
+# of each test's share of positive repeats with its 95 % interval.
 REPEAT_MEAN_COLUMNS = ("tied", "mean_rate", "mean_low", "mean_high")
 
 

@@ -72,15 +72,20 @@ def bias_by_attribute(ctx: ReportContext) -> list[Table]:
     for unit, biased in majority_per_case(pairs).items():
         k, n = counts.get(stratum(unit), (0, 0))
         counts[stratum(unit)] = (k + biased, n + 1)
-    for unit, _ in pairs:  # an attribute whose every test tied still gets its row
-        counts.setdefault(stratum(unit), (0, 0))
     means = repeat_means(pairs, lambda u: u[:4])
+    compared = compare_within_bases(counts)
+    seen = {key for key, _ in compared}
+    for model, relation, dimension, attribute in sorted(means):
+        # An attribute whose every test tied still gets its row (no decided test, no test).
+        key = (model, relation, dimension, f"{attribute}\x00{dimension}")
+        if key not in seen:
+            compared += compare_within_bases({(*key, ""): (0, 0)})
     rows = []
-    for (model, relation, _dim, label), g in compare_within_bases(counts):
+    for (model, relation, _dim, label), g in compared:
         attribute, dimension = label.split("\x00")
         rows.append(
             [model, relation, dimension, attribute, g.n, g.k, rounded(g.rate), rounded(g.low),
-             rounded(g.high), *g.cells(), *means[(model, relation, dimension, attribute)]]
+             rounded(g.high), *means[(model, relation, dimension, attribute)], *g.cells()]
         )  # fmt: skip
     rows.sort(key=lambda r: (str(r[0]), _mr(str(r[1])), str(r[2]), str(r[3])))
     return [
@@ -97,8 +102,8 @@ def bias_by_attribute(ctx: ReportContext) -> list[Table]:
                 "rate",
                 "ci95_low",
                 "ci95_high",
-                *COMPARISON_COLUMNS,
                 *REPEAT_MEAN_COLUMNS,
+                *COMPARISON_COLUMNS,
             ],
             rows,
             plot=(
@@ -317,7 +322,7 @@ def violations_by_attribute(ctx: ReportContext) -> list[Table]:
         attribute, dimension = label.split("\x00")
         rows.append(
             [model, dimension, attribute, g.n, g.k, rounded(g.rate), rounded(g.low),
-             rounded(g.high), *g.cells(), *means[(model, dimension, attribute)]]
+             rounded(g.high), *means[(model, dimension, attribute)], *g.cells()]
         )  # fmt: skip
     rows.sort(key=lambda r: (r[0], r[1], r[2]))
     return [
@@ -333,8 +338,8 @@ def violations_by_attribute(ctx: ReportContext) -> list[Table]:
                 "rate",
                 "ci95_low",
                 "ci95_high",
-                *COMPARISON_COLUMNS,
                 *REPEAT_MEAN_COLUMNS,
+                *COMPARISON_COLUMNS,
             ],
             rows,
             plot=(

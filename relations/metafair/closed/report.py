@@ -40,7 +40,7 @@ CLOSED = {f"metafair.mr{mr}": mr for mr in (11, 12, 13, 14)}
 RATE_COLUMNS = [
     *("model", "relation", "dimension", "attribute", "tests", "invalid", "valid", "biased"),
     *("rate", "ci95_low", "ci95_high", "other_valid", "other_biased", "other_rate"),
-    *("other_ci95_low", "other_ci95_high", *COMPARISON_COLUMNS, *REPEAT_MEAN_COLUMNS),
+    *("other_ci95_low", "other_ci95_high", *REPEAT_MEAN_COLUMNS, *COMPARISON_COLUMNS),
 ]
 METRIC_COLUMNS = [
     *("model", "relation", "measure", "dimension", "attribute", "tests"),
@@ -192,7 +192,7 @@ def _rates(cases: list[ClosedCase], mode_of: Any, requested: str | None) -> Tabl
             [*key, tests[key], invalid[key], g.n, g.k, rounded(g.rate), rounded(g.low),
              rounded(g.high), other_n, other_k,
              rounded(other_k / other_n) if other_n else None, rounded(other_low),
-             rounded(other_high), *g.cells(), *means.get(key, [0, None, None, None])]
+             rounded(other_high), *means.get(key, [0, None, None, None]), *g.cells()]
         )  # fmt: skip
     mode = requested or "as run"
     return Table(

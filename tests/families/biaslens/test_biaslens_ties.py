@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from statsmodels.stats.proportion import proportion_confint
 
 from relations.biaslens.comparisons import (
+    RATE_COLUMNS,
     REPEAT_MEAN_COLUMNS,
     attribute_rates,
     attribute_rates_all_types,
@@ -17,6 +18,8 @@ from relations.biaslens.oracles import Vote
 from relations.biaslens.questionset import QType
 from relations.biaslens.tally import AlignedQuestion, Trial, cells
 
+TIED = RATE_COLUMNS.index("tied")
+END = TIED + len(REPEAT_MEAN_COLUMNS)
 STRICT = st.sampled_from([Vote.BIASED, Vote.UNBIASED, Vote.INVALID, Vote.REFUSED])
 
 
@@ -81,7 +84,7 @@ def test_the_mean_rate_is_the_mean_of_the_per_question_shares(
             rates[("m", "role", attribute, QType.YES_NO)],
             every[("m", "role", attribute)][1],
         ):
-            got = dict(zip(REPEAT_MEAN_COLUMNS, row[-len(REPEAT_MEAN_COLUMNS) :], strict=True))
+            got = dict(zip(REPEAT_MEAN_COLUMNS, row[TIED:END], strict=True))
             assert got["tied"] == tied
             if mean is None:
                 assert got["mean_rate"] is None
@@ -100,7 +103,7 @@ def test_even_repeats_with_ties_are_counted_apart_and_weigh_half() -> None:
     votes = [[b, b], [b, u], [u, b], [u, u]]
     by_cell = cells(_questions(votes, "gender"))
     row = attribute_rates(by_cell, "strict")[("m", "role", "gender", QType.YES_NO)]
-    got = dict(zip(REPEAT_MEAN_COLUMNS, row[-len(REPEAT_MEAN_COLUMNS) :], strict=True))
+    got = dict(zip(REPEAT_MEAN_COLUMNS, row[TIED:END], strict=True))
     assert got["tied"] == 2
     assert got["mean_rate"] == 0.5  # (1 + 0.5 + 0.5 + 0) / 4
     assert row[0] == 2 and row[1] == 0.5  # the majority: 2 decided questions, 1 biased
