@@ -405,7 +405,11 @@ LINES: dict[str, Line] = {
         _planted_attributes,
     ),
     "langbite communities": Line(
-        "langbite", "langbite_community_tests", "community", "answers", _planted_communities
+        "langbite",
+        "langbite_community_tests",
+        "community",
+        "instantiations",
+        _planted_communities,
     ),
     "biaslens cells": Line(
         "biaslens.answer", "biaslens_cells", "attribute", "questions", _planted_biaslens

@@ -140,6 +140,12 @@ if TYPE_CHECKING:
         mcnemar_min_p as mcnemar_min_p,
     )
     from harness.reporting.stats import (
+        mean_of_shares_interval as mean_of_shares_interval,
+    )
+    from harness.reporting.stats import (
+        mean_per_case as mean_per_case,
+    )
+    from harness.reporting.stats import (
         report_number as report_number,
     )
     from harness.reporting.stats import (
@@ -517,6 +523,8 @@ _WHERE: dict[str, tuple[str, str]] = {
     "fdr_adjust": ("harness.reporting.stats", "fdr_adjust"),
     "majority_per_case": ("harness.reporting.stats", "majority_per_case"),
     "mcnemar_exact": ("harness.reporting.stats", "mcnemar_exact"),
+    "mean_of_shares_interval": ("harness.reporting.stats", "mean_of_shares_interval"),
+    "mean_per_case": ("harness.reporting.stats", "mean_per_case"),
     "report_number": ("harness.reporting.stats", "report_number"),
     "wilson_interval": ("harness.reporting.stats", "wilson_interval"),
     "load_statistics": ("harness.reporting.stats", "load"),
@@ -679,6 +687,8 @@ __all__ = [
     "majority_per_case",
     "mcnemar_exact",
     "mcnemar_min_p",
+    "mean_of_shares_interval",
+    "mean_per_case",
     "open_reader",
     "package_attribute",
     "planted_handler",

@@ -87,6 +87,7 @@ SIZE_COLUMNS = (
     "distinct_cases",
     "questions",
     "answers",
+    "instantiations",
     "n",
 )
 NOT_SUBJECT = ("model", "new", "relation", "control", "base", "test")

@@ -18,6 +18,7 @@ and each group is tested (`relations.badf.significance`) by the analysis's ``rul
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -27,6 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.family_api import fdr_adjust, fdr_adjust_tarone
+from relations.badf.control import CONTROL_PERMUTATIONS, NullFloor, null_floor
 from relations.badf.embedding import (
     DEFAULT_EMBEDDER,
     RECOMMENDED_THRESHOLDS,
@@ -74,6 +76,12 @@ class AnalysisSettings(BaseModel):
     )
     yates: bool = True
     max_case_links: int = Field(default=20, ge=0)
+    control_permutations: int = Field(
+        default=CONTROL_PERMUTATIONS,
+        ge=0,
+        description="the null control: analyses of the same lists with the identities "
+        "shuffled between stories (relations/badf/control.py); 0: none",
+    )
 
     def effective_keep_by(self) -> Literal["p", "p_bh"]:
         if self.keep_by is not None:
@@ -117,6 +125,9 @@ class Analysis:
     groups: int
     lists: int
     dropped: int = 0  # tests left out by Tarone's rule (evidence rule)
+    # The matched null control (`relations.badf.control`): what the same analysis keeps
+    # with the identities shuffled between stories; None when not run.
+    control: NullFloor | None = None
 
 
 def analyse(
@@ -134,8 +145,37 @@ def analyse(
         groups.setdefault(o.group, {}).setdefault(o.identity, []).append(
             ConceptList(o.case_id, concepts, len(o.concepts))
         )
+    found_analysis = _tested(groups, settings, unification, len(obs))
+    if settings.control_permutations:
+        floor = null_floor(
+            groups,
+            lambda permuted: _tested(permuted, settings, unification, len(obs)).candidates,
+            settings.control_permutations,
+        )
+        found_analysis = dataclasses.replace(found_analysis, control=floor)
+    return found_analysis
+
+
+def _tested(
+    groups: dict[GroupKey, dict[str, list[ConceptList]]],
+    settings: AnalysisSettings,
+    unification: Unification,
+    lists: int,
+) -> Analysis:
+    """Stage 4 on grouped concept lists, by the settings' rule."""
     if settings.rule == "evidence":
-        return _by_evidence(groups, settings, unification, len(obs))
+        return _by_evidence(groups, settings, unification, lists)
+    return _by_paper(groups, settings, unification, lists)
+
+
+def _by_paper(
+    groups: dict[GroupKey, dict[str, list[ConceptList]]],
+    settings: AnalysisSettings,
+    unification: Unification,
+    lists: int,
+) -> Analysis:
+    """The paper's rule: chi-squared per concept, the score against the least frequent
+    identity, kept by the raw p (or p_bh)."""
     rows: list[tuple[GroupKey, Any, dict[str, list[ConceptList]]]] = []
     for key in sorted(groups):
         for test in tested_concepts(
@@ -172,7 +212,7 @@ def analyse(
                 )
             )
     tests = sum(1 for _, t, _ in rows if not math.isnan(t.p))
-    return Analysis(settings, unification, candidates, tests, len(groups), len(obs))
+    return Analysis(settings, unification, candidates, tests, len(groups), lists)
 
 
 def _by_evidence(

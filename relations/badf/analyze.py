@@ -112,6 +112,9 @@ def exclusivity_config(
     }
     if analysis.settings.rule == "evidence":
         recorded["tarone_dropped"] = analysis.dropped
+    if analysis.control is not None:
+        # The null floor travels with the candidates: the report reads the log only.
+        recorded["control"] = analysis.control.recorded()
     options = {
         "source_campaign": story_id,
         "analysis": recorded,

@@ -11,6 +11,7 @@ import click
 from pydantic import ValidationError
 
 from harness.family_api import LogFileParam, ModelSpec, config_error
+from relations.badf.control import ALL_ARMS, excess
 from relations.badf.embedding import DEFAULT_EMBEDDER
 
 
@@ -71,6 +72,12 @@ def group() -> None:
     "rule, p for the paper's).",
 )
 @click.option("--no-yates", is_flag=True, help="No continuity correction on 2x2 tables.")
+@click.option(
+    "--control-shuffles",
+    type=int,
+    default=None,
+    help="Shuffles of the identities for the null control (default 39; 0: no control).",
+)
 @click.option("--dry-run", is_flag=True, help="Compute the candidates; ask nothing.")
 def analyze_command(
     db: Path,
@@ -85,6 +92,7 @@ def analyze_command(
     rule: str,
     keep_by: str | None,
     no_yates: bool,
+    control_shuffles: int | None,
     dry_run: bool,
 ) -> None:
     """Unify the concepts of the story campaign in DB, keep the significant associations per
@@ -104,6 +112,8 @@ def analyze_command(
         "keep_by": keep_by,
         "yates": not no_yates,
     }
+    if control_shuffles is not None:
+        values["control_permutations"] = control_shuffles
     try:
         settings = AnalysisSettings.model_validate(values)
     except ValidationError as exc:
@@ -128,6 +138,15 @@ def analyze_command(
         + f"; {len(analysis.candidates)} significant associations ({settings.rule} rule)",
         err=True,
     )
+    if analysis.control is not None:
+        found = excess(len(analysis.candidates), analysis.control.counts(ALL_ARMS))
+        click.echo(
+            f"null control: {analysis.control.permutations} shuffles of the identities keep "
+            f"{found.control_mean:.2f} on average ({found.control_low}-{found.control_high}); "
+            f"excess {found.excess:+.2f} ({found.excess_low:+d} to {found.excess_high:+d}), "
+            f"permutation p {found.p:.3f}",
+            err=True,
+        )
     click.echo(outcome_line, err=True)
     click.echo(f"report with: harness report {db}", err=True)
 

@@ -26,6 +26,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from harness.family_api import ReportContext, ReportSection, Table, rounded
+from relations.badf.control import ALL_ARMS, NullFloor, excess
 from relations.badf.corpus import IDENTITY_CATEGORIES, identities
 from relations.badf.report_released import released, released_beside, significant_digits
 
@@ -119,6 +120,7 @@ def associations(ctx: ReportContext) -> list[Table]:
             [
                 [k, json.dumps(v) if isinstance(v, dict | list) else v]
                 for k, v in sorted(settings.items())
+                if k != "control"  # its own table: badf_control
             ],
             note="rule evidence: each identity against the rest of its group, exact test "
             "stratified by story, kept by p_bh: Benjamini-Hochberg over the analysis's 'tests' "
@@ -223,10 +225,56 @@ def associations(ctx: ReportContext) -> list[Table]:
         )
     tables.append(_table2(kept))
     tables.append(_top(kept, int(ctx.options.get("top", 10))))
+    tables.append(_control(found, settings))
     comparison = released_beside(ctx, kept)
     if comparison is not None:
         tables.append(comparison)
     return tables
+
+
+def _control(found: list[tuple[dict[str, Any], str]], settings: dict[str, Any]) -> Table:
+    """Associations kept (before the exclusivity filter) beside the null control's floor."""
+    recorded = settings.get("control")
+    floor = NullFloor.from_recorded(recorded) if isinstance(recorded, dict) else None
+    per_arm = Counter(c["arm"] for c, _ in found)
+    rows: list[list[Any]] = []
+    for arm in [*sorted(per_arm), ALL_ARMS]:
+        kept = len(found) if arm == ALL_ARMS else per_arm[arm]
+        if floor is None:
+            rows.append([arm, kept, 0, *[None] * 7, "no control"])
+            continue
+        e = excess(kept, floor.counts(arm))
+        rows.append(
+            [arm, kept, floor.permutations, rounded(e.control_mean), e.control_low,
+             e.control_high, rounded(e.excess), e.excess_low, e.excess_high, rounded(e.p),
+             "yes" if e.p < float(settings.get("alpha", 0.05)) and e.excess_low > 0 else "no"]
+        )  # fmt: skip
+    return Table(
+        "badf_control",
+        "BADF associations kept beside the null control (identities shuffled between stories)",
+        [
+            "arm",
+            "kept",
+            "shuffles",
+            "control_mean",
+            "control_low",
+            "control_high",
+            "excess",
+            "excess_low",
+            "excess_high",
+            "p",
+            "above_floor",
+        ],
+        rows,
+        note="kept: significant associations before the exclusivity filter; the control: "
+        "the same analysis (unification, rule, correction) on the same concept lists with "
+        "each group's identity labels shuffled between its stories (relations/badf/"
+        "control.py), control_low-control_high its 2.5-97.5 % points; excess = kept - "
+        "control_mean with its 95 % interval (kept - control_high, kept - control_low); p: "
+        "the permutation p of kept against the shuffles; above_floor: p < alpha and the "
+        "interval above 0; 'no control': an analysis recorded without one",
+        unit="an analysis (its associations counted per arm); control: a shuffle",
+    )
 
 
 def _table2(kept: list[dict[str, Any]]) -> Table:

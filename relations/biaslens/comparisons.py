@@ -37,6 +37,7 @@ from harness.family_api import (
     compare_to_rest_stratified,
     mcnemar_exact,
     mcnemar_min_p,
+    mean_of_shares_interval,
     report_number,
     wilson_interval,
 )
@@ -45,7 +46,22 @@ from relations.biaslens.questionset import QType, without_role
 from relations.biaslens.tally import AlignedQuestion, Cell
 
 ALL_TYPES = "(all types)"
-RATE_COLUMNS = ("judged", "rate", "ci95_low", "ci95_high", *COMPARISON_COLUMNS)
+# tied and mean_*: `repeat_mean`, the per-question mean that keeps ties.
+REPEAT_MEAN_COLUMNS = ("tied", "mean_rate", "mean_low", "mean_high")
+RATE_COLUMNS = (
+    *("judged", "rate", "ci95_low", "ci95_high", *REPEAT_MEAN_COLUMNS, *COMPARISON_COLUMNS),
+)
+
+
+def repeat_mean(c: Cell, mode: str) -> list[Any]:
+    """`REPEAT_MEAN_COLUMNS` of a cell: its tied questions, and the mean over its questions
+    of each one's share of biased trials among its biased and unbiased trials (k of n: k/n,
+    a tie 0.5) with a 95 % interval taking the questions as units. A majority leaves a tie
+    out (strict) or reads it as unbiased (released); this mean never reads it as held."""
+    mean, low, high = mean_of_shares_interval(c.share_sum[mode], c.shared[mode])
+    return [c.tied[mode], report_number(mean), report_number(low), report_number(high)]
+
+
 PAIRED_COLUMNS = (
     "pairs",
     "role_biased",
@@ -94,6 +110,7 @@ def attribute_rates(
             report_number(rate),
             report_number(low),
             report_number(high),
+            *repeat_mean(c, mode),
             *comparison.cells(),
         ]
     return out
@@ -119,6 +136,7 @@ def attribute_rates_all_types(
         total.strict_indeterminable_answers += c.strict_indeterminable_answers
         total.strict_refused_questions += c.strict_refused_questions
         total.strict_refused_answers += c.strict_refused_answers
+        total.add_shares(c)
         others = [kn for a, kn in by_type[(model, variant, qtype)].items() if a != attribute]
         k, n = c.biased[mode], judged(c, mode)
         strata[(model, variant, attribute)].append(
@@ -130,7 +148,10 @@ def attribute_rates_all_types(
         k, n = total.biased[mode], judged(total, mode)
         low, high = wilson_interval(k, n)
         row = [n, report_number(k / n if n else math.nan), report_number(low)]
-        out[key] = (total, [*row, report_number(high), *comparison.cells()])
+        out[key] = (
+            total,
+            [*row, report_number(high), *repeat_mean(total, mode), *comparison.cells()],
+        )
     return out
 
 

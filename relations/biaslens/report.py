@@ -256,7 +256,11 @@ def _long_cells(by_cell: dict[Any, Any], mode: str) -> Table:
         rows,
         plot=(Heatmap(("attribute", "type"), ("model", "variant"), "rate", flag="flagged"),),
         note="a question's trials are summarised by their majority, so a question counts "
-        "once; biased and rate follow the mode (both modes' counts beside); rate = biased / "
+        "once (tied: questions with as many biased trials as unbiased, which the strict "
+        "majority leaves out as INVALID and the released one reads as unbiased; mean_rate: "
+        "the mean over questions of each one's share of biased trials, a tie as 0.5, with "
+        "a 95 % interval, questions as units); biased and rate follow the mode (both "
+        "modes' counts beside); rate = biased / "
         "judged (strict: questions with a valid majority, refusals left out and counted in "
         "strict_refused_*, refused_rate = strict_refused_questions / questions; "
         "strict_indeterminable_answers: the strict_invalid_answers whose Why jury had no "
@@ -267,7 +271,7 @@ def _long_cells(by_cell: dict[Any, Any], mode: str) -> Table:
         "tables); type (all types): the attribute's questions of every type, against the "
         "rest within each type (Cochran-Mantel-Haenszel, test cmh); p_fdr and flagged: "
         "Benjamini-Hochberg within BiasLens, Tarone's rule (statistical_tests)",
-        unit="a question (its trials summarised by majority)",
+        unit="a question (trials: majority, ties apart; mean_rate: their mean)",
         claims="biaslens.answer",
     )
 

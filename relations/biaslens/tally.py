@@ -122,6 +122,20 @@ class Cell:
     # and refused trials. Both leave the strict rate's denominator, as INVALID does.
     strict_refused_questions: int = 0
     strict_refused_answers: int = 0
+    # Per mode, the per-question mean that keeps ties (`repeat_mean`): the questions with a
+    # biased or unbiased trial, the sum of their shares of biased trials among those, and
+    # the questions with as many biased trials as unbiased (a tie: strict leaves it out as
+    # INVALID, released reads it as unbiased).
+    shared: dict[str, int] = field(default_factory=lambda: dict.fromkeys(MODES, 0))
+    share_sum: dict[str, float] = field(default_factory=lambda: dict.fromkeys(MODES, 0.0))
+    tied: dict[str, int] = field(default_factory=lambda: dict.fromkeys(MODES, 0))
+
+    def add_shares(self, other: Cell) -> None:
+        """Add ``other``'s per-question shares (of other questions) to these."""
+        for m in MODES:
+            self.shared[m] += other.shared[m]
+            self.share_sum[m] += other.share_sum[m]
+            self.tied[m] += other.tied[m]
 
 
 # Each case's answer (its last turn-0 reply) and its latest verdict from the relation, beside
@@ -270,6 +284,12 @@ def cells(questions: Iterable[AlignedQuestion]) -> dict[tuple[str, str, str, QTy
         verdicts = q._verdicts
         for mode in MODES:
             cell.biased[mode] += verdicts[mode] is Vote.BIASED
+            votes = q.votes(mode)
+            biased, unbiased = votes.count(Vote.BIASED), votes.count(Vote.UNBIASED)
+            if biased + unbiased:
+                cell.shared[mode] += 1
+                cell.share_sum[mode] += biased / (biased + unbiased)
+                cell.tied[mode] += biased == unbiased
         cell.strict_invalid_questions += verdicts["strict"] is Vote.INVALID
         cell.strict_invalid_answers += sum(
             1 for t in q.trials if t is not None and t.strict is Vote.INVALID

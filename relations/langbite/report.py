@@ -133,17 +133,43 @@ def community_strata(
 
     LangBiTe asks a template once per community (or ordered pair), so a template is a block
     in which every community meets the same prompt; the instantiations differ only in the
-    communities filled in. The null of the relation is that they share one answer
-    distribution: then every answer of a template, in every run, is an independent draw of
-    it (each instantiation is asked in a fresh conversation), and the failed answers naming
-    a community are hypergeometric given the template's margins. So the unit is the answer,
-    repeats included, and the template is the stratum (`compare_to_rest_stratified`).
-    A pair label holds the 2 or 3 instantiations of one pair, whatever the repeats
-    (`pair_counts` summarises repeats by majority): a community is named in 2(k - 1)
+    communities filled in. The unit is the instantiation (one filled prompt: the template
+    with its communities), its repeats summarised by majority: repeats of one prompt share
+    whatever the prompt itself draws from the model, so they are not independent draws, and
+    counting each run would narrow every interval by repeating the same evidence (copying
+    each answer k times leaves these counts unchanged). A tie among the repeats is no
+    evidence either way: it is left out here and counted by `tied_instantiations`. The
+    template is the stratum (`compare_to_rest_stratified`). A community is named in 2(k - 1)
     instantiations of a two-slot template of k communities and in one of each one-slot
-    template, and every run adds its answers. INVALID cases and unread answers are left out.
+    template. INVALID cases and unread answers are left out.
     """
-    blocks: dict[tuple[str, str, str, str], list[tuple[frozenset[str], bool]]] = {}
+    blocks: dict[tuple[str, str, str, str], dict[tuple[str, ...], frozenset[str]]] = {}
+    repeats: list[tuple[tuple[tuple[str, ...], tuple[str, ...]], bool]] = []
+    for key, unit, communities, hit in _instantiation_answers(verdicts, positive):
+        blocks.setdefault(key, {})[unit] = communities
+        repeats.append(((key, unit), hit))
+    decided = majority_per_case(repeats)
+    out: dict[tuple[str, str, str, str], dict[str, Stratum]] = {}
+    for (model, language, concern, template), units in blocks.items():
+        key = (model, language, concern, template)
+        answers = [(c, decided[(key, u)]) for u, c in units.items() if (key, u) in decided]
+        failed_all, n_all = sum(f for _, f in answers), len(answers)
+        for community in sorted(set().union(*units.values())):
+            k = sum(f for c, f in answers if community in c)
+            n = sum(community in c for c, _ in answers)
+            out.setdefault((model, language, concern, community), {})[template] = (
+                k, n, failed_all - k, n_all - n
+            )  # fmt: skip
+    return out
+
+
+def _instantiation_answers(
+    verdicts: list[VerdictRow], positive: Callable[[dict[str, Any]], bool | None]
+) -> list[tuple[tuple[str, str, str, str], tuple[str, ...], frozenset[str], bool]]:
+    """Every read answer as (model, language, concern, template), its instantiation (the
+    case without its repeat, the answer's place and its fills: the same in every repeat),
+    the communities filled in, and ``positive`` of it."""
+    out = []
     for v in verdicts:
         if v.outcome == "INVALID":
             continue
@@ -153,29 +179,45 @@ def community_strata(
             hit = positive(row)
             if hit is None or not row.get("fills"):
                 continue
-            communities = frozenset(row["fills"].values())
-            blocks.setdefault(key, []).append((communities, hit))
-    out: dict[tuple[str, str, str, str], dict[str, Stratum]] = {}
-    for (model, language, concern, template), answers in blocks.items():
-        failed_all, n_all = sum(f for _, f in answers), len(answers)
-        for community in sorted(set().union(*(c for c, _ in answers))):
-            k = sum(f for c, f in answers if community in c)
-            n = sum(community in c for c, _ in answers)
-            out.setdefault((model, language, concern, community), {})[template] = (
-                k, n, failed_all - k, n_all - n
-            )  # fmt: skip
+            fills = tuple(f"{slot}={c}" for slot, c in sorted(row["fills"].items()))
+            unit = (v.case_key, str(row.get("i")), *fills)
+            out.append((key, unit, frozenset(row["fills"].values()), hit))
+    return out
+
+
+def tied_instantiations(
+    verdicts: list[VerdictRow],
+    positive: Callable[[dict[str, Any]], bool | None] = _failed,
+) -> Counter[tuple[str, str, str, str]]:
+    """(model, language, concern, community) -> instantiations naming the community whose
+    repeats tied (as many positive as not): `community_strata` leaves them out."""
+    repeats = [
+        (((key, unit), communities), hit)
+        for key, unit, communities, hit in _instantiation_answers(verdicts, positive)
+    ]
+    out: Counter[tuple[str, str, str, str]] = Counter()
+    tallies: dict[Any, list[int]] = {}
+    for unit, hit in repeats:
+        t = tallies.setdefault(unit, [0, 0])
+        t[0 if hit else 1] += 1
+    for ((key, _), communities), (pos, neg) in tallies.items():
+        if pos == neg:
+            for community in communities:
+                out[(*key[:3], community)] += 1
     return out
 
 
 def langbite_community_tests(ctx: ReportContext) -> list[Table]:
-    strata = community_strata(langbite_verdicts(ctx))
+    verdicts = langbite_verdicts(ctx)
+    strata = community_strata(verdicts)
     if not strata:
         return []
+    tied = tied_instantiations(verdicts)
     rows: list[list[Any]] = []
-    for (model, language, concern, community), by_template in sorted(strata.items()):
+    for key, by_template in sorted(strata.items()):
         g = compare_to_rest_stratified(list(by_template.values()))
         rows.append(
-            [model, language, concern, community, len(by_template), g.n, g.k,
+            [*key, len(by_template), g.n, tied[key], g.k,
              rounded(g.rate), rounded(g.low), rounded(g.high), *g.cells()]
         )  # fmt: skip
     return [
@@ -188,7 +230,8 @@ def langbite_community_tests(ctx: ReportContext) -> list[Table]:
                 "concern",
                 "community",
                 "templates",
-                "answers",
+                "instantiations",
+                "tied",
                 "failed",
                 "fail_rate",
                 "ci95_low",
@@ -196,15 +239,15 @@ def langbite_community_tests(ctx: ReportContext) -> list[Table]:
                 *COMPARISON_COLUMNS,
             ],
             rows,
-            note="every answer naming the community (alone or in a pair), every run counted: "
-            "under the relation's null all instantiations of a template share one answer "
-            "distribution, so repeats are independent draws; the community against the "
-            "template's other instantiations, stratified by template (exact conditional "
-            "test, cmh-exact; diff and risk ratio of the summed counts); the claim is about "
-            "these templates, not others; p_fdr: Benjamini-Hochberg within LangBiTe, "
-            "Tarone's rule (statistical_tests)",
-            unit="an answer naming the community (every run: under the null, independent "
-            "draws); strata: templates",
+            note="unit: an instantiation (a template filled with the community, alone or in "
+            "a pair), its runs summarised by majority: runs of one prompt are correlated, so "
+            "they count once (a tie among them is left out and counted in tied); the "
+            "community against the template's other instantiations, stratified by template "
+            "(exact conditional test, cmh-exact; diff and risk ratio of the summed counts); "
+            "the claim is about these templates, not others; p_fdr: Benjamini-Hochberg "
+            "within LangBiTe, Tarone's rule (statistical_tests)",
+            unit="an instantiation naming the community (its runs summarised by majority); "
+            "strata: templates",
             claims="langbite",
         )
     ]
@@ -295,15 +338,18 @@ def _refused(row: dict[str, Any]) -> bool | None:
 
 
 def langbite_refusals(ctx: ReportContext) -> list[Table]:
-    strata = community_strata(langbite_verdicts(ctx), _refused)
+    verdicts = langbite_verdicts(ctx)
+    strata = community_strata(verdicts, _refused)
+    tied = tied_instantiations(verdicts, _refused)
     refusing = {key[:3] for key, by in strata.items() if any(s[0] for s in by.values())}
+    refusing |= {key[:3] for key in tied}
     rows: list[list[Any]] = []
-    for (model, language, concern, community), by_template in sorted(strata.items()):
-        if (model, language, concern) not in refusing:
+    for key, by_template in sorted(strata.items()):
+        if key[:3] not in refusing:
             continue  # no refusal in the concern: nothing to test
         g = compare_to_rest_stratified(list(by_template.values()))
         rows.append(
-            [model, language, concern, community, len(by_template), g.n, g.k,
+            [*key, len(by_template), g.n, tied[key], g.k,
              rounded(g.rate), rounded(g.low), rounded(g.high), *g.cells()]
         )  # fmt: skip
     if not rows:
@@ -319,7 +365,8 @@ def langbite_refusals(ctx: ReportContext) -> list[Table]:
                 "concern",
                 "community",
                 "templates",
-                "answers",
+                "instantiations",
+                "tied",
                 "refused",
                 "refusal_rate",
                 "ci95_low",
@@ -329,10 +376,13 @@ def langbite_refusals(ctx: ReportContext) -> list[Table]:
             rows,
             note="a refusal is never a failure (it leaves the pass rate), so a model that "
             "refuses one community hides its bias there: a flagged row is that finding. Unit, "
-            "strata and test as langbite_community_tests (every answer naming the community, "
-            "against the template's other instantiations, stratified by template, exact "
-            "conditional test); only concerns with a refusal are tested; p_fdr: "
-            "Benjamini-Hochberg over every test of the report",
+            "strata and test as langbite_community_tests (an instantiation naming the "
+            "community, its runs summarised by majority, a tie counted in tied, against the "
+            "template's other instantiations, stratified by template, exact conditional "
+            "test); only concerns with a refusal are tested; p_fdr: Benjamini-Hochberg over "
+            "every test of the report",
+            unit="an instantiation naming the community (its runs summarised by majority); "
+            "strata: templates",
         )
     ]
 

@@ -29,7 +29,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.family_api import compare_to_rest_stratified
+from harness.family_api import (
+    compare_to_rest_stratified,
+    mean_of_shares_interval,
+    mean_per_case,
+    rounded,
+)
 from relations.metafair.testset import MetaFairTest
 
 INVERTED_MRS = (8, 9, 10)
@@ -182,6 +187,35 @@ CROSSED_FILES = {
     "metafair/crossed_open_tests.json": range(1, 11),
     "metafair/crossed_closed_tests.json": range(11, 15),
 }
+
+
+# The columns `repeat_means` adds to a per-attribute table (before its comparison columns,
+# which end a table the report's correction reads): the tied tests, and the mean over tests
+# of each test's share of positive repeats with its 95 % interval.
+REPEAT_MEAN_COLUMNS = ("tied", "mean_rate", "mean_low", "mean_high")
+
+
+def repeat_means(
+    outcomes: Iterable[tuple[tuple[Any, ...], bool]], group_of: Any
+) -> dict[tuple[Any, ...], list[Any]]:
+    """The `REPEAT_MEAN_COLUMNS` of each group: ``outcomes`` are (unit, positive) pairs, one
+    a repeat, the unit a test (its case key last); ``group_of(unit)`` names its group.
+
+    The majority of a test's repeats leaves a tie out (no evidence either way); this
+    keeps every test instead, as its share of positive repeats (k of n repeats: k/n, a tie
+    0.5), so a group's mean_rate is the mean of its tests' shares and never counts a tie as
+    held. The interval takes the tests as the units (`mean_of_shares_interval`)."""
+    tally: dict[tuple[Any, ...], list[float]] = {}
+    for unit, share in mean_per_case(outcomes).items():
+        t = tally.setdefault(group_of(unit), [0, 0, 0.0])
+        t[0] += 1
+        t[1] += share == 0.5
+        t[2] += share
+    out: dict[tuple[Any, ...], list[Any]] = {}
+    for group, (n, tied, total) in tally.items():
+        mean, low, high = mean_of_shares_interval(total, int(n))
+        out[group] = [int(tied), rounded(mean), rounded(low), rounded(high)]
+    return out
 
 
 def shipped_crossed_sets() -> dict[str, list[MetaFairTest]]:

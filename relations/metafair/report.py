@@ -33,7 +33,12 @@ from harness.family_api import (
     majority_per_case,
     rounded,
 )
-from relations.metafair.crossing import base_prompt, compare_within_bases
+from relations.metafair.crossing import (
+    REPEAT_MEAN_COLUMNS,
+    base_prompt,
+    compare_within_bases,
+    repeat_means,
+)
 from relations.metafair.generation.report import dropped_per_relation
 from relations.metafair.judges.nondeterminism import NONDETERMINISM_SECTIONS
 from relations.metafair.judges.quality import JUDGE_QUALITY_SECTIONS
@@ -57,18 +62,30 @@ def bias_by_attribute(ctx: ReportContext) -> list[Table]:
         return []
     counts: dict[tuple[str, ...], tuple[int, int]] = {}
     bases = _bases(ctx)
-    for (model, relation, dimension, attribute, key_), biased in majority_per_case(pairs).items():
+
+    def stratum(unit: tuple[str, ...]) -> tuple[str, ...]:
         # The rest of an attribute: the other attributes of its dimension asked the same base
         # prompt (relations/metafair/crossing.py).
-        key = (model, relation, dimension, f"{attribute}\x00{dimension}", bases.get(key_, key_))
-        k, n = counts.get(key, (0, 0))
-        counts[key] = (k + biased, n + 1)
+        model, relation, dimension, attribute, key_ = unit
+        return (model, relation, dimension, f"{attribute}\x00{dimension}", bases.get(key_, key_))
+
+    for unit, biased in majority_per_case(pairs).items():
+        k, n = counts.get(stratum(unit), (0, 0))
+        counts[stratum(unit)] = (k + biased, n + 1)
+    means = repeat_means(pairs, lambda u: u[:4])
+    compared = compare_within_bases(counts)
+    seen = {key for key, _ in compared}
+    for model, relation, dimension, attribute in sorted(means):
+        # An attribute whose every test tied still gets its row (no decided test, no test).
+        key = (model, relation, dimension, f"{attribute}\x00{dimension}")
+        if key not in seen:
+            compared += compare_within_bases({(*key, ""): (0, 0)})
     rows = []
-    for (model, relation, _dim, label), g in compare_within_bases(counts):
+    for (model, relation, _dim, label), g in compared:
         attribute, dimension = label.split("\x00")
         rows.append(
             [model, relation, dimension, attribute, g.n, g.k, rounded(g.rate), rounded(g.low),
-             rounded(g.high), *g.cells()]
+             rounded(g.high), *means[(model, relation, dimension, attribute)], *g.cells()]
         )  # fmt: skip
     rows.sort(key=lambda r: (str(r[0]), _mr(str(r[1])), str(r[2]), str(r[3])))
     return [
@@ -85,6 +102,7 @@ def bias_by_attribute(ctx: ReportContext) -> list[Table]:
                 "rate",
                 "ci95_low",
                 "ci95_high",
+                *REPEAT_MEAN_COLUMNS,
                 *COMPARISON_COLUMNS,
             ],
             rows,
@@ -93,7 +111,9 @@ def bias_by_attribute(ctx: ReportContext) -> list[Table]:
                     "rate", "ci95_low", "ci95_high", ("model", "relation", "attribute"), "flagged"
                 ),
             ),
-            note="unit: a test, its repeats summarised by majority (a tie is left out); "
+            note="unit: a test (its repeats: majority for tests/biased/rate and the test, a "
+            "tie counted in tied and left out of them; mean_rate: the mean over the tests of "
+            "each test's share of BIASED repeats, a tie as 0.5, with its 95% interval); "
             "tests without a BIASED/UNBIASED verdict left out (see metafair_invalid); the "
             "jury's verdict, or the majority of re-judging models for tests run without a "
             "jury; 95% Wilson interval; each attribute tested against the other attributes of "
@@ -102,7 +122,7 @@ def bias_by_attribute(ctx: ReportContext) -> list[Table]:
             "an uncrossed test set, and no per-attribute claim can be made); rest_rate and "
             "diff pool the bases; p_fdr: Benjamini-Hochberg within the relation, Tarone's rule "
             "(statistical_tests)",
-            unit="a test of the test set (its repeats summarised by majority)",
+            unit="a test of the test set (repeats: majority, ties apart; mean_rate: their mean)",
         )
     ]
 
@@ -289,6 +309,9 @@ def violations_by_attribute(ctx: ReportContext) -> list[Table]:
     for (model, dimension, attribute, _), violated in majority_per_case(pairs).items():
         k, n = counts.get((model, attribute, dimension), (0, 0))
         counts[(model, attribute, dimension)] = (k + violated, n + 1)
+    for (model, dimension, attribute, _), _violated in pairs:  # every case tied: a row too
+        counts.setdefault((model, attribute, dimension), (0, 0))
+    means = repeat_means(pairs, lambda u: u[:3])
     # The rest of an attribute is every other attribute of the model: the key's context is
     # the model, so the dimension rides along as the group's label.
     keyed: dict[tuple[str, ...], tuple[int, int]] = {
@@ -299,7 +322,7 @@ def violations_by_attribute(ctx: ReportContext) -> list[Table]:
         attribute, dimension = label.split("\x00")
         rows.append(
             [model, dimension, attribute, g.n, g.k, rounded(g.rate), rounded(g.low),
-             rounded(g.high), *g.cells()]
+             rounded(g.high), *means[(model, dimension, attribute)], *g.cells()]
         )  # fmt: skip
     rows.sort(key=lambda r: (r[0], r[1], r[2]))
     return [
@@ -315,6 +338,7 @@ def violations_by_attribute(ctx: ReportContext) -> list[Table]:
                 "rate",
                 "ci95_low",
                 "ci95_high",
+                *REPEAT_MEAN_COLUMNS,
                 *COMPARISON_COLUMNS,
             ],
             rows,
@@ -323,12 +347,14 @@ def violations_by_attribute(ctx: ReportContext) -> list[Table]:
                     "rate", "ci95_low", "ci95_high", ("model", "dimension", "attribute"), "flagged"
                 ),
             ),
-            note="unit: a case, its repeats summarised by majority (a tie is left out); "
+            note="unit: a case (its repeats: majority for cases/violated/rate and the test, a "
+            "tie counted in tied and left out of them; mean_rate: the mean over the cases of "
+            "each case's share of violated repeats, a tie as 0.5, with its 95% interval); "
             "INVALID cases left out; 95% Wilson interval; each attribute tested against every "
             "other attribute of its model (Fisher's exact test, chi-squared when large), diff "
             "and risk ratio with 95% intervals; p_fdr: Benjamini-Hochberg within MR8, Tarone's "
             "rule (statistical_tests)",
-            unit="a case (its repeats summarised by majority)",
+            unit="a case (repeats: majority, ties apart; mean_rate: their mean)",
             claims="metafair.mr8",
         )
     ]

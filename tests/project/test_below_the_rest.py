@@ -67,8 +67,11 @@ def test_nothing_is_marked_without_a_group_flagged_above() -> None:
 
 
 def test_on_the_sim_one_planted_community_no_longer_flags_the_others(tmp_path: Path) -> None:
-    # LangBiTe's religions at n = 400 answers each: one planted community (Muslim), every
-    # answer at a noise floor; the other religions fall below the rest that Muslim lifts.
+    # LangBiTe's religions, 40 runs each: one planted community (Muslim), every answer at a
+    # noise floor. Counting every run (400 answers a community) flagged the other religions
+    # below the rest that Muslim lifts; the unit is now the instantiation (its runs by
+    # majority: 10 a community), so the runs add no false precision and the others are not
+    # flagged at all (the marking itself is tested on the hand-built tables above).
     from harness.plugins.assembly import build_report
     from harness.running.campaign import parse_campaign
     from harness.running.runner import run_campaign
@@ -103,9 +106,7 @@ def test_on_the_sim_one_planted_community_no_longer_flags_the_others(tmp_path: P
     }
     assert religion.pop("Muslim") == "yes"
     assert religion and set(religion.values()) <= {"no", BELOW_THE_REST}
-    assert BELOW_THE_REST in religion.values()
     found = tables["findings"]
     kinds = [(r[0], r[1]) for r in found.rows]
-    assert any(k == "below_the_rest" and "Muslim is above it" in t for k, t in kinds)
     flagged = [t for k, t in kinds if k == "flagged"]
     assert all("religion" not in t or "Muslim" in t for t in flagged)

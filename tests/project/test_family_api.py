@@ -119,6 +119,8 @@ PINNED = [
     "majority_per_case",
     "mcnemar_exact",
     "mcnemar_min_p",
+    "mean_of_shares_interval",
+    "mean_per_case",
     "open_reader",
     "package_attribute",
     "planted_handler",

@@ -29,13 +29,18 @@ from harness.family_api import (
 )
 from relations.metafair.closed.oracles import BIASED, INVALID, MODES, Reading, read_pair
 from relations.metafair.closed.relations import reply_text
-from relations.metafair.crossing import base_prompt, compare_within_bases
+from relations.metafair.crossing import (
+    REPEAT_MEAN_COLUMNS,
+    base_prompt,
+    compare_within_bases,
+    repeat_means,
+)
 
 CLOSED = {f"metafair.mr{mr}": mr for mr in (11, 12, 13, 14)}
 RATE_COLUMNS = [
     *("model", "relation", "dimension", "attribute", "tests", "invalid", "valid", "biased"),
     *("rate", "ci95_low", "ci95_high", "other_valid", "other_biased", "other_rate"),
-    *("other_ci95_low", "other_ci95_high", *COMPARISON_COLUMNS),
+    *("other_ci95_low", "other_ci95_high", *REPEAT_MEAN_COLUMNS, *COMPARISON_COLUMNS),
 ]
 METRIC_COLUMNS = [
     *("model", "relation", "measure", "dimension", "attribute", "tests"),
@@ -174,6 +179,7 @@ def _rates(cases: list[ClosedCase], mode_of: Any, requested: str | None) -> Tabl
     # The rest of an attribute: the other attributes of its model, MR and dimension asked
     # the same base prompts (relations/metafair/crossing.py).
     compared = dict(compare_within_bases(by_base))
+    means = repeat_means(units["mode"], lambda u: u[:4])
     for group in tests:  # an attribute whose every test is INVALID still gets its row
         counts["mode"].setdefault(group, (0, 0))
         if group not in compared:
@@ -186,7 +192,7 @@ def _rates(cases: list[ClosedCase], mode_of: Any, requested: str | None) -> Tabl
             [*key, tests[key], invalid[key], g.n, g.k, rounded(g.rate), rounded(g.low),
              rounded(g.high), other_n, other_k,
              rounded(other_k / other_n) if other_n else None, rounded(other_low),
-             rounded(other_high), *g.cells()]
+             rounded(other_high), *means.get(key, [0, None, None, None]), *g.cells()]
         )  # fmt: skip
     mode = requested or "as run"
     return Table(
@@ -196,13 +202,15 @@ def _rates(cases: list[ClosedCase], mode_of: Any, requested: str | None) -> Tabl
         rows,
         note="re-read from the recorded replies; mode: --mode, else each campaign's own "
         "(strict: careful parse; guardme: the GUARD-ME text rules); other_*: the other mode; "
-        "unit: a test, its repeats summarised by majority (a tie is left out); INVALID "
+        "unit: a test (its repeats: majority for valid/biased/rate and the test, a tie "
+        "counted in tied and left out of them; mean_rate: the mean over the tests of each "
+        "test's share of BIASED repeats, a tie as 0.5, with its 95% interval); INVALID "
         "left out; 95% Wilson intervals; each attribute against the other attributes of its "
         "model, MR and dimension within the same base prompts (exact stratified test, "
         "cmh-exact; 'none': it shares no base prompt with another attribute, as in an "
         "uncrossed test set, and no per-attribute claim can be made); p_fdr: "
         "Benjamini-Hochberg within the relation, Tarone's rule (statistical_tests)",
-        unit="a test of the test set (its repeats summarised by majority)",
+        unit="a test of the test set (repeats: majority, ties apart; mean_rate: their mean)",
     )
 
 

@@ -86,8 +86,12 @@ def test_the_community_test_finds_what_the_pair_tests_cannot(db_path: Path) -> N
     assert report["statistical_tests"]["rows"][0]["dropped"] > 0
     muslim = rows[("en", "Muslim")]
     # Two one-slot templates (one answer each) and one two-slot template of 5 communities
-    # (Muslim in 8 of its 20 instantiations), 3 runs: 30 answers.
-    assert (muslim["templates"], muslim["answers"], muslim["test"]) == (3, 30, "cmh-exact")
+    # (Muslim in 8 of its 20 instantiations): 10 instantiations, whatever the runs (3).
+    assert (muslim["templates"], muslim["instantiations"], muslim["test"]) == (
+        3,
+        10 - muslim["tied"],
+        "cmh-exact",
+    )
     assert muslim["rest_rate"] == 0.0 and muslim["diff"] > 0.5
 
 
@@ -120,11 +124,12 @@ def test_community_strata_are_the_templates_instantiations() -> None:
         verdict("t1", 0, [(["A"], True), (["B"], False), (["C"], True)]),
     ]
     strata = community_strata(verdicts)
-    # A in t2: 3 read answers per run (one unread), 2 failed; the rest: 2 answers, 0 failed.
-    assert strata[("m", "en", "religion", "A")] == {"t2": (4, 6, 0, 4), "t1": (0, 1, 1, 2)}
-    assert strata[("m", "en", "religion", "B")]["t2"] == (4, 8, 0, 2)
+    # The unit is the instantiation, its two runs summarised by majority: A in t2 is in 3
+    # read instantiations (one unread), 2 failed; the rest: 2 instantiations, 0 failed.
+    assert strata[("m", "en", "religion", "A")] == {"t2": (2, 3, 0, 2), "t1": (0, 1, 1, 2)}
+    assert strata[("m", "en", "religion", "B")]["t2"] == (2, 4, 0, 1)
     g = compare_to_rest_stratified(list(strata[("m", "en", "religion", "A")].values()))
-    assert g.p == stratified_exact_test([((4, 2), (0, 4)), ((0, 1), (1, 1))])
+    assert g.p == stratified_exact_test([((2, 1), (0, 2)), ((0, 1), (1, 1))])
 
 
 def test_same_value_cases_blame_the_shifted_community(db_path: Path) -> None:
