@@ -5,12 +5,23 @@ the number of cases in the log, and the ratio of the peak to the 500 MB limit (i
     python bench/bench_report_memory.py --cases 10000       # one size
     python bench/bench_report_memory.py --logs DIR          # keep (and reuse) the logs in DIR
     python bench/bench_report_memory.py --keep DIR          # keep the reports (compare versions)
+    python bench/bench_report_memory.py --cases 1000000 --replicate 10000   # fast large log
 
 The log is a simulated MetaQuerier campaign (MR1 and MR2, half the plan each, zero latency)
-written by `harness run`, the fastest way the project has to a log of N real cases; a log
-made before is reused from --logs. Each report runs as its own process: its peak RSS is
-sampled every 50 ms over the process and any process it starts (the verdict count may run
-in a second process), and its CPU time is that of the process tree (RUSAGE_CHILDREN).
+written by `harness run`; a log made before is reused from --logs. With ``--replicate M`` a
+log of N cases is instead made from a real M-case log (run as above, or reused): its events
+are written again under new case ids (copy k: index + k * S, S one more than the largest
+index; the CaseOpened event re-encoded with the new id and index, every other payload as
+recorded) through the store's own writer, one transaction a copy, so the derived tables and
+per-case digest chains are the store's own; the campaign's start and finish are written once,
+with the planned and closed counts scaled to N. N must be a multiple of M. The report's
+sections are those of a run N-case log; its counts are M's times N / M (the cases repeat).
+`harness replay` re-plans each copy from its index and so reports its case data as differing
+(every digest still checks); `harness copy` (which proves every chain) passes.
+
+Each report runs as its own process: its peak RSS is sampled every 50 ms over the process
+and any process it starts (the verdict count may run in a second process), and its CPU time
+is that of the process tree (RUSAGE_CHILDREN).
 """
 
 from __future__ import annotations
@@ -68,6 +79,78 @@ def make_log(cases: int, logs: Path) -> tuple[Path, float]:
         stdout=subprocess.DEVNULL,
     )
     partial.rename(db)
+    return db, time.perf_counter() - t0
+
+
+def replicate_log(source: Path, cases: int, logs: Path) -> tuple[Path, float]:
+    """A log of ``cases`` cases in ``logs`` made from the real log ``source`` (see the module's
+    docstring), and the seconds its making took (0 when reused)."""
+    import asyncio
+    import sqlite3
+
+    from harness.store.fresh_log import FreshLog
+    from harness.store.writer import EventWriter
+    from harness.vocabulary import events as ev
+
+    db = logs / f"replicated-{cases}.db"
+    if db.exists():
+        return db, 0.0
+    conn = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
+    columns = "campaign, case_id, seq, kind, schema_version, turn, attempt, payload"
+    rows = conn.execute(f"SELECT {columns} FROM events ORDER BY gseq").fetchall()
+    conn.close()
+    opened = [r for r in rows if r[3] == "CaseOpened"]
+    if not opened or cases % len(opened):
+        raise SystemExit(
+            f"--cases {cases} is not a multiple of the {len(opened)} cases of {source}"
+        )
+    copies = cases // len(opened)
+    stride = 1 + max(ev.decode_event(r[3], r[4], r[7]).case.index for r in opened)  # type: ignore[union-attr]
+
+    def reencoded(row: tuple[Any, ...], event: Any) -> tuple[Any, ...]:
+        kind, version, payload = ev.encode_event(event)
+        return (*row[:3], kind, version, *row[5:7], payload)
+
+    def scaled(row: tuple[Any, ...]) -> tuple[Any, ...]:
+        event = ev.decode_event(row[3], row[4], row[7])
+        if isinstance(event, ev.CampaignStarted):
+            relations = [{**r, "cases": r["cases"] * copies} for r in event.config["relations"]]
+            config = {**event.config, "relations": relations}
+            planned = None if event.planned_cases is None else event.planned_cases * copies
+            update = {"config": config, "planned_cases": planned}
+            return reencoded(row, event.model_copy(update=update))
+        if isinstance(event, ev.CampaignFinished):
+            return reencoded(row, event.model_copy(update={"cases_closed": cases}))
+        return row
+
+    def copy_of(row: tuple[Any, ...], k: int, ids: dict[str, str]) -> tuple[Any, ...]:
+        if row[3] == "CaseOpened":
+            event = ev.decode_event(row[3], row[4], row[7])
+            assert isinstance(event, ev.CaseOpened)
+            relation, _, rest = event.case.case_id.split("/", 2)
+            new_index = event.case.index + k * stride
+            new_id = f"{relation}/{new_index}/{rest}"
+            ids[row[1]] = new_id
+            case = event.case.model_copy(update={"case_id": new_id, "index": new_index})
+            return reencoded((row[0], new_id, *row[2:]), event.model_copy(update={"case": case}))
+        return (row[0], ids[row[1]], *row[2:])
+
+    head = [scaled(r) for r in rows if not r[1] and r[3] == "CampaignStarted"]
+    tail = [scaled(r) for r in rows if not r[1] and r[3] != "CampaignStarted"]
+    per_case = [r for r in rows if r[1]]
+
+    async def write(path: Path) -> None:
+        async with await EventWriter.open(path, bulk=True) as store:
+            await store.append_many(head)
+            for k in range(copies):
+                ids: dict[str, str] = {}
+                await store.append_many([copy_of(r, k, ids) for r in per_case])
+            await store.append_many(tail)
+
+    t0 = time.perf_counter()
+    with FreshLog.build(db) as fresh:
+        asyncio.run(write(fresh.partial))
+        fresh.publish()
     return db, time.perf_counter() - t0
 
 
@@ -146,6 +229,12 @@ def main() -> None:
     parser.add_argument(
         "--keep", type=Path, help="keep each report in this directory (to compare two versions)"
     )
+    parser.add_argument(
+        "--replicate",
+        type=int,
+        metavar="M",
+        help="make each N-case log from a real M-case log's events (fast; see above)",
+    )
     args = parser.parse_args()
     sizes = args.cases or [10_000, 100_000]
     formats = [f for f in args.formats.split(",") if f]
@@ -158,7 +247,11 @@ def main() -> None:
         print(f"{'cases':>9} {'format':>6} {'peak MB':>8} {'tree MB':>8} {'kB/case':>8} "
               f"{'/500MB':>7} {'cpu s':>7} {'us/case':>8} {'wall s':>7}")  # fmt: skip
         for cases in sizes:
-            db, made = make_log(cases, logs)
+            if args.replicate:
+                source, _ = make_log(args.replicate, logs)
+                db, made = replicate_log(source, cases, logs)
+            else:
+                db, made = make_log(cases, logs)
             if made:
                 print(f"# log of {cases} cases made in {made:.1f} s "
                       f"({db.stat().st_size / 2**20:.0f} MB)")  # fmt: skip
