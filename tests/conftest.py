@@ -40,15 +40,10 @@ def db_path(tmp_path: Path) -> Path:
 def postgres_server() -> Iterator[Any]:
     """A throwaway PostgreSQL server on loopback for the whole session (tests/postgres_server);
     skips, saying why, where none can run."""
-    from tests.postgres_server import start_server
+    from tests.postgres_server import server_or_skip
 
-    server, why = start_server()
-    if server is None:
-        pytest.skip(why)
-    try:
+    with server_or_skip() as server:
         yield server
-    finally:
-        server.cleanup()
 
 
 @pytest.fixture

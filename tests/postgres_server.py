@@ -23,6 +23,7 @@ import subprocess
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -172,6 +173,21 @@ def start_server() -> tuple[PostgresServer | None, str]:
         except Exception:
             time.sleep(0.2)
     return server, ""
+
+
+@contextlib.contextmanager
+def server_or_skip() -> Iterator[PostgresServer]:
+    """A started server for the duration, removed after; where none can run, the test that
+    asked skips, saying why (a fixture's body: one server per fixture scope)."""
+    import pytest
+
+    server, why = start_server()
+    if server is None:
+        pytest.skip(why)
+    try:
+        yield server
+    finally:
+        server.cleanup()
 
 
 def raw_sql(target: str, sql: str, *args: object) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.postgres_server import start_server
+from tests.postgres_server import server_or_skip
 
 CAMPAIGN = """
 name = "restart"
@@ -30,13 +30,8 @@ cases = 120
 @pytest.fixture
 def own_server() -> Iterator[Any]:
     """A server of this test's own: it is restarted under the campaign."""
-    server, why = start_server()
-    if server is None:
-        pytest.skip(why)
-    try:
+    with server_or_skip() as server:
         yield server
-    finally:
-        server.cleanup()
 
 
 def _wait_for_events(url: str, count: int, proc: subprocess.Popen[str]) -> None:

@@ -26,15 +26,10 @@ from harness.vocabulary.events import Note
 @pytest.fixture(scope="module")
 def own_server() -> Iterator[Any]:
     """A throwaway server whose durable commits this module may stall (not the session's)."""
-    from tests.postgres_server import start_server
+    from tests.postgres_server import server_or_skip
 
-    server, why = start_server()
-    if server is None:
-        pytest.skip(why)
-    try:
+    with server_or_skip() as server:
         yield server
-    finally:
-        server.cleanup()
 
 
 def _standby(server: Any, names: str) -> None:
