@@ -38,10 +38,10 @@ from harness.running.campaign import BatchOptions
 from harness.store.protocol import EventSink
 from harness.store.writer import PendingEvent
 from harness.vocabulary.errors import (
-    BadRequestError,
     BatchUnansweredError,
     ConcurrencyError,
     ModelError,
+    TargetConfigError,
 )
 from harness.vocabulary.events import Note
 from harness.vocabulary.model import GenerationParams, Message, Model, Reply, request_key
@@ -324,7 +324,8 @@ class BatchModel:
         """The queued requests of the next wave: up to ``wave_size``, and, under an enqueued
         token limit, only as many (in queue order) as fit beside the batches in flight; the
         rest stay queued (held) until one of them ends. A request whose worst case alone is
-        over the limit can never be sent: its call fails as a bad request."""
+        over the limit can never be sent: its call fails as a wrong option, which aborts the
+        campaign with the case left open (a verdict would close it for a setting of ours)."""
         limit = self.enqueued_limit
         size = self.options.wave_size
         if limit is None:
@@ -340,7 +341,7 @@ class BatchModel:
                     BatchResult(
                         request.custom_id,
                         None,
-                        BadRequestError(
+                        TargetConfigError(
                             f"this request's worst case ({tokens} tokens: its input and "
                             f"max_tokens) is over {self.name}'s batch_enqueued_tokens "
                             f"({limit}): raise the option or lower max_tokens"

@@ -171,8 +171,10 @@ class AuthenticationError(ModelError):
 
 
 class TargetConfigError(ModelError):
-    """The first reply of an application under test shows its options are wrong (a
-    response path that matches nothing): the campaign aborts, naming the field and the fix."""
+    """A model's options make its calls impossible: the first reply of an application under
+    test matches no response path, or a batched request's worst case is over the model's
+    ``batch_enqueued_tokens``. The campaign aborts, naming the field and the fix; the case
+    stays open for `harness resume` once the option is fixed (never a verdict)."""
 
     kind = "target_config"
 

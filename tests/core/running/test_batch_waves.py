@@ -23,13 +23,14 @@ from harness.running.batch_waves import (
     known_waves,
 )
 from harness.running.campaign import BatchOptions
+from harness.running.retry import RetryPolicy
 from harness.store.writer import PendingEvent
 from harness.testing import FakeModel
 from harness.vocabulary.errors import (
-    BadRequestError,
     BatchUnansweredError,
     BudgetExceededError,
     ServerError,
+    TargetConfigError,
 )
 from harness.vocabulary.events import Note
 from harness.vocabulary.model import GenerationParams, Message, Reply, request_key
@@ -494,7 +495,7 @@ async def test_without_a_limit_a_full_wave_goes_whole() -> None:
     assert [len(r) for _, r in client.batches.values()] == [4] and client.peak == 400
 
 
-async def test_a_request_over_the_limit_on_its_own_fails_as_a_bad_request() -> None:
+async def test_a_request_over_the_limit_on_its_own_fails_as_a_wrong_option() -> None:
     journal: list[str] = []
     client = Client(journal, enqueued_tokens=150)
     model, _ = batch_model(client, journal, AGED)
@@ -504,8 +505,10 @@ async def test_a_request_over_the_limit_on_its_own_fails_as_a_bad_request() -> N
         timeout=5,
     )
     assert isinstance(results[0], Reply) and results[0].text == "s" * 40
-    assert isinstance(results[1], BadRequestError)
+    assert isinstance(results[1], TargetConfigError)
     assert "batch_enqueued_tokens" in str(results[1]) and not results[1].retryable
+    # A wrong option aborts the campaign, leaving the case open: never a verdict.
+    assert RetryPolicy().decide(results[1], 1).action == "abort"
     # Only the small request was ever sent.
     assert [len(r) for _, r in client.batches.values()] == [1]
 
