@@ -60,6 +60,8 @@ DESIGNS = {
     "Pocock 4": ("pocock", 4),
     "OBF 8": ("obf", 8),
     "Pocock 8": ("pocock", 8),
+    # Not a valid design: every look read at 0.05. What no valid design can beat.
+    "0.05 at each of 8 (not valid)": ("none", 8),
 }
 GROUPS = {"MetaQuerier": "metaquerier.", "Meta-Fair MR8": "metafair."}
 NULL_OPTIONS = {"associations": {}, "tailoring": {}, "explicit_gender": 0.05, "background": 0.05}
@@ -67,7 +69,8 @@ RULES = ("alpha", "family", "predictive")
 
 
 def key(row: dict[str, Any]) -> str:
-    return f"{row['source_table']}: {row['subject']} -> {row['towards']}"
+    # The family too: MR1's and MR2's top violating terms share a table and subjects.
+    return f"{row['family']} | {row['source_table']}: {row['subject']} -> {row['towards']}"
 
 
 def finding_ps(report: dict[str, Any]) -> dict[str, float | None]:
@@ -173,10 +176,13 @@ def oracle(results: list[dict[str, Any]], spending: str, looks: int, grid: int) 
     """The oracle's calls over the campaigns for one design."""
     step = grid // looks
     fractions = [(j + 1) / looks for j in range(looks)]
-    levels = look_levels(fractions, ALPHA, spending)
+    levels = [ALPHA] * looks if spending == "none" else look_levels(fractions, ALPHA, spending)
     fixed = exact = tenth = stays = 0.0
     kept = lost_final = total = 0
     stop_looks: dict[str, list[int]] = {g: [] for g in GROUPS}
+    # Of each group's keepable findings, how many are significant at each look.
+    shown = {g: [0] * looks for g in GROUPS}
+    keepable = dict.fromkeys(GROUPS, 0)
     for r in results:
         ps = [r["ps"][step * (j + 1) - 1] for j in range(looks)]
         groups = []
@@ -187,6 +193,8 @@ def oracle(results: list[dict[str, Any]], spending: str, looks: int, grid: int) 
             final = lost_at([ps[-1]], findings, [levels[-1]])[0]
             keep = [f for f in findings if (p := ps[-1].get(f)) is not None and p <= levels[-1]]
             lost = lost_at(ps, keep, levels)
+            keepable[g] += len(keep)
+            shown[g] = [a + len(keep) - b for a, b in zip(shown[g], lost, strict=True)]
             total += len(findings)
             lost_final += final
             gone += final
@@ -210,6 +218,7 @@ def oracle(results: list[dict[str, Any]], spending: str, looks: int, grid: int) 
         "total": total,
         "lost_final": lost_final,
         "stop_looks": stop_looks,
+        "shown": {g: f"{'/'.join(map(str, shown[g]))} of {keepable[g]}" for g in GROUPS},
     }
 
 
@@ -267,7 +276,7 @@ def wilson(k: int, n: int) -> str:
 
 def print_rules(results: list[dict[str, Any]], grid: int, null: bool) -> None:
     for name, (spending, looks) in DESIGNS.items():
-        if grid % looks:
+        if grid % looks or spending == "none":
             continue
         for rule in RULES:
             runs = [by_rule(r, spending, looks, grid, rule) for r in results]
@@ -315,7 +324,7 @@ def main() -> None:
         print(f"elapsed {time.monotonic() - started:.0f}s")
         return
     print(
-        f"{args.seeds} campaigns, MetaQuerier cases {args.cases or 'as planned'}; "
+        f"{len(results)} campaigns, MetaQuerier cases {args.cases or 'as planned'}; "
         f"fixed calls {sum(r['calls'][g][-1] for r in results for g in GROUPS)}"
     )
     for name, (spending, looks) in DESIGNS.items():
@@ -328,7 +337,7 @@ def main() -> None:
             f"({o['lost_final']} above the last level); oracle saves "
             f"{1 - o['exact'] / o['fixed']:.1%} keeping all, {1 - o['stays'] / o['fixed']:.1%} "
             f"if they must stay significant, {1 - o['tenth'] / o['fixed']:.1%} losing <= 1 in 10; "
-            f"stop looks {o['stop_looks']}",
+            f"stop looks {o['stop_looks']}; significant by look {o['shown']}",
             flush=True,
         )
     print_rules(results, args.grid, False)
