@@ -195,6 +195,8 @@ def oracle(results: list[dict[str, Any]], spending: str, looks: int, grid: int) 
     fixed = exact = tenth = stays = 0.0
     kept = lost_final = total = 0
     stop_looks: dict[str, list[int]] = {g: [] for g in GROUPS}
+    alone: dict[str, list[int]] = {}
+    apart = 0.0
     # Of each group's keepable findings, how many are significant at each look.
     shown = {g: [0] * looks for g in GROUPS}
     keepable = dict.fromkeys(GROUPS, 0)
@@ -217,6 +219,18 @@ def oracle(results: list[dict[str, Any]], spending: str, looks: int, grid: int) 
             fixed += calls[-1]
             j = earliest_look(lost)
             stop_looks[g].append(j + 1)
+            if g == "MetaQuerier":
+                # MR1's and MR2's own families read only their own cases: could either
+                # stop alone (the attribution family aside)? Optimistic bound: each stops
+                # at its own families' look, its calls half the group's (equal plans,
+                # three calls a case each).
+                for own in ("metaquerier.mr1", "metaquerier.mr2"):
+                    mine = [f for f in keep if f.partition(" | ")[0].partition(" (")[0] == own]
+                    k = earliest_look(lost_at(ps, mine, levels))
+                    alone.setdefault(own, []).append(k + 1)
+                    apart += calls[k] / 2
+            else:
+                apart += calls[j]
             exact += calls[j]
             stays += calls[earliest_look(lost, stay=True)]
             groups.append((calls, lost))
@@ -233,6 +247,8 @@ def oracle(results: list[dict[str, Any]], spending: str, looks: int, grid: int) 
         "total": total,
         "lost_final": lost_final,
         "stop_looks": stop_looks,
+        "alone": alone,
+        "apart": apart,
         "shown": {g: f"{'/'.join(map(str, shown[g]))} of {keepable[g]}" for g in GROUPS},
     }
 
@@ -352,7 +368,9 @@ def main() -> None:
             f"({o['lost_final']} above the last level); oracle saves "
             f"{1 - o['exact'] / o['fixed']:.1%} keeping all, {1 - o['stays'] / o['fixed']:.1%} "
             f"if they must stay significant, {1 - o['tenth'] / o['fixed']:.1%} losing <= 1 in 10; "
-            f"stop looks {o['stop_looks']}; significant by look {o['shown']}",
+            f"stop looks {o['stop_looks']} (on their own families alone {o['alone']}, "
+            f"which would save at most {1 - o['apart'] / o['fixed']:.1%}); "
+            f"significant by look {o['shown']}",
             flush=True,
         )
     print_rules(results, args.grid, False)
