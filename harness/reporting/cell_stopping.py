@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from harness.reporting.sequential import obf_bounds
+from harness.reporting.sequential import spending_bounds
 
 FUTILITY_POWER = 0.10  # a cell whose conditional power under its own trend is below: futile
 CellDecision = Literal["significant", "futile", "open"]
@@ -48,11 +48,15 @@ class Cell:
     p_fdr: float | None  # corrected within the family
 
 
-def look_levels(fractions: Sequence[float], alpha: float) -> tuple[float, ...]:
-    """The nominal two-sided level of each look's O'Brien-Fleming bound."""
+def look_levels(
+    fractions: Sequence[float], alpha: float, spending: str = "obf"
+) -> tuple[float, ...]:
+    """The nominal two-sided level of each look's bound: O'Brien-Fleming-type spending
+    (``"obf"``) or Pocock-type (``"pocock"``, `harness.reporting.sequential.SPENDING`)."""
     from scipy.stats import norm
 
-    return tuple(float(2 * norm.sf(c)) for c in obf_bounds(tuple(fractions), alpha))
+    bounds = spending_bounds(tuple(fractions), alpha, spending)
+    return tuple(float(2 * norm.sf(c)) for c in bounds)
 
 
 def conditional_power(p: float, t: float, alpha: float) -> float:
@@ -68,17 +72,37 @@ def conditional_power(p: float, t: float, alpha: float) -> float:
     return float(norm.sf((needed - z / math.sqrt(t)) / math.sqrt(1 - t)))
 
 
+def predictive_power(p: float, t: float, alpha: float) -> float:
+    """`conditional_power` averaged over what the data so far say of the effect (a flat
+    prior: the drift's posterior is normal about B(t) / t with variance 1 / t), so
+    B(1) given B(t) is normal with mean B(t) / t and variance (1 - t) / t."""
+    from scipy.stats import norm
+
+    if t >= 1:
+        return 1.0 if p <= alpha else 0.0
+    z = float(norm.isf(max(p, 1e-300) / 2))
+    needed = float(norm.isf(alpha / 2))
+    return float(norm.sf((needed - z / math.sqrt(t)) / math.sqrt((1 - t) / t)))
+
+
 def decide_cell(
-    cell: Cell, t: float, level: float, alpha: float, bar: float | None = None
+    cell: Cell,
+    t: float,
+    level: float,
+    alpha: float,
+    bar: float | None = None,
+    predictive: bool = False,
 ) -> CellDecision:
     """What a look at fraction ``t`` (nominal level ``level``) reads for one cell; ``bar``:
     the raw p-value it must reach at the full plan to be flagged (default ``alpha``, the
-    least strict the family's correction can ask)."""
+    least strict the family's correction can ask); ``predictive``: futility read on
+    `predictive_power` instead of `conditional_power`."""
     if cell.p_fdr is not None and not math.isnan(cell.p_fdr) and cell.p_fdr <= level:
         return "significant"
     if cell.p is None or math.isnan(cell.p):
         return "futile"  # no test could run on its data yet: nothing to wait for at this look
-    if conditional_power(cell.p, t, alpha if bar is None else bar) < FUTILITY_POWER:
+    power = predictive_power if predictive else conditional_power
+    if power(cell.p, t, alpha if bar is None else bar) < FUTILITY_POWER:
         return "futile"
     return "open"
 
@@ -151,16 +175,17 @@ def take_look(
 ) -> Look:
     """The decisions of one look: which of ``drawing`` (the relations still drawing cases,
     of the campaign's ``relations``) may stop. ``futility``: "alpha" (a cell is futile
-    when it is unlikely to reach alpha) or "family" (unlikely to reach `family_bar`)."""
+    when it is unlikely to reach alpha), "family" (unlikely to reach `family_bar`) or
+    "predictive" (`predictive_power` of reaching `family_bar` below the same 10 %)."""
     by_family: dict[str, list[Cell]] = {}
     for cell in cells:
         by_family.setdefault(cell.family, []).append(cell)
     decisions: dict[str, dict[CellDecision, int]] = {}
     for family, members in by_family.items():
-        bar = family_bar(members, alpha) if futility == "family" else None
+        bar = family_bar(members, alpha) if futility in ("family", "predictive") else None
         counts = decisions.setdefault(family, {"significant": 0, "futile": 0, "open": 0})
         for cell in members:
-            counts[decide_cell(cell, t, level, alpha, bar)] += 1
+            counts[decide_cell(cell, t, level, alpha, bar, futility == "predictive")] += 1
     stops = []
     for r in drawing:
         fed = families_of(r, decisions, relations)
@@ -168,4 +193,53 @@ def take_look(
         if fed and all(decisions[f]["open"] == 0 for f in fed):
             stops.append(r)
     return Look(t, level, decisions, tuple(stops))
-    return Look(t, level, decisions, stops)
+
+
+def lost_at(
+    p_by_look: Sequence[Mapping[str, float | None]],
+    findings: Iterable[str],
+    levels: Sequence[float],
+) -> list[int]:
+    """At each look, how many of ``findings`` (keys of cells) are not significant at that
+    look's level: corrected p-value missing (not tested or not listed) or above it."""
+    wanted = list(findings)
+    lost = []
+    for ps, level in zip(p_by_look, levels, strict=True):
+        lost.append(sum(1 for f in wanted if (p := ps.get(f)) is None or p > level))
+    return lost
+
+
+def earliest_look(lost: Sequence[int], losses: int = 0, stay: bool = False) -> int:
+    """The bound an oracle reaches: the index of the earliest look at which at most
+    ``losses`` of the findings are not yet significant (``stay``: nor at any later look), as
+    a rule that knew which cells hold a finding and never waited on any other could stop;
+    the last look (the full plan) when no earlier one does."""
+    last = len(lost) - 1
+    for j in range(last):
+        if lost[j] <= losses and (not stay or all(n <= losses for n in lost[j:last])):
+            return j
+    return last
+
+
+def cheapest_stops(
+    groups: Sequence[tuple[Sequence[float], Sequence[int]]], losses: int
+) -> tuple[tuple[int, ...], float]:
+    """Each group of relations (its calls and its findings lost at each look) stopped at
+    one look, the choice that spends the fewest calls in all while losing at most
+    ``losses`` findings in all: (the look of each group, the calls). Dynamic programming
+    over the groups, on the losses spent so far."""
+    best: dict[int, tuple[float, tuple[int, ...]]] = {0: (0.0, ())}
+    for calls, lost in groups:
+        step: dict[int, tuple[float, tuple[int, ...]]] = {}
+        for spent, (cost, looks) in best.items():
+            for j, (c, n) in enumerate(zip(calls, lost, strict=True)):
+                total = spent + n
+                if total > losses:
+                    continue
+                if total not in step or cost + c < step[total][0]:
+                    step[total] = (cost + c, (*looks, j))
+        best = step
+    if not best:
+        raise ValueError("no choice of looks loses at most the losses allowed")
+    cost, looks = min(best.values())
+    return looks, cost

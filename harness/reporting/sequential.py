@@ -165,22 +165,40 @@ def _crossed(
     return float(alive - (mass * inside).sum())
 
 
+def _pocock_spent(t: float, alpha: float) -> float:
+    """Lan-DeMets Pocock-type spending, two-sided: alpha ln(1 + (e - 1) t), nearly the
+    same nominal level at every look (more alpha early than O'Brien-Fleming)."""
+    if t <= 0:
+        return 0.0
+    return float(alpha * math.log(1 + (math.e - 1) * min(t, 1.0)))
+
+
+SPENDING = {"obf": _obf_spent, "pocock": _pocock_spent}
+
+
 @functools.cache
 def obf_bounds(fractions: tuple[float, ...], alpha: float) -> tuple[float, ...]:
     """The two-sided critical values of |Z| at looks taken at these information fractions
     (increasing, the last 1), spending alpha by `_obf_spent`; computed by the recursive
     numerical integration of Armitage, McPherson and Rowe on the score process S_t
     (a Brownian motion under the null): deterministic, so a replay gets the same bounds."""
+    return spending_bounds(fractions, alpha, "obf")
+
+
+@functools.cache
+def spending_bounds(fractions: tuple[float, ...], alpha: float, spending: str) -> tuple[float, ...]:
+    """`obf_bounds` for a spending function of `SPENDING` by name ("obf" or "pocock")."""
     from scipy.optimize import brentq
     from scipy.stats import norm
 
+    spent = SPENDING[spending]
     bounds: list[float] = []
     grid = np.zeros(0)
     density = np.zeros(0)  # of S at the previous look, inside its continuation region
     weights = np.zeros(0)
     previous = 0.0
     for t in fractions:
-        target = _obf_spent(t, alpha) - _obf_spent(previous, alpha)
+        target = spent(t, alpha) - spent(previous, alpha)
         if not bounds:
             c = float(norm.isf(target / 2))
         else:

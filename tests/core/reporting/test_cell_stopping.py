@@ -13,11 +13,15 @@ from scipy.stats import norm
 from harness.reporting.cell_stopping import (
     Cell,
     cells_of_report,
+    cheapest_stops,
     conditional_power,
     decide_cell,
+    earliest_look,
     families_of,
     family_bar,
     look_levels,
+    lost_at,
+    predictive_power,
     take_look,
 )
 
@@ -49,6 +53,24 @@ def test_significant_at_any_look_spends_alpha_under_the_null() -> None:
     assert (p <= 0.05).any(axis=1).mean() > 0.1
 
 
+def test_pocock_levels_spend_alpha_as_its_function_says() -> None:
+    # Brute force: Brownian paths with no drift; the share that has crossed by each look is
+    # Lan-DeMets' Pocock-type spending alpha ln(1 + (e - 1) t), and the levels are nearly
+    # equal (unlike O'Brien-Fleming's).
+    fractions = (0.25, 0.5, 0.75, 1.0)
+    levels = look_levels(fractions, 0.05, "pocock")
+    assert max(levels) / min(levels) < 1.1
+    assert levels[0] > 100 * look_levels(fractions, 0.05)[0]
+    rng = np.random.default_rng(17)
+    steps = rng.normal(0, np.sqrt(np.diff((0.0, *fractions))), size=(300_000, 4))
+    z = np.cumsum(steps, axis=1) / np.sqrt(fractions)
+    crossed = np.logical_or.accumulate(2 * norm.sf(np.abs(z)) <= np.array(levels), axis=1)
+    for j, t in enumerate(fractions):
+        assert crossed[:, j].mean() == pytest.approx(
+            0.05 * math.log(1 + (math.e - 1) * t), abs=0.002
+        )
+
+
 @pytest.mark.parametrize(("p", "t"), [(0.2, 0.5), (0.02, 0.25), (0.5, 0.75), (0.001, 0.5)])
 def test_conditional_power_matches_simulation(p: float, t: float) -> None:
     # B(t) = z sqrt(t), drift B(t) / t; B(1) = B(t) + drift (1 - t) + N(0, 1 - t).
@@ -58,6 +80,19 @@ def test_conditional_power_matches_simulation(p: float, t: float) -> None:
     end = b + b / t * (1 - t) + rng.normal(0, math.sqrt(1 - t), 400_000)
     simulated = (end > norm.isf(0.025)).mean()
     assert conditional_power(p, t, 0.05) == pytest.approx(simulated, abs=0.004)
+
+
+@pytest.mark.parametrize(("p", "t"), [(0.2, 0.5), (0.02, 0.25), (0.5, 0.75), (0.001, 0.5)])
+def test_predictive_power_matches_simulation(p: float, t: float) -> None:
+    # Brute force: the drift drawn from its flat-prior posterior N(B(t) / t, 1 / t), then
+    # B(1) = B(t) + drift (1 - t) + N(0, 1 - t).
+    b = norm.isf(p / 2) * math.sqrt(t)
+    rng = np.random.default_rng(9)
+    drift = rng.normal(b / t, math.sqrt(1 / t), 400_000)
+    end = b + drift * (1 - t) + rng.normal(0, math.sqrt(1 - t), 400_000)
+    assert predictive_power(p, t, 0.05) == pytest.approx((end > norm.isf(0.025)).mean(), abs=0.004)
+    # Less sure of the effect than the trend: closer to a coin toss than conditional power.
+    assert abs(predictive_power(p, t, 0.05) - 0.5) <= abs(conditional_power(p, t, 0.05) - 0.5)
 
 
 def test_conditional_power_at_the_end_is_the_test() -> None:
@@ -154,3 +189,79 @@ def test_family_bar_is_what_benjamini_hochberg_would_ask() -> None:
         for rule in ("alpha", "family")
     }
     assert looks["alpha"].decisions["f"]["open"] > looks["family"].decisions["f"]["open"]
+    # Predictive power of reaching the bar is nearer a coin toss: the same cell stays open.
+    nearer = Cell("f", "t", "m", 0.2, 1.0)
+    assert predictive_power(0.2, 0.5, bar) >= 0.1 > conditional_power(0.2, 0.5, bar)
+    assert decide_cell(nearer, 0.5, 0.003, 0.05, bar, predictive=True) == "open"
+    assert decide_cell(nearer, 0.5, 0.003, 0.05, bar) == "futile"
+    on = {
+        rule: take_look([*weak, nearer], ("r",), ("r",), 0.5, 0.003, 0.05, rule).decisions["f"]
+        for rule in ("family", "predictive")
+    }
+    assert on["predictive"]["open"] > on["family"]["open"]
+
+
+def test_lost_at_counts_findings_not_significant_at_each_look() -> None:
+    ps: list[dict[str, float | None]] = [
+        {"a": 0.01, "b": None},
+        {"a": 0.001, "b": 0.035},
+        {"a": 0.0, "b": 0.04},
+    ]
+    assert lost_at(ps, ["a", "b", "c"], [0.005, 0.03, 0.044]) == [3, 2, 1]
+
+
+def _earliest_by_brute_force(
+    ps: list[dict[str, float]], findings: list[str], levels: list[float], losses: int, stay: bool
+) -> int:
+    def fine(j: int) -> bool:
+        return len([f for f in findings if f not in ps[j] or ps[j][f] > levels[j]]) <= losses
+
+    last = len(ps) - 1
+    candidates = [
+        j for j in range(last) if fine(j) and (not stay or all(map(fine, range(j, last))))
+    ]
+    return min(candidates, default=last)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_earliest_look_against_brute_force(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    looks, findings = int(rng.integers(1, 6)), [f"f{i}" for i in range(int(rng.integers(0, 5)))]
+    levels = sorted(rng.uniform(0, 0.05, looks).tolist())
+    ps = [
+        {f: float(rng.uniform(0, 0.06)) for f in findings if rng.uniform() < 0.8}
+        for _ in range(looks)
+    ]
+    lost = lost_at(ps, findings, levels)
+    for losses in (0, 1):
+        for stay in (False, True):
+            expected = _earliest_by_brute_force(ps, findings, levels, losses, stay)
+            assert earliest_look(lost, losses, stay) == expected
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_cheapest_stops_against_every_choice(seed: int) -> None:
+    import itertools
+
+    rng = np.random.default_rng(100 + seed)
+    groups = []
+    for _ in range(int(rng.integers(1, 4))):
+        looks = int(rng.integers(1, 5))
+        calls = np.cumsum(rng.integers(1, 50, looks)).tolist()
+        lost = [*sorted(rng.integers(0, 4, looks - 1).tolist(), reverse=True), 0]
+        groups.append((calls, lost))
+    for losses in range(4):
+        best = min(
+            (sum(g[0][j] for g, j in zip(groups, choice, strict=True)), choice)
+            for choice in itertools.product(*(range(len(g[0])) for g in groups))
+            if sum(g[1][j] for g, j in zip(groups, choice, strict=True)) <= losses
+        )
+        looks_chosen, cost = cheapest_stops(groups, losses)
+        assert cost == best[0]
+        assert sum(g[1][j] for g, j in zip(groups, looks_chosen, strict=True)) <= losses
+        assert sum(g[0][j] for g, j in zip(groups, looks_chosen, strict=True)) == cost
+
+
+def test_cheapest_stops_with_no_choice_fails() -> None:
+    with pytest.raises(ValueError, match="no choice"):
+        cheapest_stops([([10.0], [2])], 1)
