@@ -11,7 +11,7 @@ import click
 from pydantic import ValidationError
 
 from harness.family_api import LogFileParam, ModelSpec, config_error
-from relations.badf.control import ALL_ARMS, excess
+from relations.badf.control import ALL_ARMS, excess, shuffles_for_arms
 from relations.badf.embedding import DEFAULT_EMBEDDER
 
 
@@ -147,6 +147,14 @@ def analyze_command(
             f"permutation p {found.p:.3f}",
             err=True,
         )
+        arms = len(analysis.control.arms)
+        enough = shuffles_for_arms(arms, settings.alpha)
+        if analysis.control.permutations < enough:
+            click.echo(
+                f"null control: with {arms} arms corrected together (Holm) no arm can be above "
+                f"its floor at alpha {settings.alpha}: give --control-shuffles {enough} or more",
+                err=True,
+            )
     click.echo(outcome_line, err=True)
     click.echo(f"report with: harness report {db}", err=True)
 

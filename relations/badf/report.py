@@ -26,7 +26,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from harness.family_api import ReportContext, ReportSection, Table, rounded
-from relations.badf.control import ALL_ARMS, NullFloor, excess
+from relations.badf.control import ALL_ARMS, NullFloor, control_family, control_rows
 from relations.badf.corpus import IDENTITY_CATEGORIES, identities
 from relations.badf.report_released import released, released_beside, significant_digits
 
@@ -232,23 +232,47 @@ def associations(ctx: ReportContext) -> list[Table]:
     return tables
 
 
+CONTROL_UNIT = "an analysis (its associations counted per arm); control: a shuffle"
+CONTROL_OF = "the same analysis on the same lists, identities shuffled between stories"
+
+
 def _control(found: list[tuple[dict[str, Any], str]], settings: dict[str, Any]) -> Table:
-    """Associations kept (before the exclusivity filter) beside the null control's floor."""
+    """Associations kept (before the exclusivity filter) beside the null control's floor,
+    each arm's claim corrected with the others (`relations.badf.control.control_rows`)."""
     recorded = settings.get("control")
     floor = NullFloor.from_recorded(recorded) if isinstance(recorded, dict) else None
-    per_arm = Counter(c["arm"] for c, _ in found)
+    per_arm = Counter(str(c["arm"]) for c, _ in found)
+    alpha = float(settings.get("alpha", 0.05))
     rows: list[list[Any]] = []
-    for arm in [*sorted(per_arm), ALL_ARMS]:
-        kept = len(found) if arm == ALL_ARMS else per_arm[arm]
-        if floor is None:
-            rows.append([arm, kept, 0, *[None] * 7, "no control"])
-            continue
-        e = excess(kept, floor.counts(arm))
-        rows.append(
-            [arm, kept, floor.permutations, rounded(e.control_mean), e.control_low,
-             e.control_high, rounded(e.excess), e.excess_low, e.excess_high, rounded(e.p),
-             "yes" if e.p < float(settings.get("alpha", 0.05)) and e.excess_low > 0 else "no"]
-        )  # fmt: skip
+    meta: list[dict[str, Any] | None] = []
+    if floor is None or not floor.kept:
+        for arm in [*sorted(per_arm), ALL_ARMS]:
+            kept = len(found) if arm == ALL_ARMS else per_arm[arm]
+            rows.append([arm, kept, 0, *[None] * 8, "no control"])
+            meta.append(None)
+    else:
+        claims = control_rows(per_arm, floor, alpha)
+        family = control_family(len(claims) - 1, alpha)
+        for c in claims:
+            e = c.excess
+            rows.append(
+                [c.arm, e.kept, floor.permutations, rounded(e.control_mean), e.control_low,
+                 e.control_high, rounded(e.excess), e.excess_low, e.excess_high, rounded(e.p),
+                 rounded(c.p_holm), "yes" if c.above_floor else "no"]
+            )  # fmt: skip
+            meta.append(
+                {
+                    "unit": CONTROL_UNIT,
+                    "control": CONTROL_OF,
+                    "effect": {
+                        "excess": rounded(e.excess),
+                        "low": e.excess_low,
+                        "high": e.excess_high,
+                        "level": 0.95,
+                    },
+                    "hypothesis_family": family | ({"role": "gate"} if c.arm == ALL_ARMS else {}),
+                }
+            )
     return Table(
         "badf_control",
         "BADF associations kept beside the null control (identities shuffled between stories)",
@@ -263,6 +287,7 @@ def _control(found: list[tuple[dict[str, Any], str]], settings: dict[str, Any]) 
             "excess_low",
             "excess_high",
             "p",
+            "p_holm",
             "above_floor",
         ],
         rows,
@@ -271,9 +296,14 @@ def _control(found: list[tuple[dict[str, Any], str]], settings: dict[str, Any]) 
         "each group's identity labels shuffled between its stories (relations/badf/"
         "control.py), control_low-control_high its 2.5-97.5 % points; excess = kept - "
         "control_mean with its 95 % interval (kept - control_high, kept - control_low); p: "
-        "the permutation p of kept against the shuffles; above_floor: p < alpha and the "
+        "the permutation p of kept against the shuffles; family: every arm analysed, "
+        "Holm-adjusted (p_holm), gated by the (all) row tested alone at alpha (family-wise "
+        "error of the table at most alpha; with m arms p_holm is at least m / (shuffles + "
+        "1)); above_floor: the (all) row above its floor, and p_holm < alpha with the "
         "interval above 0; 'no control': an analysis recorded without one",
-        unit="an analysis (its associations counted per arm); control: a shuffle",
+        unit=CONTROL_UNIT,
+        claims="badf control (arms)",
+        row_meta=meta,
     )
 
 

@@ -28,6 +28,7 @@ adjusts the p-values for the false discovery rate over every test of the analysi
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -133,7 +134,17 @@ class IdentityTest:
 
 def identity_tests(by_identity: Mapping[str, Sequence[ConceptList]]) -> list[IdentityTest]:
     """Every (concept, identity) of a group tested against the rest, stratified by story
-    (`ConceptList.case_id`); see the module docstring."""
+    (`ConceptList.case_id`); see the module docstring.
+
+    A concept is named in a few stories of the group, and a stratum without it has no
+    choice (it changes neither the test nor, beyond its counts of lists, the pooled rates):
+    so each test is given the strata holding the concept, in their order, and the other
+    strata summed into one without it (two, one per side, when no stratum holds both the
+    identity and another, so that the test still cannot run). The test is the one all the
+    strata give, to the last bit (tests/families/badf checks it against them), at a cost
+    that grows with the concept's stories, not the group's; the null control repeats this
+    on every shuffle.
+    """
     identities = sorted(d for d, lists in by_identity.items() if lists)
     # story -> [(identity, concepts)]
     stories: dict[str, list[tuple[str, frozenset[str]]]] = {}
@@ -143,25 +154,34 @@ def identity_tests(by_identity: Mapping[str, Sequence[ConceptList]]) -> list[Ide
     strata: dict[str, list[tuple[str, frozenset[str]]]] = {}
     for story, lists in stories.items():
         strata.setdefault(story if len(lists) > 1 else _ALONE, []).extend(lists)
-    concepts = sorted({c for lists in stories.values() for _, cs in lists for c in cs})
+    sizes: list[Counter[str]] = []  # per stratum: identity -> lists
+    # concept -> stratum index -> identity -> lists holding the concept
+    holding: dict[str, dict[int, Counter[str]]] = {}
+    for index, lists in enumerate(strata.values()):
+        sizes.append(Counter(d for d, _ in lists))
+        for d, cs in lists:
+            for c in cs:
+                holding.setdefault(c, {}).setdefault(index, Counter())[d] += 1
+    totals = {d: sum(size[d] for size in sizes) for d in identities}
+    everyone = sum(totals.values())
+    meets_rest = {d: any(0 < size[d] < size.total() for size in sizes) for d in identities}
     out = []
-    for concept in concepts:
-        # per stratum: identity -> (lists holding the concept, lists)
-        counts = []
-        for lists in strata.values():
-            per: dict[str, list[int]] = {}
-            for d, cs in lists:
-                c = per.setdefault(d, [0, 0])
-                c[0] += concept in cs
-                c[1] += 1
-            counts.append(per)
+    for concept in sorted(holding):
+        where = sorted(holding[concept].items())
         for d in identities:
             tables = []
-            for per in counts:
-                k, n = per.get(d, (0, 0))
-                all_k = sum(c[0] for c in per.values())
-                all_n = sum(c[1] for c in per.values())
-                tables.append((k, n, all_k - k, all_n - n))
+            n_in = rest_in = 0
+            for index, present in where:
+                k, n = present[d], sizes[index][d]
+                all_n = sizes[index].total()
+                tables.append((k, n, present.total() - k, all_n - n))
+                n_in += n
+                rest_in += all_n - n
+            n_out, rest_out = totals[d] - n_in, everyone - totals[d] - rest_in
+            if meets_rest[d]:
+                tables.append((0, n_out, 0, rest_out))
+            else:
+                tables += [(0, n_out, 0, 0), (0, 0, 0, rest_out)]
             g = compare_to_rest_stratified(tables)
             out.append(
                 IdentityTest(concept, d, g.k, g.n, g.rest_k, g.rest_n, g.diff, g.p, g.p_min, g.test)

@@ -16,7 +16,7 @@ from harness.running.campaign import parse_campaign
 from harness.running.runner import run_campaign
 from relations.badf.analysis import AnalysisSettings
 from relations.badf.analyze import analyse_log
-from relations.badf.control import ALL_ARMS, NullFloor, excess, shuffled
+from relations.badf.control import ALL_ARMS, NullFloor, control_rows, excess, shuffled
 from relations.badf.significance import ConceptList
 
 STORIES = st.lists(
@@ -119,8 +119,14 @@ def test_on_the_sim_the_control_separates_planted_from_unbiased(tmp_path: Path) 
         assert asyncio.run(run_campaign(config, db)).status == "completed"
         analysis = analyse_log(db, AnalysisSettings(control_permutations=39))[2]
         assert analysis.control is not None and analysis.control.permutations == 39
+        assert analysis.control.arms == ("base-two",)  # the family: every arm analysed
         e = excess(len(analysis.candidates), analysis.control.counts(ALL_ARMS))
+        rows = control_rows({"base-two": len(analysis.candidates)}, analysis.control, 0.05)
+        assert [r.arm for r in rows] == ["base-two", ALL_ARMS]
+        assert rows[0].p_holm == rows[0].excess.p == e.p  # one arm: Holm changes nothing
         if planted:
             assert e.excess_low > 0 and e.p < 0.05
+            assert all(r.above_floor for r in rows)
         else:
             assert e.excess_low <= 0 <= e.excess_high
+            assert not any(r.above_floor for r in rows)
