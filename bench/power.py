@@ -537,19 +537,21 @@ def planner_power(cell: Cell, gaps: int = 1) -> float | None:
     return power_at(gap, n_group, cases - n_group, groups, baseline=rest, gaps=gaps)
 
 
-def run_cell(relation: str, s: float, size: int, campaigns: int, workdir: Path) -> dict[str, Cell]:
+def run_cell(
+    relation: str, s: float, size: int, campaigns: int, workdir: Path, first: int = 0
+) -> dict[str, Cell]:
     cells = {name: Cell() for name, line in LINES.items() if line.relation == relation}
     if relation == "badf":
         cells = {"badf associations": Cell()}
     SIZE[0] = size
-    for i in range(campaigns):
+    for i in range(first, first + campaigns):
         config = {
             "name": f"power-{relation}-{s}-{size}-{i}",
             "seed": 1000 * size + i,  # no two cells share a campaign's cases
             **RELATIONS[relation](s, workdir),
         }
         db = workdir / f"{relation}-{s}-{size}-{i}.db"
-        if i == 0 and relation != "badf":
+        if i == first and relation != "badf":
             planned = planner_view(config)
             for name, cell in cells.items():
                 line = LINES[name]
@@ -586,6 +588,13 @@ def main() -> None:
     parser.add_argument("--relations", nargs="*", default=list(RELATIONS))
     parser.add_argument("--strengths", nargs="*", type=float, default=[0.0, 1.0])
     parser.add_argument("--background", type=float, default=0.002, help="MetaQuerier's")
+    parser.add_argument(
+        "--first-campaign",
+        type=int,
+        default=0,
+        help="index of the first campaign (seed 1000 n + index): campaigns fresh against a "
+        "run that used indexes below it",
+    )
     args = parser.parse_args()
     # MR5's hand-written set is not crossed (its own warning says what that means; the line
     # shows it: no per-attribute test).
@@ -595,7 +604,8 @@ def main() -> None:
     print(
         f"# {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; {os.cpu_count()} CPUs, load "
         f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}; Python {platform.python_version()}; "
-        f"{args.campaigns} independent campaigns per cell; MetaQuerier background "
+        f"{args.campaigns} independent campaigns per cell (from index {args.first_campaign}); "
+        f"MetaQuerier background "
         f"{args.background}"
     )
     print(
@@ -607,7 +617,9 @@ def main() -> None:
         for relation in args.relations:
             for s in args.strengths:
                 for size in args.sizes:
-                    cells = run_cell(relation, s, size, args.campaigns, Path(tmp))
+                    cells = run_cell(
+                        relation, s, size, args.campaigns, Path(tmp), args.first_campaign
+                    )
                     for name, c in cells.items():
                         tests = sum(c.tests) / max(1, len(c.tests))
                         rows = c.planted_flagged / c.planted_rows if c.planted_rows else None
