@@ -21,6 +21,7 @@ from harness.reporting.findings import (
     is_test_table,
     mark_pushed_below,
     read_findings,
+    with_claims,
 )
 from harness.reporting.format_report import answer_formats
 from harness.reporting.outcome_groups import outcome_groups
@@ -316,6 +317,7 @@ def corrected(tables: list[Table]) -> list[Table]:
                 }
             )
         out.append(mark_pushed_below(dataclasses.replace(t, rows=rows, row_meta=meta)))
+    out = with_claims(out)
     # A row marked below the rest (`mark_pushed_below`) is not counted as flagged.
     flags: dict[str, int] = {}
     for t in out:
