@@ -230,3 +230,35 @@ def test_every_flagged_row_of_a_metafair_campaign_carries_its_claim(
     assert {"metafair_bias_by_attribute", "metafair_closed_rates", "control_excess"} <= tables
     assert claim_gaps(metafair_report) == []
     assert consistency_gaps(metafair_report) == []
+
+
+@pytest.fixture(scope="module")
+def badf_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The BADF sim's stories analysed by the evidence rule with a few shuffles of the
+    null control: its kept associations are its flagged claims."""
+    import asyncio
+
+    from relations.badf.analysis import AnalysisSettings
+    from relations.badf.analyze import analyze
+    from tests.families.badf.test_badf_pipeline import run, story_campaign
+
+    db = tmp_path_factory.mktemp("flagged-claims-badf") / "badf.db"
+    run(story_campaign(), db)
+    outcome = asyncio.run(analyze(db, AnalysisSettings(control_permutations=3)))
+    assert outcome.action == "started"
+    parsed: dict[str, Any] = json.loads(harness.report_text(db, format="json"))
+    return parsed
+
+
+def test_every_kept_badf_association_carries_its_claim(badf_report: dict[str, Any]) -> None:
+    rows = badf_report["badf_associations"]["rows"]
+    assert rows and all(r["flagged"] == "yes" for r in rows)
+    assert claim_gaps(badf_report) == []
+    for row in rows:
+        claim = row["claim"]
+        # Its effect is its score, measured against the rest of its group's lists.
+        assert claim["effect"]["value"] == row["score"]
+        assert claim["control"]["rate"] == row["rest_rate"]
+        assert abs(row["a"] / row["N"] - row["rest_a"] / row["rest_N"] - row["score"]) < 1e-3
+        assert "3 shuffles" in claim["control"]["matched"]
+        assert row["hypothesis_family"]["size"] >= len(rows)
