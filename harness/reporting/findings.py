@@ -375,9 +375,11 @@ def _indexed_cells(table: Table) -> Iterator[tuple[int, Cell]]:
     first = cols.index(subject_cols[0]) if subject_cols else labels
     context_cols = [c for c in cols[:first] if c not in AGAINST_COLUMNS]
     # What the row is tested within, said by the table when not the labels before its
-    # subject: its rest shares those labels; the subject is the first label outside them.
-    tested = [c for c in subject_cols if c not in table.rest_within]
+    # subject: its rest shares those labels, and what it is tested on is the last label
+    # outside them (MR8's attribute, tested within its model, after its dimension).
+    tested = subject_cols
     if table.rest_within:
+        tested = [c for c in subject_cols if c not in table.rest_within][-1:]
         context_cols = [c for c in cols[:labels] if c in table.rest_within or c == "model"]
     rest_words = _rest_words(cols[:labels], tested, table.rest_within or None)
     for i, row in enumerate(table.rows):

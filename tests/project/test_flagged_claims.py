@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -106,12 +107,46 @@ def consistency_gaps(report: dict[str, Any]) -> list[str]:
     return gaps
 
 
+REST_WORDS = re.compile(r"^the other (?P<what>\S+) of the same (?P<within>.+)$")
+
+
+def rest_gaps(report: dict[str, Any]) -> list[str]:
+    """A flagged row measured against "the other Xs of the same A and B" names a rest the
+    table can hold: within its rows, the values of A and B and X name one row (else the
+    words name the wrong columns, as "the other languages" did for a community tested
+    within its language and concern)."""
+    gaps = []
+    for name, table in report.items():
+        rows = table.get("rows") or []
+        for row in rows:
+            if row.get("flagged") != "yes":
+                continue
+            against = row["claim"]["control"]["against"]
+            words = REST_WORDS.match(against)
+            if words is None:
+                continue
+            what = words["what"]
+            column = next(
+                (c for c in row if what in (c, f"{c}s", f"{c[:-1]}ies") and c != "tests"), None
+            )
+            within = words["within"].split(" and ")
+            if column is None or not set(within) <= set(row):
+                gaps.append(f"{name}: {against!r} names columns the table does not have")
+                continue
+            key = [*within, column]
+            same = [r for r in rows if all(r.get(c) == row[c] for c in key)]
+            if len(same) != 1:
+                gaps.append(f"{name}: {against!r}: {len(same)} rows share {key}")
+    return gaps
+
+
 @pytest.mark.parametrize("path", GOLDEN_REPORTS, ids=lambda p: p.stem)
 def test_every_flagged_row_of_a_golden_report_carries_its_claim(path: Path) -> None:
     report = json.loads(path.read_text(encoding="utf-8"))
     assert flagged_rows(report), f"{path.name} flags nothing: the test would check nothing"
     assert claim_gaps(report) == []
     assert consistency_gaps(report) == []
+    assert rest_gaps(report) == []
 
 
 def test_the_golden_reports_cover_each_kind_of_flagged_table() -> None:
@@ -163,6 +198,11 @@ def test_a_rest_is_named_by_what_the_row_is_tested_within() -> None:
     ):  # fmt: skip
         report = json.loads((GOLDEN / f"{path}-report.json").read_text(encoding="utf-8"))
         rows = [r for r in report[table]["rows"] if r.get("flagged") == "yes"]
+        wrong = {**rows[0], "claim": {**rows[0]["claim"], "control": {
+            **rows[0]["claim"]["control"], "against": "the other languages of the same model"
+        }}}  # fmt: skip
+        if path == "langbite":  # what the first label column made of it before
+            assert rest_gaps({table: {"rows": [wrong, *report[table]["rows"]]}})
         assert rows and all(r["claim"]["control"]["against"] == words for r in rows), (
             table,
             rows[:1],
@@ -230,6 +270,7 @@ def test_every_flagged_row_of_a_metafair_campaign_carries_its_claim(
     assert {"metafair_bias_by_attribute", "metafair_closed_rates", "control_excess"} <= tables
     assert claim_gaps(metafair_report) == []
     assert consistency_gaps(metafair_report) == []
+    assert rest_gaps(metafair_report) == []
 
 
 @pytest.fixture(scope="module")
