@@ -611,7 +611,8 @@ def main() -> None:
     print(
         f"{'line':24s} {'s':>4s} {'n':>4s} {'tests':>5s}  {'detected (all planted)':22s}  "
         f"{'any planted':22s}  {'false flag':22s}  {'false flag above rest':22s}  "
-        f"{'rows':>5s} {'predicted':>9s} {'gap':>5s} {'planner':>7s} planner, real gaps"
+        f"{'rows':>5s} {'predicted':>9s} {'gap':>5s} {'planner':>7s} planner, real gaps; "
+        "planted (row, campaign) pairs flagged"
     )
     with tempfile.TemporaryDirectory() as tmp:
         for relation in args.relations:
@@ -641,7 +642,10 @@ def main() -> None:
                             f"{'-' if pred is None else f'{pred:9.0%}':>9s} "
                             f"{'-' if gap is None else f'{gap:5.2f}':>5s} "
                             f"{'-' if plan is None else f'{plan:7.0%}':>7s} "
-                            f"{'-' if plan_k is None else f'{plan_k:4.0%} at {real} gaps'}",
+                            f"{'-' if plan_k is None else f'{plan_k:4.0%} at {real} gaps'}"
+                            # The rows' counts, so their share gets an interval (the rows of
+                            # one campaign are not independent: it is a narrow one).
+                            f"; {_share(c.planted_flagged, c.planted_rows).strip()}",
                             flush=True,
                         )
                         if c.false_keys:
