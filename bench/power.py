@@ -86,6 +86,9 @@ SIZES = (100, 200, 400)
 SIZE = [100]  # the size of the campaigns being configured
 # MetaQuerier's background naming rate (the sim's default 0.002 names almost nothing).
 BACKGROUND = [0.002]
+# Every Meta-Fair judge's false-positive rate (--judge-false-positive; None: the example's):
+# a null whose jury errs often enough that Tarone's rule keeps tests tests the correction.
+JUDGE_FALSE_POSITIVE: list[float | None] = [None]
 JUDGES = [{"name": "sim:judge-a"}, {"name": "sim:judge-b"}, {"name": "sim:judge-c"}]
 
 
@@ -174,9 +177,14 @@ def _metafair_judged(s: float, workdir: Path) -> dict[str, Any]:
         for k, name in enumerate(METAFAIR_OPEN, start=1)
     ]
     relations += [{"name": name} for name in METAFAIR_CLOSED]
+    fp = JUDGE_FALSE_POSITIVE[0]
+    jury = [
+        j if fp is None else {**j, "options": {**j["options"], "judge_false_positive_rate": fp}}
+        for j in METAFAIR_JURY
+    ]
     return {
         "models": [_model(options)],
-        "judges": METAFAIR_JURY,
+        "judges": jury,
         "relations": relations,
         "repeats": metafair_repeats(SIZE[0]),
     }
@@ -589,6 +597,12 @@ def main() -> None:
     parser.add_argument("--strengths", nargs="*", type=float, default=[0.0, 1.0])
     parser.add_argument("--background", type=float, default=0.002, help="MetaQuerier's")
     parser.add_argument(
+        "--judge-false-positive",
+        type=float,
+        default=None,
+        help="every Meta-Fair judge's false-positive rate (default: examples/metafair_sim.toml's)",
+    )
+    parser.add_argument(
         "--first-campaign",
         type=int,
         default=0,
@@ -600,13 +614,14 @@ def main() -> None:
     # shows it: no per-attribute test).
     warnings.filterwarnings("ignore", message="Meta-Fair test set")
     BACKGROUND[0] = args.background
+    JUDGE_FALSE_POSITIVE[0] = args.judge_false_positive
     started = time.monotonic()
     print(
         f"# {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; {os.cpu_count()} CPUs, load "
         f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}; Python {platform.python_version()}; "
         f"{args.campaigns} independent campaigns per cell (from index {args.first_campaign}); "
-        f"MetaQuerier background "
-        f"{args.background}"
+        f"MetaQuerier background {args.background}; Meta-Fair judges' false positives "
+        f"{args.judge_false_positive or 'as the example'}"
     )
     print(
         f"{'line':24s} {'s':>4s} {'n':>4s} {'tests':>5s}  {'detected (all planted)':22s}  "
