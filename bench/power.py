@@ -130,7 +130,7 @@ METAFAIR_CLOSED = {
     "metafair.mr14": "closed_ranking",
 }
 METAFAIR_TESTS = 138
-METAFAIR_JURY = [
+METAFAIR_JURY: list[dict[str, Any]] = [
     {
         "name": "sim:judge-a",
         "options": {"judge_false_positive_rate": 0.05, "judge_false_negative_rate": 0.1},
