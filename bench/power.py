@@ -86,6 +86,9 @@ SIZES = (100, 200, 400)
 SIZE = [100]  # the size of the campaigns being configured
 # MetaQuerier's background naming rate (the sim's default 0.002 names almost nothing).
 BACKGROUND = [0.002]
+# Every Meta-Fair judge's false-positive rate (--judge-false-positive; None: the example's):
+# a null whose jury errs often enough that Tarone's rule keeps tests tests the correction.
+JUDGE_FALSE_POSITIVE: list[float | None] = [None]
 JUDGES = [{"name": "sim:judge-a"}, {"name": "sim:judge-b"}, {"name": "sim:judge-c"}]
 
 
@@ -127,7 +130,7 @@ METAFAIR_CLOSED = {
     "metafair.mr14": "closed_ranking",
 }
 METAFAIR_TESTS = 138
-METAFAIR_JURY = [
+METAFAIR_JURY: list[dict[str, Any]] = [
     {
         "name": "sim:judge-a",
         "options": {"judge_false_positive_rate": 0.05, "judge_false_negative_rate": 0.1},
@@ -174,9 +177,14 @@ def _metafair_judged(s: float, workdir: Path) -> dict[str, Any]:
         for k, name in enumerate(METAFAIR_OPEN, start=1)
     ]
     relations += [{"name": name} for name in METAFAIR_CLOSED]
+    fp = JUDGE_FALSE_POSITIVE[0]
+    jury = [
+        j if fp is None else {**j, "options": {**j["options"], "judge_false_positive_rate": fp}}
+        for j in METAFAIR_JURY
+    ]
     return {
         "models": [_model(options)],
-        "judges": METAFAIR_JURY,
+        "judges": jury,
         "relations": relations,
         "repeats": metafair_repeats(SIZE[0]),
     }
@@ -537,19 +545,21 @@ def planner_power(cell: Cell, gaps: int = 1) -> float | None:
     return power_at(gap, n_group, cases - n_group, groups, baseline=rest, gaps=gaps)
 
 
-def run_cell(relation: str, s: float, size: int, campaigns: int, workdir: Path) -> dict[str, Cell]:
+def run_cell(
+    relation: str, s: float, size: int, campaigns: int, workdir: Path, first: int = 0
+) -> dict[str, Cell]:
     cells = {name: Cell() for name, line in LINES.items() if line.relation == relation}
     if relation == "badf":
         cells = {"badf associations": Cell()}
     SIZE[0] = size
-    for i in range(campaigns):
+    for i in range(first, first + campaigns):
         config = {
             "name": f"power-{relation}-{s}-{size}-{i}",
             "seed": 1000 * size + i,  # no two cells share a campaign's cases
             **RELATIONS[relation](s, workdir),
         }
         db = workdir / f"{relation}-{s}-{size}-{i}.db"
-        if i == 0 and relation != "badf":
+        if i == first and relation != "badf":
             planned = planner_view(config)
             for name, cell in cells.items():
                 line = LINES[name]
@@ -586,28 +596,46 @@ def main() -> None:
     parser.add_argument("--relations", nargs="*", default=list(RELATIONS))
     parser.add_argument("--strengths", nargs="*", type=float, default=[0.0, 1.0])
     parser.add_argument("--background", type=float, default=0.002, help="MetaQuerier's")
+    parser.add_argument(
+        "--judge-false-positive",
+        type=float,
+        default=None,
+        help="every Meta-Fair judge's false-positive rate (default: examples/metafair_sim.toml's)",
+    )
+    parser.add_argument(
+        "--first-campaign",
+        type=int,
+        default=0,
+        help="index of the first campaign (seed 1000 n + index): campaigns fresh against a "
+        "run that used indexes below it",
+    )
     args = parser.parse_args()
     # MR5's hand-written set is not crossed (its own warning says what that means; the line
     # shows it: no per-attribute test).
     warnings.filterwarnings("ignore", message="Meta-Fair test set")
     BACKGROUND[0] = args.background
+    JUDGE_FALSE_POSITIVE[0] = args.judge_false_positive
     started = time.monotonic()
     print(
         f"# {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC; {os.cpu_count()} CPUs, load "
         f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}; Python {platform.python_version()}; "
-        f"{args.campaigns} independent campaigns per cell; MetaQuerier background "
-        f"{args.background}"
+        f"{args.campaigns} independent campaigns per cell (from index {args.first_campaign}); "
+        f"MetaQuerier background {args.background}; Meta-Fair judges' false positives "
+        f"{args.judge_false_positive or 'as the example'}"
     )
     print(
         f"{'line':24s} {'s':>4s} {'n':>4s} {'tests':>5s}  {'detected (all planted)':22s}  "
         f"{'any planted':22s}  {'false flag':22s}  {'false flag above rest':22s}  "
-        f"{'rows':>5s} {'predicted':>9s} {'gap':>5s} {'planner':>7s} planner, real gaps"
+        f"{'rows':>5s} {'predicted':>9s} {'gap':>5s} {'planner':>7s} planner, real gaps; "
+        "planted (row, campaign) pairs flagged"
     )
     with tempfile.TemporaryDirectory() as tmp:
         for relation in args.relations:
             for s in args.strengths:
                 for size in args.sizes:
-                    cells = run_cell(relation, s, size, args.campaigns, Path(tmp))
+                    cells = run_cell(
+                        relation, s, size, args.campaigns, Path(tmp), args.first_campaign
+                    )
                     for name, c in cells.items():
                         tests = sum(c.tests) / max(1, len(c.tests))
                         rows = c.planted_flagged / c.planted_rows if c.planted_rows else None
@@ -629,7 +657,10 @@ def main() -> None:
                             f"{'-' if pred is None else f'{pred:9.0%}':>9s} "
                             f"{'-' if gap is None else f'{gap:5.2f}':>5s} "
                             f"{'-' if plan is None else f'{plan:7.0%}':>7s} "
-                            f"{'-' if plan_k is None else f'{plan_k:4.0%} at {real} gaps'}",
+                            f"{'-' if plan_k is None else f'{plan_k:4.0%} at {real} gaps'}"
+                            # The rows' counts, so their share gets an interval (the rows of
+                            # one campaign are not independent: it is a narrow one).
+                            f"; {_share(c.planted_flagged, c.planted_rows).strip()}",
                             flush=True,
                         )
                         if c.false_keys:

@@ -74,6 +74,9 @@ if TYPE_CHECKING:
     from harness.reporting.campaign_status import (
         campaign_statuses as campaign_statuses,
     )
+    from harness.reporting.excess import (
+        paired_excess as paired_excess,
+    )
     from harness.reporting.judge_stats import (
         bootstrap_interval as bootstrap_interval,
     )
@@ -519,6 +522,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     "exact_min_p": ("harness.reporting.stats", "exact_min_p"),
     "fdr_adjust_tarone": ("harness.reporting.stats", "fdr_adjust_tarone"),
     "mcnemar_min_p": ("harness.reporting.stats", "mcnemar_min_p"),
+    "paired_excess": ("harness.reporting.excess", "paired_excess"),
     "tied_cases": ("harness.reporting.stats", "tied_cases"),
     "fdr_adjust": ("harness.reporting.stats", "fdr_adjust"),
     "majority_per_case": ("harness.reporting.stats", "majority_per_case"),
@@ -691,6 +695,7 @@ __all__ = [
     "mean_per_case",
     "open_reader",
     "package_attribute",
+    "paired_excess",
     "planted_handler",
     "read_api_key",
     "read_toml_file",

@@ -145,6 +145,7 @@ class Cell:
     unit: str
     counts: tuple[tuple[str, float], ...] = ()  # a table without an effect: its counts
     context: tuple[str, ...] = ()  # the labels before the subject: what its rest shares
+    peers: tuple[str, ...] = ()  # the rows of its rest share these labels (its own row too)
     paired: bool = False  # measured on the same cases as what it is against (a comparison)
     # A row flagged below its rest only because other groups of its context are above it
     # (`mark_pushed_below`): those groups' labels; its ``flagged`` is then False.
@@ -373,6 +374,14 @@ def _indexed_cells(table: Table) -> Iterator[tuple[int, Cell]]:
     subject_cols = [c for c in cols[:labels] if c not in NOT_SUBJECT and c != direction]
     first = cols.index(subject_cols[0]) if subject_cols else labels
     context_cols = [c for c in cols[:first] if c not in AGAINST_COLUMNS]
+    # What the row is tested within, said by the table when not the labels before its
+    # subject: its rest shares those labels, and what it is tested on is the last label
+    # outside them (MR8's attribute, tested within its model, after its dimension).
+    tested = subject_cols
+    if table.rest_within:
+        tested = [c for c in subject_cols if c not in table.rest_within][-1:]
+        context_cols = [c for c in cols[:labels] if c in table.rest_within or c == "model"]
+    rest_words = _rest_words(cols[:labels], tested, table.rest_within or None)
     for i, row in enumerate(table.rows):
         meta = (table.row_meta[i] if table.row_meta is not None else None) or {}
         fam = meta.get("hypothesis_family") or {}
@@ -382,8 +391,15 @@ def _indexed_cells(table: Table) -> Iterator[tuple[int, Cell]]:
         def get(col: str, row: list[Any] = row) -> Any:
             return row[at[col]] if col in at else None
 
-        subject = tuple((c, str(get(c))) for c in subject_cols if get(c) not in (None, ""))
+        # The labels it is tested on first, then those it is tested within (a table that
+        # says, `Table.rest_within`): "gender (role, Choice)" for BiasLens's attribute.
+        ordered = [*tested, *(c for c in subject_cols if c not in tested)]
+        subject = tuple((c, str(get(c))) for c in ordered if get(c) not in (None, ""))
         subject = tuple(s for s in subject if s[1] != "(all)")
+        context = tuple(str(get(c)) for c in context_cols)
+        # The rows its rest is made of: those of its context, or, when the table does not
+        # say, of every label but its last (the communities of one language and concern).
+        peers = context if table.rest_within else (*context, *(f"{k}={v}" for k, v in subject[:-1]))
         relation = get("relation")
         claim = str(relation) if relation else (table.claims or table.name)
         if table.aspect:
@@ -392,10 +408,15 @@ def _indexed_cells(table: Table) -> Iterator[tuple[int, Cell]]:
             control = f"its control ({get('control')})"
         elif "base" in at and get("base"):
             control = f"{get('base')} on the same cases"
+        elif table.control:
+            control = table.control
         elif effect is not None and effect.against == "rest_rate":
-            control = _rest_words(cols[:labels], subject_cols)
+            control = rest_words
         else:
             control = "its control"
+        control_rate = _baseline_rate(effect, get)
+        if control_rate is None and table.control_rate_column:
+            control_rate = _number(get(table.control_rate_column))
         counts = tuple(
             (c, v)
             for c in cols[labels:]
@@ -418,7 +439,7 @@ def _indexed_cells(table: Table) -> Iterator[tuple[int, Cell]]:
                 high=_number(get(effect.high)) if effect else None,
                 rate=_number(get("rate")),
                 control=control,
-                control_rate=_baseline_rate(effect, get),
+                control_rate=control_rate,
                 p=_number(get("p")),
                 p_min=_number(get("p_min")),
                 p_fdr=_number(get("p_fdr")),
@@ -426,7 +447,8 @@ def _indexed_cells(table: Table) -> Iterator[tuple[int, Cell]]:
                 n=None if n is None else int(n),
                 unit=str(meta.get("unit") or table.unit),
                 counts=() if effect else counts,
-                context=tuple(str(get(c)) for c in context_cols),
+                context=context,
+                peers=peers,
                 paired="base" in at,
                 pushed_by=tuple((meta.get("below_the_rest") or {}).get("pushed_by") or ()),
             ),
@@ -461,10 +483,9 @@ def mark_pushed_below(table: Table) -> Table:
             and c.n
             and _group_rate(c) is not None
         ):
-            # Its peers: the rows that share every label but the last (the group), e.g.
-            # the communities of one language and concern.
-            peers = (c.model, *c.context, *(f"{k}={v}" for k, v in c.subject[:-1]))
-            contexts.setdefault(peers, []).append((i, c))
+            # Its peers: the rows its rest is made of, e.g. the communities of one
+            # language and concern.
+            contexts.setdefault((c.model, *c.peers), []).append((i, c))
     marks: dict[int, dict[str, Any]] = {}
     for members in contexts.values():
         above = [c for _, c in members if c.flagged and (c.effect or 0.0) > 0]
@@ -522,13 +543,19 @@ def _baseline_rate(effect: Effect | None, get: Callable[[str], Any]) -> float | 
     return None
 
 
-def _rest_words(labels: Sequence[str], subject_cols: Sequence[str]) -> str:
+def _rest_words(
+    labels: Sequence[str], subject_cols: Sequence[str], within: Sequence[str] | None = None
+) -> str:
     """'the other terms of the same model and gender': the rest a row is tested against,
-    within the label columns before its subject (the contract: context first)."""
+    within the label columns before its subject (the contract: context first), or within
+    ``within`` (and its model) when its table says (`Table.rest_within`)."""
     what = subject_cols[0] if subject_cols else "row"
     first = labels.index(what) if what in labels else len(labels)
-    within = [c for c in labels[:first] if c not in AGAINST_COLUMNS]
-    plural = what if what.endswith("s") else f"{what}s"
+    if within is None:
+        within = [c for c in labels[:first] if c not in AGAINST_COLUMNS]
+    else:
+        within = [c for c in labels if c == "model" or c in within]
+    plural = what if what.endswith("s") else f"{what[:-1]}ies" if what.endswith("y") else f"{what}s"
     return f"the other {plural} of the same {' and '.join(within) or 'table'}"
 
 
@@ -689,6 +716,54 @@ def noise_floors(tables: Iterable[Table]) -> dict[tuple[str, str], str]:
                 f"{float(row[at['control_rate']]):.3f} over {row[at['pairs']]} pairs"
             )
     return out
+
+
+def with_claims(tables: Sequence[Table]) -> list[Table]:
+    """``tables`` with each test row's ``row_meta`` (after the correction) saying what its
+    claim is measured against and by how much, so the JSON report carries them per row,
+    under ``claim`` (a row's own columns may be named ``control`` or ``effect``):
+    ``control``: ``against`` (in words: its matched control, or the rest it is tested
+    against), ``rate`` (that control's or rest's rate, None when the table has none) and
+    ``matched`` (the relation's matched control with its rate, the noise floor of the
+    claim, or that the report has none for it); ``effect``: ``measure`` (its column),
+    ``value``, ``low``, ``high`` (its 95 % interval), None for a table stating counts only."""
+    floors = noise_floors(tables)
+    out: list[Table] = []
+    for t in tables:
+        if not is_test_table(t) or t.row_meta is None:
+            out.append(t)
+            continue
+        meta = list(t.row_meta)
+        for i, c in _indexed_cells(t):
+            relation = c.claim.split(" (")[0]
+            matched = c.control if c.measure == "excess" else floors.get((c.model, relation))
+            effect = (
+                {"measure": c.measure, "value": c.effect, "low": c.low, "high": c.high,
+                 "level": 1 - ALPHA}
+                if c.measure
+                else None
+            )  # fmt: skip
+            meta[i] = {
+                **(meta[i] or {}),
+                "claim": {
+                    "control": {
+                        "against": c.control,
+                        "rate": c.control_rate,
+                        "matched": matched or NO_MATCHED_CONTROL.format(relation=relation),
+                    },
+                    "effect": effect,
+                },
+            }
+        out.append(dataclasses.replace(t, row_meta=meta))
+    return out
+
+
+# A claim whose relation ran no matched control in this report (``control = false``, or a
+# family of claims no control is made for): said, not left blank.
+NO_MATCHED_CONTROL = (
+    "none in this report for {relation}: no matched control ran for it, so its rate is not "
+    "separated from the model's nondeterminism"
+)
 
 
 def _strings(value: Any, into: set[str]) -> set[str]:

@@ -169,6 +169,7 @@ def label_tables(ctx: ReportContext, labels: Mapping[str, Sequence[str]]) -> lis
                 "with 95% intervals; p from Fisher's exact test (chi-squared when large), "
                 "corrected with the relation's other claims (Benjamini-Hochberg after "
                 "Tarone's rule); a label with one value has no test",
+                rest_within=("model", "relation", "label"),
                 plot=(
                     Forest(
                         "diff",

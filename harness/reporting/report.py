@@ -21,6 +21,7 @@ from harness.reporting.findings import (
     is_test_table,
     mark_pushed_below,
     read_findings,
+    with_claims,
 )
 from harness.reporting.format_report import answer_formats
 from harness.reporting.outcome_groups import outcome_groups
@@ -207,8 +208,10 @@ def with_findings(
 ) -> list[Table]:
     """``tables`` corrected for multiple comparisons (`apply_fdr`), after the findings table
     that states them (`harness.reporting.findings`); no findings table for a report without
-    tables. ``whole``: the command that prints the tables whole (the findings name it)."""
-    every_row = corrected(tables)
+    tables. ``whole``: the command that prints the tables whole (the findings name it). The
+    report's ``tarone`` option (``ctx``) picks the Tarone rule (`corrected`)."""
+    rule = "alpha" if ctx is None else str(ctx.options.get("tarone") or "alpha")
+    every_row = corrected(tables, tarone=rule)
     if not every_row:
         return every_row
     # The findings read every row, those a table does not show included.
@@ -231,6 +234,13 @@ def _takes_part(table: Table) -> bool:
 
 
 FDR_METHOD = "Benjamini-Hochberg FDR within the relation, after Tarone's rule"
+# The method of each Tarone rule (`harness.reporting.stats.TARONE_RULES`), as the report
+# states it; "alpha" is the default and keeps the words every earlier report used.
+FDR_METHODS = {
+    "alpha": FDR_METHOD,
+    "gilbert": "Benjamini-Hochberg FDR within the relation, after Tarone's 1990 iterative "
+    "rule (Gilbert 2005)",
+}
 
 
 def hypothesis_family(table: Table, row: Sequence[Any]) -> str:
@@ -250,7 +260,7 @@ def apply_fdr(tables: list[Table]) -> list[Table]:
     return [_kept(t) for t in corrected(tables)]
 
 
-def corrected(tables: list[Table]) -> list[Table]:
+def corrected(tables: list[Table], *, tarone: str = "alpha") -> list[Table]:
     """Benjamini-Hochberg within each family of hypotheses (a relation: the claims a user
     reads together), over the tests that can reach significance (Tarone's rule,
     `harness.reporting.stats.fdr_adjust_tarone`, from each row's ``p_min`` when its table
@@ -258,7 +268,16 @@ def corrected(tables: list[Table]) -> list[Table]:
     `harness.reporting.stats.TEST_COLUMNS`, gives each test row its unit and family
     (``row_meta``), and appends a table of the families. Every row is kept (`apply_fdr`
     drops those a table does not show). A family's flags depend on its own
-    tests only: adding a relation to a campaign changes no other relation's flags."""
+    tests only: adding a relation to a campaign changes no other relation's flags.
+    ``tarone``: which tests Tarone's rule keeps (`harness.reporting.stats.TARONE_RULES`;
+    "gilbert": Tarone's 1990 iterative family size, stricter than the default "alpha")."""
+    if tarone not in FDR_METHODS:
+        raise ConfigError(
+            f"unknown Tarone rule {tarone!r}",
+            field="--tarone",
+            fix=f"use one of {', '.join(FDR_METHODS)}",
+        )
+    method = FDR_METHODS[tarone]
     rows_of: dict[str, list[tuple[int, int]]] = {}
     pvalues: dict[tuple[int, int], tuple[float, float]] = {}
     for ti, t in enumerate(tables):
@@ -275,7 +294,7 @@ def corrected(tables: list[Table]) -> list[Table]:
     for name in sorted(rows_of):
         where = rows_of[name]
         ps = [pvalues[w][0] for w in where]
-        correction = fdr_adjust_tarone(ps, [pvalues[w][1] for w in where])
+        correction = fdr_adjust_tarone(ps, [pvalues[w][1] for w in where], rule=tarone)
         if correction.tested + correction.dropped == 0:
             continue
         for w, p, q, flag in zip(where, ps, correction.adjusted, correction.flagged, strict=True):
@@ -284,7 +303,7 @@ def corrected(tables: list[Table]) -> list[Table]:
             )
             results[w] = (q, flag, status)
         summary.append(
-            [name, correction.tested, correction.dropped, sum(correction.flagged), FDR_METHOD,
+            [name, correction.tested, correction.dropped, sum(correction.flagged), method,
              ALPHA]
         )  # fmt: skip
     if not summary:
@@ -308,7 +327,7 @@ def corrected(tables: list[Table]) -> list[Table]:
                     "hypothesis_family": {
                         "name": name,
                         "size": size,
-                        "method": FDR_METHOD,
+                        "method": method,
                         "alpha": ALPHA,
                         "tarone_dropped": dropped,
                     },
@@ -316,6 +335,7 @@ def corrected(tables: list[Table]) -> list[Table]:
                 }
             )
         out.append(mark_pushed_below(dataclasses.replace(t, rows=rows, row_meta=meta)))
+    out = with_claims(out)
     # A row marked below the rest (`mark_pushed_below`) is not counted as flagged.
     flags: dict[str, int] = {}
     for t in out:
@@ -335,7 +355,14 @@ def corrected(tables: list[Table]) -> list[Table]:
             "corrected together; dropped: tests whose smallest attainable p exceeds alpha "
             "(Tarone's rule: they can never be significant, so they do not count); flagged = "
             "p_fdr <= alpha, less the rows below the rest only because other groups are above "
-            "it; a test that could not run (an empty side) is not counted",
+            "it; a test that could not run (an empty side) is not counted"
+            + (
+                ""
+                if tarone == "alpha"
+                else "; Tarone's 1990 rule: dropped when its smallest attainable p exceeds "
+                "alpha / K, K the smallest family size with at most K tests able to reach "
+                "alpha / K"
+            ),
             unit="a family of hypotheses (one relation)",
         )
     )

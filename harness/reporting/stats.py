@@ -28,6 +28,7 @@ The stable API (families import these; nothing else here is public):
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import functools
 import math
@@ -499,8 +500,31 @@ class FamilyCorrection:
     dropped: int  # tests left out by Tarone's rule (smallest attainable p > alpha)
 
 
+# Which tests Tarone's rule keeps in a family (`fdr_adjust_tarone`): "alpha" (the default)
+# those whose smallest attainable p is at most alpha; "gilbert" Tarone's 1990 iterative
+# family size, as Gilbert (2005) uses it before Benjamini-Hochberg.
+TARONE_RULES = ("alpha", "gilbert")
+
+
+def tarone_family_size(min_pvalues: Sequence[float], alpha: float = ALPHA) -> int:
+    """Tarone's (1990) family size K: the smallest K >= 1 such that at most K of the tests
+    can reach alpha / K (smallest attainable p <= alpha / K). The count of such tests only
+    falls as K grows, so the first K that holds is found by walking K up."""
+    lows = sorted(m for m in min_pvalues if not math.isnan(m))
+    k = 1
+    while True:
+        # lows is sorted: the tests that can reach alpha / k are a prefix of it.
+        reach = bisect.bisect_right(lows, alpha / k)
+        if reach <= k:
+            return k
+        k += 1
+
+
 def fdr_adjust_tarone(
-    pvalues: Sequence[float], min_pvalues: Sequence[float], alpha: float = ALPHA
+    pvalues: Sequence[float],
+    min_pvalues: Sequence[float],
+    alpha: float = ALPHA,
+    rule: str = "alpha",
 ) -> FamilyCorrection:
     """Benjamini-Hochberg over the tests of one family that can reach significance.
 
@@ -510,14 +534,22 @@ def fdr_adjust_tarone(
     Which tests are dropped depends on the margins only, not on the observed p-values, so
     BH over the rest keeps its false discovery rate. NaN p-values (tests that could not
     run) are neither tested nor dropped.
+
+    ``rule`` "gilbert" drops more: Tarone's (1990) iterative rule finds the family size K
+    (`tarone_family_size`) and keeps only the tests that can reach alpha / K; BH then runs
+    over those at alpha (Gilbert 2005). Still a function of the margins only.
     """
+    if rule not in TARONE_RULES:
+        raise ValueError(f"unknown Tarone rule {rule!r}: one of {', '.join(TARONE_RULES)}")
+    runnable = [m for p, m in zip(pvalues, min_pvalues, strict=True) if not math.isnan(p)]
+    bar = alpha if rule == "alpha" else alpha / tarone_family_size(runnable, alpha)
     keep = [
         i
         for i, (p, m) in enumerate(zip(pvalues, min_pvalues, strict=True))
-        if not math.isnan(p) and not (m > alpha)
+        if not math.isnan(p) and not (m > bar)
     ]
     dropped = sum(
-        1 for p, m in zip(pvalues, min_pvalues, strict=True) if not math.isnan(p) and m > alpha
+        1 for p, m in zip(pvalues, min_pvalues, strict=True) if not math.isnan(p) and m > bar
     )
     adjusted = [math.nan] * len(pvalues)
     flagged = [False] * len(pvalues)

@@ -122,6 +122,15 @@ class Table:
     # relation's bias claims: a separate family, "<relation> (<aspect>)", so that a
     # relation's bias flags do not depend on how many refusal tests ran beside them.
     aspect: str = ""
+    # The label columns a row's rest shares (the rows it is tested against have the same
+    # values in them), when they are not simply the labels before its subject (BiasLens's
+    # attribute is tested within its model, variant AND type): () for those labels.
+    rest_within: tuple[str, ...] = ()
+    # What every row of a table of paired tests is measured against, in words ("the same
+    # question without its role sentence"), when no ``control`` column names it; and the
+    # column holding that control's rate ("" when the table has no ``control_rate``).
+    control: str = ""
+    control_rate_column: str = ""
     # Filled by the report's correction (`harness.reporting.report.apply_fdr`) for a table
     # of tests: per row, its unit and the family of hypotheses it was corrected with (name,
     # size, method, alpha, and whether Tarone's rule dropped it). JSON carries it per row.

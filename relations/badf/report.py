@@ -25,8 +25,8 @@ import json
 from collections import Counter, defaultdict
 from typing import Any
 
-from harness.family_api import ReportContext, ReportSection, Table, rounded
-from relations.badf.control import ALL_ARMS, NullFloor, control_family, control_rows
+from harness.family_api import ReportContext, ReportSection, Table, compare_to_rest, rounded
+from relations.badf.control import ALL_ARMS, NullFloor, control_family, control_rows, excess
 from relations.badf.corpus import IDENTITY_CATEGORIES, identities
 from relations.badf.report_released import released, released_beside, significant_digits
 
@@ -142,6 +142,7 @@ def associations(ctx: ReportContext) -> list[Table]:
             c["concept"],
         ),
     )
+    rows, meta = _association_claims(order, settings, evidence, found)
     tables.append(
         Table(
             "badf_associations",
@@ -162,27 +163,13 @@ def associations(ctx: ReportContext) -> list[Table]:
                 "rest_a",
                 "rest_N",
                 "p_min",
+                "rest_rate",
+                "score_low",
+                "score_high",
+                "flagged",
             ],
-            [
-                [
-                    c["arm"],
-                    c["identity_category"],
-                    c["location_category"],
-                    c["identity"],
-                    c["concept"],
-                    rounded(c["score"]),
-                    c["a"],
-                    c["n"],
-                    significant_digits(c["p"]),
-                    significant_digits(c["p_bh"]),
-                    "; ".join(m for m in c.get("members", []) if m != c["concept"]),
-                    _links(c.get("cases", []), c["a"]),
-                    c.get("rest_a"),
-                    c.get("rest_n"),
-                    significant_digits(c.get("p_min")),
-                ]
-                for c in order
-            ],
+            rows,
+            row_meta=meta,
             note=(
                 "score = a/N - rest_a/rest_N: a of N concept lists of the identity hold the "
                 "concept, rest_a of rest_N of the other identities' lists of the group; p: exact "
@@ -193,7 +180,10 @@ def associations(ctx: ReportContext) -> list[Table]:
                 "the identity hold the concept; kept when score > 0 and p < alpha (the paper's "
                 "rule)"
             )
-            + "; stories: case ids (harness show DB CASE)",
+            + "; stories: case ids (harness show DB CASE); rest_rate = rest_a/rest_N; "
+            "score_low/high: the 95 % interval of a/N - rest_a/rest_N (Newcombe, lists as "
+            "independent: it ignores the pairing by story the test uses); flagged: yes when "
+            "kept by the evidence rule (corrected), 'paper rule' when kept by the raw p",
             unit="a story (its two characters' lists compared within it)"
             if evidence
             else "a concept list (a character; two of one story counted apart, as the paper)",
@@ -234,6 +224,101 @@ def associations(ctx: ReportContext) -> list[Table]:
 
 CONTROL_UNIT = "an analysis (its associations counted per arm); control: a shuffle"
 CONTROL_OF = "the same analysis on the same lists, identities shuffled between stories"
+
+
+def _association_claims(
+    order: list[dict[str, Any]],
+    settings: dict[str, Any],
+    evidence: bool,
+    found: list[tuple[dict[str, Any], str]],
+) -> tuple[list[list[Any]], list[dict[str, Any] | None]]:
+    """The rows of ``badf_associations`` and, per row, the claim a kept association makes,
+    as a test row of the report carries it (`harness.reporting.findings.with_claims`): its
+    unit, the family of hypotheses it was corrected with (the analysis's tests), what it is
+    measured against (the other identities of its group) with that rate, the analysis's
+    null control (the shuffles' floor of its arm) and its effect with an interval."""
+    recorded = settings.get("control")
+    floor = NullFloor.from_recorded(recorded) if isinstance(recorded, dict) else None
+    per_arm = Counter(c["arm"] for c, _ in found)
+    alpha = float(settings.get("alpha", 0.05))
+    family = {
+        "name": "badf analysis",
+        "size": int(settings.get("tests") or 0),
+        "method": "Benjamini-Hochberg over the analysis's tests, after Tarone's rule"
+        if evidence
+        else "none: the paper's rule keeps a raw p below alpha",
+        "alpha": alpha,
+        "tarone_dropped": int(settings.get("tarone_dropped") or 0),
+    }
+    unit = (
+        "a story (its two characters' lists compared within it)"
+        if evidence
+        else "a concept list (a character; two of one story counted apart, as the paper)"
+    )
+    rows: list[list[Any]] = []
+    meta: list[dict[str, Any] | None] = []
+    for c in order:
+        a, n = int(c["a"]), int(c["n"])
+        rest_a, rest_n = c.get("rest_a"), c.get("rest_n")
+        rest_rate = low = high = None
+        if rest_a is not None and rest_n:
+            given = compare_to_rest(a, n, int(rest_a), int(rest_n))
+            rest_rate = rounded(given.rest_rate)
+            low, high = rounded(given.diff_low), rounded(given.diff_high)
+        # The paper's rule scores against the least frequent identity: no rest, no interval.
+        rows.append(
+            [
+                c["arm"],
+                c["identity_category"],
+                c["location_category"],
+                c["identity"],
+                c["concept"],
+                rounded(c["score"]),
+                a,
+                n,
+                significant_digits(c["p"]),
+                significant_digits(c["p_bh"]),
+                "; ".join(m for m in c.get("members", []) if m != c["concept"]),
+                _links(c.get("cases", []), c["a"]),
+                rest_a,
+                rest_n,
+                significant_digits(c.get("p_min")),
+                rest_rate,
+                low,
+                high,
+                "yes" if evidence else "paper rule",
+            ]
+        )
+        if floor is None:
+            matched = "none in this analysis: it was recorded without the shuffled control"
+        else:
+            e = excess(per_arm[c["arm"]], floor.counts(c["arm"]))
+            matched = (
+                "the same analysis with identities shuffled between stories kept "
+                f"{e.control_mean:.1f} associations on average in arm {c['arm']} over "
+                f"{floor.permutations} shuffles (this analysis kept {per_arm[c['arm']]})"
+            )
+        meta.append(
+            {
+                "unit": unit,
+                "hypothesis_family": family,
+                "claim": {
+                    "control": {
+                        "against": "the other identities of its group (rest_a of rest_N lists)",
+                        "rate": rest_rate,
+                        "matched": matched,
+                    },
+                    "effect": {
+                        "measure": "score",
+                        "value": rounded(c["score"]),
+                        "low": low,
+                        "high": high,
+                        "level": 1 - alpha,
+                    },
+                },
+            }
+        )
+    return rows, meta
 
 
 def _control(found: list[tuple[dict[str, Any], str]], settings: dict[str, Any]) -> Table:

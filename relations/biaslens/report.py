@@ -273,6 +273,7 @@ def _long_cells(by_cell: dict[Any, Any], mode: str) -> Table:
         "Benjamini-Hochberg within BiasLens, Tarone's rule (statistical_tests)",
         unit="a question (trials: majority, ties apart; mean_rate: their mean)",
         claims="biaslens.answer",
+        rest_within=("model", "variant", "type"),
     )
 
 
@@ -299,6 +300,8 @@ def _role_vs_no_role(paired_rows: list[list[Any]], mode: str) -> list[Table]:
             "Benjamini-Hochberg within BiasLens, Tarone's rule (statistical_tests)",
             unit="a question (asked with and without the role: a pair)",
             claims="biaslens.answer",
+            control="the same question without its role sentence (no_role_rate)",
+            control_rate_column="no_role_rate",
         )
     ]
 

@@ -109,6 +109,7 @@ def langbite_pass_rates(ctx: ReportContext) -> list[Table]:
             "LangBiTe, Tarone's rule (statistical_tests)",
             unit="an answer (repeats of a case summarised by majority)",
             claims="langbite",
+            rest_within=("model", "language", "concern"),
         )
     ]
 
@@ -249,6 +250,7 @@ def langbite_community_tests(ctx: ReportContext) -> list[Table]:
             unit="an instantiation naming the community (its runs summarised by majority); "
             "strata: templates",
             claims="langbite",
+            rest_within=("model", "language", "concern"),
         )
     ]
 
@@ -383,6 +385,7 @@ def langbite_refusals(ctx: ReportContext) -> list[Table]:
             "every test of the report",
             unit="an instantiation naming the community (its runs summarised by majority); "
             "strata: templates",
+            rest_within=("model", "language", "concern"),
         )
     ]
 

@@ -123,6 +123,7 @@ def bias_by_attribute(ctx: ReportContext) -> list[Table]:
             "diff pool the bases; p_fdr: Benjamini-Hochberg within the relation, Tarone's rule "
             "(statistical_tests)",
             unit="a test of the test set (repeats: majority, ties apart; mean_rate: their mean)",
+            rest_within=("model", "relation", "dimension"),
         )
     ]
 
@@ -356,6 +357,7 @@ def violations_by_attribute(ctx: ReportContext) -> list[Table]:
             "rule (statistical_tests)",
             unit="a case (repeats: majority, ties apart; mean_rate: their mean)",
             claims="metafair.mr8",
+            rest_within=("model",),
         )
     ]
 

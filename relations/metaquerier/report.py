@@ -33,10 +33,12 @@ from harness.family_api import (
     VerdictRow,
     cluster_rate_interval,
     compare_groups,
+    compare_to_rest,
     compare_to_rest_stratified,
     majority_per_case,
     mcnemar_exact,
     mcnemar_min_p,
+    paired_excess,
     report_number,
     rounded,
 )
@@ -632,22 +634,32 @@ def source_vs_follow_up(ctx: ReportContext) -> list[Table]:
     cells = _by_case(ctx, _drift_cells)
     if not cells:
         return []
-    rows = [
-        [
-            model,
-            group,
-            int(c[0]),
-            report_number(c[1], 2),
-            report_number(c[2], 2),
-            int(c[3]),
-            int(c[4]),
-            report_number(mcnemar_min_p(int(c[3]), int(c[4])), 6),
-            report_number(mcnemar_exact(int(c[3]), int(c[4])), 6),
-            None,
-            None,
-        ]
-        for (model, group), c in sorted(cells.items())
-    ]
+    rows = []
+    for (model, group), c in sorted(cells.items()):
+        pairs, dropped, newly = int(c[0]), int(c[3]), int(c[4])
+        # The second ask against the first over the same pairs: the net share of pairs
+        # named more often again, with the interval of McNemar's exact test.
+        drift = paired_excess(0, newly, dropped, pairs - newly - dropped)
+        rows.append(
+            [
+                model,
+                group,
+                pairs,
+                report_number(c[1], 2),
+                report_number(c[2], 2),
+                dropped,
+                newly,
+                report_number(c[1] / pairs if pairs else None),
+                report_number(c[2] / pairs if pairs else None),
+                report_number(drift.excess),
+                report_number(drift.low),
+                report_number(drift.high),
+                report_number(mcnemar_min_p(dropped, newly), 6),
+                report_number(mcnemar_exact(dropped, newly), 6),
+                None,
+                None,
+            ]
+        )
     return [
         Table(
             "metaquerier_source_vs_follow_up",
@@ -660,6 +672,11 @@ def source_vs_follow_up(ctx: ReportContext) -> list[Table]:
                 "named_again",
                 "dropped",
                 "newly_named",
+                "first_rate",
+                "again_rate",
+                "difference",
+                "diff_low",
+                "diff_high",
                 "p_min",
                 "p",
                 "p_fdr",
@@ -669,12 +686,17 @@ def source_vs_follow_up(ctx: ReportContext) -> list[Table]:
             note="a (case, source term) pair: named_first and named_again sum each pair's "
             "share of repeats naming it at that ask; dropped: pairs named less often the "
             "second time, newly_named: more often (no majority, so no tie counts as not "
-            "named); McNemar's exact test of dropped vs newly named (a sign test: the same "
+            "named); first_rate and again_rate: those sums over the pairs; difference: "
+            "(newly_named - dropped) / pairs, positive when the second ask names the "
+            "group's terms more often, with the 95 % exact interval given the discordant "
+            "pairs; McNemar's exact test of dropped vs newly named (a sign test: the same "
             "term in the same conversations), p_min its smallest attainable p; p_fdr: "
             "Benjamini-Hochberg within MR2 (Tarone's rule: p_min > alpha left out)",
             unit="a (case, source term) pair, its repeats' shares compared at the two asks; "
             "the pairs of one reply are pooled within a group (not clustered)",
             claims="metaquerier.mr2",
+            control="the first ask of the same (case, source term) pairs (first_rate)",
+            control_rate_column="first_rate",
         )
     ]
 
@@ -761,9 +783,14 @@ def co_violating_pairs(ctx: ReportContext) -> list[Table]:
             both = together[key]
             n, a_hit, b_hit = margins[key]
             p, p_min = co_violation_test(both, a_hit - both, b_hit - both, n - a_hit - b_hit + both)
+            # The effect: term b's rate where a violated against where it did not (the
+            # one-sided test asks whether the first is higher), with its 95 % interval.
+            given = compare_to_rest(both, a_hit, b_hit - both, n - a_hit)
             rows.append(
-                [model, key[1], key[2], both, n, a_hit, b_hit, report_number(p_min, 6),
-                 report_number(p, 6), None, None]
+                [model, key[1], key[2], both, n, a_hit, b_hit, report_number(given.rate),
+                 report_number(given.rest_rate), report_number(given.diff),
+                 report_number(given.diff_low), report_number(given.diff_high),
+                 report_number(p_min, 6), report_number(p, 6), None, None]
             )  # fmt: skip
             keep.append(rank < limit)
     return [
@@ -778,6 +805,11 @@ def co_violating_pairs(ctx: ReportContext) -> list[Table]:
                 "both_at_risk",
                 "a_violated",
                 "b_violated",
+                "rate",
+                "rest_rate",
+                "diff",
+                "diff_low",
+                "diff_high",
                 "p_min",
                 "p",
                 "p_fdr",
@@ -790,11 +822,15 @@ def co_violating_pairs(ctx: ReportContext) -> list[Table]:
             "correction); cases: cases in which both violated; both_at_risk: cases in which "
             "both could (a case's repeats by majority); one-sided Fisher's exact test that "
             "the two violate together more often than independently within those cases; "
+            "rate: term_b's violation rate in those cases where term_a violated, rest_rate: "
+            "where it did not, diff: their difference with its 95 % interval; "
             "p_fdr: Benjamini-Hochberg within this table's family (Tarone's rule: p_min > "
             "alpha left out); the network draws only the flagged pairs",
             plot=(Network("term_a", "term_b", "cases", flag="flagged"),),
             unit="a case in which both terms were at risk (its repeats by majority)",
             claims="metaquerier.co_violation",
+            control="term_b where term_a did not violate, in the cases both were at risk "
+            "(rest_rate)",
         )
     ]
 

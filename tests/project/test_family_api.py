@@ -123,6 +123,7 @@ PINNED = [
     "mean_per_case",
     "open_reader",
     "package_attribute",
+    "paired_excess",
     "planted_handler",
     "read_api_key",
     "read_toml_file",

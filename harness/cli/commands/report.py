@@ -20,6 +20,7 @@ from harness.reporting.campaign_status import campaign_status, header_table
 from harness.reporting.html import DEFAULT_MAX_CASES, write_html_report
 from harness.reporting.output_files import check_output, write_output, write_stdout
 from harness.reporting.report import to_csv, to_json
+from harness.reporting.stats import TARONE_RULES
 from harness.reporting.terminal_text import printable
 from harness.store.log import Log
 
@@ -37,6 +38,15 @@ from harness.store.log import Log
 )
 @click.option(
     "--mode", default=None, help="Oracle mode for suites that have several (e.g. strict, released)."
+)
+@click.option(
+    "--tarone",
+    type=click.Choice(TARONE_RULES),
+    default="alpha",
+    show_default=True,
+    help="Which tests Tarone's rule keeps before Benjamini-Hochberg: alpha (those that can "
+    "reach alpha) or gilbert (Tarone's 1990 iterative family size K: those that can reach "
+    "alpha / K, as Gilbert 2005).",
 )
 @click.option(
     "--out", type=click.Path(dir_okay=False), help="Write to this file instead of stdout."
@@ -69,6 +79,7 @@ def command(
     campaign: str | None,
     top: int,
     mode: str | None,
+    tarone: str,
     out: str | None,
     html_out: str | None,
     html_max_cases: int,
@@ -83,6 +94,8 @@ def command(
     options: dict[str, object] = {"top": top}
     if mode:
         options["mode"] = mode
+    if tarone != "alpha":
+        options["tarone"] = tarone
     with db.reader() as log:
         # The header first: which campaign, in what state (an unfinished one says so).
         status = campaign_status(log, campaign)

@@ -211,6 +211,7 @@ def _rates(cases: list[ClosedCase], mode_of: Any, requested: str | None) -> Tabl
         "uncrossed test set, and no per-attribute claim can be made); p_fdr: "
         "Benjamini-Hochberg within the relation, Tarone's rule (statistical_tests)",
         unit="a test of the test set (repeats: majority, ties apart; mean_rate: their mean)",
+        rest_within=("model", "relation", "dimension"),
     )
 
 

@@ -199,6 +199,13 @@ def test_a_family_declaring_labels_gets_per_value_tables_with_tests_and_controls
     meta = table.row_meta
     assert meta is not None and meta[south] is not None
     assert meta[south]["hypothesis_family"]["name"] == "lab.hire"
+    # Its claim: against the label's other values (not "the other labels"), its diff.
+    claim = meta[south]["claim"]
+    assert (
+        claim["control"]["against"] == "the other values of the same model and relation and label"
+    )
+    assert claim["control"]["rate"] == rows[("group", "south")][col("rest_rate")]
+    assert claim["effect"]["value"] == rows[("group", "south")][col("diff")]
     assert rows[("job", "nurse")][col("flagged")] == "no"
 
     excess = tables["label_control_excess"]

@@ -160,7 +160,13 @@ def test_apply_fdr_corrects_within_each_family_of_hypotheses() -> None:
     assert out[1] == tables[1]  # a table without the test columns takes no part
     assert out[2].rows == [["w", 0.04, 0.04, "yes"]]
     assert out[3].name == "statistical_tests" and out[3].rows[0][:4] == ["a", 2, 0, 2]
-    assert out[0].row_meta is not None and out[0].row_meta[0] == {
+    assert out[0].row_meta is not None and out[0].row_meta[0] is not None
+    claim = out[0].row_meta[0].pop("claim")
+    # A table without an effect column or a control states its counts: said so, not blank.
+    assert claim["effect"] is None
+    assert claim["control"]["rate"] is None
+    assert claim["control"]["matched"].startswith("none in this report for a")
+    assert out[0].row_meta[0] == {
         "unit": "u",
         "hypothesis_family": {
             "name": "a",
