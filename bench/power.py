@@ -563,13 +563,15 @@ def planner_power(cell: Cell, gaps: int = 1) -> float | None:
         return None
     found = []
     baseline = cell.null_pool[0] / cell.null_pool[1] if cell.null_pool[1] else 0.0
+    # A term's rest is every other term of the relation: the same rate for all (its mean
+    # over the rows; one baseline lets the per-term model reuse its exact tables).
+    term_rest = sum(p[2] for p in cell.pooled.values()) / sum(p[3] for p in cell.pooled.values())
     for key in cell.tested_keys:
         positives, units, rests, rows = cell.pooled[key]
-        rest = rests / rows
         if cell.per_case:  # planned per term (`harness.reporting.power.term_power`)
-            gap = positives / units - rest
+            gap = positives / units - term_rest
             found.append(
-                term_power(gap, cases, groups, cell.per_case, baseline=rest, gaps=gaps)
+                term_power(gap, cases, groups, cell.per_case, baseline=term_rest, gaps=gaps)
                 if gap > 0
                 else 0.0
             )
