@@ -567,7 +567,7 @@ def planner_power(cell: Cell, gaps: int = 1) -> float | None:
     # over the rows; one baseline lets the per-term model reuse its exact tables).
     term_rest = sum(p[2] for p in cell.pooled.values()) / sum(p[3] for p in cell.pooled.values())
     for key in cell.tested_keys:
-        positives, units, rests, rows = cell.pooled[key]
+        positives, units, _rests, _rows = cell.pooled[key]
         if cell.per_case:  # planned per term (`harness.reporting.power.term_power`)
             gap = positives / units - term_rest
             found.append(
