@@ -238,7 +238,7 @@ def family_powers(
     group (the ``gaps`` real ones at the gap over the control's rate, here the baseline)
     and one for the relation (its rate raised by gaps x gap / groups), the null rows those
     Tarone's rule keeps (`paired_testable`)."""
-    real = max(1, min(gaps, groups))
+    real = max(1, min(gaps, groups - 1))  # at least one group without a gap: its rest
     kinds: list[tuple[int, PowerAt]] = [(real, group_power)]
     if null_power is not None and groups > real:
         kinds.append((groups - real, null_power))
@@ -325,7 +325,7 @@ def power_at(
     # A group is tested against the rest of the groups, and with several real gaps the
     # rest holds the others: on average (gaps - 1) of the other (groups - 1) groups, so
     # the rest's rate is raised by that share of the gap (the test sees less of it).
-    real = max(1, min(gaps, family_size))
+    real = max(1, min(gaps, family_size - 1))  # as `family_powers`
     diluted = gap * (real - 1) / (family_size - 1) if family_size > 1 else 0.0
     one = _normal_power(gap, n_group, n_rest, baseline, diluted)
     # A group without a gap has all of them in its rest: it sits below the rest, and the
