@@ -11,6 +11,12 @@ statsmodels' normal power for two independent samples, and inverts h exactly
 small tables, a little more conservative than this normal model: the planner's figure is a
 floor to plan with, checked against simulation in tests/core/reporting/test_power.py.
 
+With several real gaps, or a matched control whose excess rows share the relation's
+family, the level is BH's own rule (`bh_power`: a test is flagged when its p is below
+alpha x (1 + the others' rejections) / family), the rest of a gapped group holds its share
+of the other gaps, and the family holds the control's rows (`family_powers`); checked
+against brute force of the report's own tests in the same file.
+
 A relation tested per term (MetaQuerier: each term of a vocabulary against the other
 terms, a term at risk in only some cases) is planned by `term_plan` / `term_power`: the
 report's own test summed exactly over the term's binomial number of cases at risk, BH over
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from harness.reporting.stats import ALPHA
@@ -46,26 +53,74 @@ class Detectable:
 
 
 def bh_level(family_size: int, gaps: int, power: float, alpha: float = ALPHA) -> float:
-    """The per-test level at which Benjamini-Hochberg at ``alpha`` over ``family_size``
-    tests rejects a real gap, when ``gaps`` of them are real and each is found with
-    probability ``power``.
-
-    One real gap (the planner's default) is found when its p is below ``alpha /
-    family_size``. With more, BH's step-up is more lenient: it rejects every p below
-    ``alpha x R / family_size``, R the rejections, and R is about ``gaps x power`` real
-    ones plus ``nulls x level`` false ones; solving ``level = alpha x (gaps x power + nulls
-    x level) / family_size`` gives ``gaps x power x alpha / (family_size - alpha x
-    nulls)`` (the expected-rejections approximation of sample-size methods for FDR control,
-    e.g. Jung 2005, Bioinformatics 21:3097, written for BH's own level), between ``alpha /
-    family_size`` and ``alpha``. It treats R as fixed, so it overstates a little when R is
-    small and variable (checked against brute force in tests)."""
+    """The per-test level of BH at ``alpha`` over ``family_size`` tests when ``gaps`` of
+    them are real and each is found with probability ``power``: ``alpha x (1 + (gaps - 1)
+    x power) / family_size``, at most ``alpha`` (the level of `bh_power`'s rule at the
+    mean number of the others' rejections; one gap: ``alpha / family_size``)."""
     family_size = max(1, family_size)
-    if gaps <= 1 or family_size <= 1:
-        return alpha / family_size
-    nulls = family_size - min(gaps, family_size)
-    # Never below alpha / family_size: BH rejects the smallest p at that level whatever else.
-    lenient = gaps * power * alpha / (family_size - alpha * nulls)
-    return max(alpha / family_size, min(alpha, lenient))
+    others = max(0, min(gaps, family_size) - 1)
+    return min(alpha, alpha * (1 + others * power) / family_size)
+
+
+PowerAt = Callable[[float], float]  # a test's power at a per-test level
+
+
+BH_DEPTH = 32  # shifts of `bh_power`'s recursion computed; deeper ones start at the top
+
+
+def bh_power(
+    kinds: Sequence[tuple[int, PowerAt]], family: float, alpha: float = ALPHA
+) -> list[float]:
+    """The chance Benjamini-Hochberg at ``alpha`` over ``family`` tests flags a real effect
+    of each kind, when the family holds ``count`` real effects of each ``(count, power at
+    a level)`` of ``kinds`` and nulls for the rest.
+
+    BH flags test i exactly when ``p_i <= alpha x (1 + R_i) / family``, R_i the rejections
+    of the step-up procedure run on the other tests with each critical value moved up one
+    rank (the identity behind BH's proof of FDR control): a real test counts itself, so
+    with K real gaps its level is never the one-gap ``alpha / family`` times ``K x
+    power`` (the expected-rejections approximation, which is below alpha / family while K
+    x power < 1) but ``alpha x (1 + R_i) / family``. R_i is taken as the sum of
+    independent binomials over the other real tests, each found with its own chance at one
+    rank more (so the recursion runs over the shift s: ``p_t(s) = E[power_t(alpha (s + 1 +
+    R) / family)]``, R over the others at ``p(s + 1)``), and the nulls' rare rejections are
+    left out (conservative; one real test: exactly ``power(alpha / family)``). Checked
+    against brute-force BH in tests/core/reporting/test_power.py."""
+    import numpy as np
+    from scipy.stats import binom
+
+    family = max(1.0, float(family))
+    counts = [max(0, int(c)) for c, _ in kinds]
+    total = sum(counts)
+    if total == 0:
+        return [0.0] * len(kinds)
+    cache: list[dict[int, float]] = [{} for _ in kinds]
+
+    def at(kind: int, rank: int) -> float:
+        found = cache[kind].get(rank)
+        if found is None:
+            found = cache[kind][rank] = float(kinds[kind][1](min(alpha, alpha * rank / family)))
+        return found
+
+    depth = min(total, BH_DEPTH)
+    # Below the depth computed, no other real test is taken as found (conservative).
+    deeper = [at(t, depth + 1) for t in range(len(kinds))]
+    for shift in range(depth - 1, -1, -1):
+        current = []
+        for t, count in enumerate(counts):
+            if count == 0:
+                current.append(0.0)
+                continue
+            dist = np.ones(1)
+            for u, other in enumerate(counts):
+                k = other - (u == t)
+                if k > 0:
+                    dist = np.convolve(dist, binom.pmf(np.arange(k + 1), k, deeper[u]))
+            current.append(
+                float(sum(w * at(t, shift + 1 + r) for r, w in enumerate(dist) if w > 1e-12))
+            )
+        deeper = current
+    return deeper
 
 
 def _h_needed(n_group: int, n_rest: int, level: float, power: float) -> float:
@@ -82,6 +137,131 @@ def _h_needed(n_group: int, n_rest: int, level: float, power: float) -> float:
     return float(solved)
 
 
+def _normal_power(
+    gap: float, n_group: int, n_rest: int, baseline: float, rest_gap: float = 0.0
+) -> PowerAt:
+    """The two-sided normal test's power at a level (Cohen's h, statsmodels) of a group at
+    ``baseline + gap`` against a rest at ``baseline + rest_gap``."""
+    from statsmodels.stats.power import NormalIndPower
+    from statsmodels.stats.proportion import proportion_effectsize
+
+    h = float(proportion_effectsize(min(1.0, baseline + gap), min(1.0, baseline + rest_gap)))
+
+    def at(level: float) -> float:
+        return float(
+            NormalIndPower().power(
+                effect_size=h, nobs1=n_group, alpha=level, ratio=n_rest / n_group,
+                alternative="two-sided",
+            )
+        )  # fmt: skip
+
+    return at
+
+
+def paired_power_at(test_only: float, control_only: float, pairs: int) -> PowerAt:
+    """The power of a control's excess row (the exact McNemar test of
+    `harness.reporting.excess.paired_excess` on ``pairs`` independent pairs, each
+    violated in the test only / the control only with these chances) at a level: the
+    discordant pairs are binomial, and given them the pairs going the test's way."""
+    import numpy as np
+    from scipy.stats import binom
+
+    discordant = test_only + control_only
+    if pairs <= 0 or discordant <= 0:
+        return lambda level: 0.0
+    share = test_only / discordant
+    if pairs * discordant > PAIRED_EXACT_LIMIT:
+        return _paired_normal_power(share, pairs * discordant)
+    ds = np.arange(1, pairs + 1)
+    weights = binom.pmf(ds, pairs, min(1.0, discordant))
+    keep = weights > 1e-12
+    ds, weights = ds[keep], weights[keep]
+    # The central two-sided p of each (d, b): twice the smaller binomial tail, at most 1.
+    cells = [(int(d), np.arange(d + 1)) for d in ds]
+    ps = [np.minimum(1.0, 2 * np.minimum(binom.cdf(b, d, 0.5), binom.sf(b - 1, d, 0.5)))
+          for d, b in cells]  # fmt: skip
+    masses = [binom.pmf(b, d, share) for d, b in cells]
+
+    def at(level: float) -> float:
+        return float(
+            sum(w * m[p <= level].sum() for w, m, p in zip(weights, masses, ps, strict=True))
+        )
+
+    return at
+
+
+PAIRED_EXACT_LIMIT = 60  # expected discordant pairs past which the normal model serves
+
+
+def _paired_normal_power(share: float, discordant: float) -> PowerAt:
+    """McNemar's test on about ``discordant`` pairs, ``share`` of them the test's way, in
+    the normal model (z = (2b - d) / sqrt(d))."""
+    from scipy.stats import norm
+
+    mean = abs(2 * share - 1) * math.sqrt(discordant)
+    spread = max(1e-9, 2 * math.sqrt(share * (1 - share)))
+
+    def at(level: float) -> float:
+        z = float(norm.isf(level / 2))
+        return float(norm.sf((z - mean) / spread) + norm.cdf((-z - mean) / spread))
+
+    return at
+
+
+def paired_testable(pairs: int, baseline: float, alpha: float = ALPHA) -> float:
+    """The chance a null excess row (test and control both at ``baseline``) has enough
+    discordant pairs for its smallest attainable p (``2 x 0.5^d``) to reach ``alpha``, so
+    Tarone's rule keeps it in the family."""
+    from scipy.stats import binom
+
+    d_min = math.ceil(math.log2(2 / alpha))
+    return float(binom.sf(d_min - 1, max(0, pairs), 2 * baseline * (1 - baseline)))
+
+
+def family_powers(
+    gap: float,
+    groups: int,
+    group_power: PowerAt,
+    *,
+    gaps: int = 1,
+    baseline: float = DEFAULT_BASELINE,
+    control_pairs: int = 0,
+    alpha: float = ALPHA,
+    null_power: PowerAt | None = None,
+) -> float:
+    """A real gap's chance of being flagged in its relation's family (`bh_power`): the
+    relation's ``groups`` group-vs-rest tests, ``gaps`` of them real at this ``gap`` (and
+    the others, whose rest holds the real gaps, rejected below it with ``null_power``:
+    BH counts those rejections too), and,
+    when the relation runs a matched control (``control_pairs`` pairs per group: its cases
+    x repeats), the control's excess rows the report corrects in the same family: one per
+    group (the ``gaps`` real ones at the gap over the control's rate, here the baseline)
+    and one for the relation (its rate raised by gaps x gap / groups), the null rows those
+    Tarone's rule keeps (`paired_testable`)."""
+    real = max(1, min(gaps, groups - 1))  # at least one group without a gap: its rest
+    kinds: list[tuple[int, PowerAt]] = [(real, group_power)]
+    if null_power is not None and groups > real:
+        kinds.append((groups - real, null_power))
+    family = float(groups)
+    if control_pairs > 0:
+        rate = min(1.0, baseline + gap)
+        overall = min(1.0, baseline + gap * real / groups)
+        kinds.append(
+            (real, paired_power_at(rate * (1 - baseline), baseline * (1 - rate), control_pairs))
+        )
+        kinds.append(
+            (
+                1,
+                paired_power_at(
+                    overall * (1 - baseline), baseline * (1 - overall), control_pairs * groups
+                ),
+            )
+        )
+        family += real + 1 + (groups - real) * paired_testable(control_pairs, baseline, alpha)
+    return bh_power(kinds, family, alpha)[0]
+
+
+@functools.lru_cache(maxsize=4096)
 def minimum_detectable_effect(
     n_group: int,
     n_rest: int,
@@ -91,18 +271,34 @@ def minimum_detectable_effect(
     power: float = DEFAULT_POWER,
     baseline: float = DEFAULT_BASELINE,
     gaps: int = 1,
+    control_pairs: int = 0,
 ) -> Detectable:
     """The smallest rise over ``baseline`` in one group's rate that a two-sided test at
     ``alpha / family_size`` detects with probability ``power``; with ``gaps`` > 1 real gaps
-    of that size among the family, at BH's more lenient level for them (`bh_level`)."""
+    of that size among the family, or the control's excess rows in it (``control_pairs``),
+    the smallest gap `power_at` finds with that probability (BH's rule, `bh_power`)."""
     family_size = max(1, family_size)
-    level = bh_level(family_size, gaps, power, alpha)
     if n_group < 2 or n_rest < 2:
         mde = math.inf
-    else:
-        h = _h_needed(n_group, n_rest, level, power)
+    elif gaps <= 1 and control_pairs <= 0:
+        h = _h_needed(n_group, n_rest, alpha / family_size, power)
         angle = math.asin(math.sqrt(baseline)) + h / 2
         mde = math.inf if angle >= math.pi / 2 else math.sin(angle) ** 2 - baseline
+    else:
+
+        def reaches(gap: float) -> bool:
+            return power_at(gap, n_group, n_rest, family_size, alpha=alpha, baseline=baseline,
+                            gaps=gaps, control_pairs=control_pairs) >= power  # fmt: skip
+
+        top = 1.0 - baseline - 1e-9
+        if not reaches(top):
+            mde = math.inf
+        else:
+            low, high = 0.0, top
+            while high - low > 0.0005:  # power rises with the gap: bisect to 0.05 points
+                mid = (low + high) / 2
+                low, high = (low, mid) if reaches(mid) else (mid, high)
+            mde = high
     return Detectable(n_group, n_rest, family_size, alpha, power, baseline, mde)
 
 
@@ -115,39 +311,31 @@ def power_at(
     alpha: float = ALPHA,
     baseline: float = DEFAULT_BASELINE,
     gaps: int = 1,
+    control_pairs: int = 0,
 ) -> float:
     """The model's power to detect a ``gap`` over ``baseline`` (the inverse view of
-    `minimum_detectable_effect`, for comparing with measured power). With ``gaps`` > 1
-    real gaps of this size in the family, the power ``p`` solves ``p = power at
-    bh_level(family_size, gaps, p)`` (the fixed point, found by iteration from the
-    one-gap power, which it can only raise)."""
-    from statsmodels.stats.power import NormalIndPower
-    from statsmodels.stats.proportion import proportion_effectsize
-
-    h = float(proportion_effectsize(min(1.0, baseline + gap), baseline))
-
-    def at(level: float) -> float:
-        return float(
-            NormalIndPower().power(
-                effect_size=h,
-                nobs1=n_group,
-                alpha=level,
-                ratio=n_rest / n_group,
-                alternative="two-sided",
-            )
-        )
-
-    found = at(alpha / max(1, family_size))
-    if gaps <= 1:
-        return found
-    for _ in range(100):  # increasing and bounded: converges
-        more = at(max(alpha / max(1, family_size), bh_level(family_size, gaps, found, alpha)))
-        if abs(more - found) < 1e-6:
-            return more
-        found = more
-    return found
+    `minimum_detectable_effect`, for comparing with measured power): the two-sided normal
+    test of ``n_group`` against ``n_rest`` (whose rate holds its share of the other real
+    gaps) at BH's level in the relation's family
+    (`family_powers`: ``gaps`` real gaps among ``family_size`` groups, and the control's
+    excess rows when ``control_pairs`` > 0; one gap and no control: ``alpha /
+    family_size``)."""
+    if gaps <= 1 and control_pairs <= 0:
+        return _normal_power(gap, n_group, n_rest, baseline)(alpha / max(1, family_size))
+    # A group is tested against the rest of the groups, and with several real gaps the
+    # rest holds the others: on average (gaps - 1) of the other (groups - 1) groups, so
+    # the rest's rate is raised by that share of the gap (the test sees less of it).
+    real = max(1, min(gaps, family_size - 1))  # as `family_powers`
+    diluted = gap * (real - 1) / (family_size - 1) if family_size > 1 else 0.0
+    one = _normal_power(gap, n_group, n_rest, baseline, diluted)
+    # A group without a gap has all of them in its rest: it sits below the rest, and the
+    # two-sided test rejects it at times (the report marks it below, BH still counts it).
+    below = _normal_power(0.0, n_group, n_rest, baseline, gap * real / max(1, family_size - 1))
+    return family_powers(gap, max(1, family_size), one, gaps=gaps, baseline=baseline,
+                         control_pairs=control_pairs, alpha=alpha, null_power=below)  # fmt: skip
 
 
+@functools.lru_cache(maxsize=256)
 def cases_to_detect(
     target: float,
     groups: int,
@@ -156,21 +344,26 @@ def cases_to_detect(
     power: float = DEFAULT_POWER,
     baseline: float = DEFAULT_BASELINE,
     gaps: int = 1,
+    repeats: int = 0,
+    rest_groups: float | None = None,
 ) -> int | None:
-    """The fewest cases (split evenly over ``groups`` groups, each tested against the rest,
-    a family of ``groups`` tests, ``gaps`` of them real) whose MDE is at most ``target``;
-    None past `MAX_CASES`."""
+    """The fewest cases (split evenly over ``groups`` groups, each tested against the rest
+    of ``rest_groups`` groups' cases, all the others by default; a family of ``groups``
+    tests, ``gaps`` of them real, and with ``repeats`` > 0 the control's excess rows of
+    cases x repeats pairs) whose MDE is at most ``target``; None past `MAX_CASES`."""
 
     def mde(cases: int) -> float:
         n_group = cases // groups
+        n_rest = cases - n_group if rest_groups is None else round(n_group * rest_groups)
         return minimum_detectable_effect(
             n_group,
-            cases - n_group,
+            n_rest,
             groups,
             alpha=alpha,
             power=power,
             baseline=baseline,
             gaps=gaps,
+            control_pairs=n_group * repeats,
         ).mde
 
     low, high = groups * 2, groups * 2
@@ -178,7 +371,8 @@ def cases_to_detect(
         low, high = high, high * 2
         if high > MAX_CASES:
             return None
-    while high - low > 1:  # MDE falls as cases grow: bisect for the first that reaches target
+    step = 1 if gaps <= 1 and repeats <= 0 else max(1, high // 100)
+    while high - low > step:  # MDE falls as cases grow: bisect for the first that reaches target
         mid = (low + high) // 2
         if mde(mid) <= target:
             high = mid
@@ -340,12 +534,8 @@ def _power_of_terms(tests: _TermTests, family: int, gap: float, alpha: float, ga
     found = tests.power(gap, alpha / family, alpha)
     if gaps <= 1:
         return found
-    for _ in range(50):  # increasing and bounded, as in `power_at`
-        more = tests.power(gap, bh_level(family, gaps, found, alpha), alpha)
-        if abs(more - found) < 1e-6:
-            return more
-        found = more
-    return found
+    real = min(gaps, family)
+    return bh_power([(real, lambda level: tests.power(gap, level, alpha))], family, alpha)[0]
 
 
 @functools.lru_cache(maxsize=64)

@@ -5,8 +5,12 @@ part before the first vendor call. Calls come from each relation's declared
 `harness.vocabulary.relation.PlannedCalls` for every planned case (expected: every reply
 reads; most: every repair turn taken); the minimum detectable effect comes from
 `harness.reporting.power` with the relation's planned groups (``planned_groups``, default
-2) as its BH family. A relation whose claims are per term (``planned_terms() -> (terms,
-terms at risk per case)``: MetaQuerier) is planned per term instead
+2) as its BH family, each group against the rest it is compared with (``planned_rest_groups``
+groups' cases, default all the others), and, when the relation runs its matched control,
+the control's excess rows in the same family (one per group and one for the relation, as
+the report corrects them; `harness.reporting.power.family_powers`). A relation whose
+claims are per term (``planned_terms() -> (terms, terms at risk per case)``: MetaQuerier)
+is planned per term instead
 (`harness.reporting.power.term_plan`): a typical term is at risk in cases x per case /
 terms cases, tested by the report's own test against the other terms, BH over the terms
 Tarone's rule keeps.
@@ -44,6 +48,11 @@ class RelationPower:
     terms: TermPlan | None = None  # a relation tested per term: its term-level plan
 
 
+def runs_control(relation: object) -> bool:
+    """Whether a relation runs its matched null control (its ``control`` option)."""
+    return bool(getattr(getattr(relation, "options", None), "control", False))
+
+
 def relation_power(
     plan: Plan,
     *,
@@ -75,10 +84,19 @@ def relation_power(
         groups = max(2, int(getattr(relation, "planned_groups", DEFAULT_GROUPS)))
         real = max(1, min(gaps, groups - 1))
         n_group = count // groups
+        rest_groups = getattr(relation, "planned_rest_groups", None)
+        n_rest = count - n_group if rest_groups is None else round(n_group * rest_groups)
+        # A relation that runs its matched control puts the control's excess rows (one per
+        # group and one for the relation, a pair a case and repeat) in its BH family.
+        repeats = plan.config.repeats if runs_control(relation) else 0
         mde = minimum_detectable_effect(
-            n_group, count - n_group, groups, power=power, baseline=baseline, gaps=real
-        ).mde
-        needed = cases_to_detect(target, groups, power=power, baseline=baseline, gaps=real)
+            n_group, n_rest, groups, power=power, baseline=baseline, gaps=real,
+            control_pairs=n_group * repeats,
+        ).mde  # fmt: skip
+        needed = cases_to_detect(
+            target, groups, power=power, baseline=baseline, gaps=real, repeats=repeats,
+            rest_groups=rest_groups,
+        )  # fmt: skip
         out.append(RelationPower(name, count, groups, mde, needed))
     return out
 

@@ -81,6 +81,17 @@ def crossing(tests: Iterable[MetaFairTest]) -> Crossing:
     return Crossing(attributes, {k: len(v) for k, v in cells.items()}, missing)
 
 
+def rest_groups(tests: Iterable[MetaFairTest]) -> float | None:
+    """The attributes an attribute's per-attribute test compares it with, on average over
+    the set's attributes: the others of its relation and dimension (`compare_within_bases`
+    takes the rest within its dimension, not the whole set). None for no tests."""
+    dims: dict[tuple[int, str], set[str]] = defaultdict(set)
+    for t in tests:
+        dims[(t.mr, t.dimension)].update(t.attributes)
+    sizes = [len(attrs) - 1 for attrs in dims.values() for _ in attrs]
+    return sum(sizes) / len(sizes) if sizes else None
+
+
 def warn_if_uncrossed(tests: Sequence[MetaFairTest], where: str) -> Crossing:
     """Warn (`UncrossedTestSetWarning`) when ``tests`` are not crossed, saying what can and
     cannot be concluded from them."""

@@ -53,7 +53,7 @@ from relations.metafair.closed.oracles import (
     prompt_items,
     read_pair,
 )
-from relations.metafair.crossing import warn_if_uncrossed
+from relations.metafair.crossing import rest_groups, warn_if_uncrossed
 from relations.metafair.importing.rows import ImportedRow, read_rows
 from relations.metafair.testset import MetaFairTest, read_testset, testset_path
 
@@ -256,6 +256,12 @@ class ClosedRelation(RelationBase):
         """The attributes its per-attribute tests compare with the rest (the planner's
         family size, as for MR1-MR10; 2 when the tests come from an import)."""
         return max(2, len({a for t in self.tests for a in t.attributes}))
+
+    @property
+    def planned_rest_groups(self) -> float | None:
+        """The attributes each attribute is compared with (the other attributes of its
+        dimension: the planner's rest, `relations.metafair.crossing.rest_groups`)."""
+        return rest_groups(self.tests)
 
     def threshold(self, test: MetaFairTest | ImportedRow) -> float:
         if test.threshold is not None:

@@ -33,6 +33,7 @@ from harness.family_api import (
 )
 from relations._common.answers import leading_yes_no
 from relations._common.readers import read_yes_no
+from relations.metafair.crossing import rest_groups
 from relations.metafair.importing.rows import ImportedRow, read_rows, row_case_data
 from relations.metafair.judges.jury import (
     JuryRule,
@@ -174,6 +175,12 @@ class _OpenRelation(RelationBase):
         """The attributes its per-attribute tests compare with the rest (the planner's
         family size; 2 when the tests come from an import)."""
         return max(2, len({a for t in self.tests for a in t.attributes}))
+
+    @property
+    def planned_rest_groups(self) -> float | None:
+        """The attributes each attribute is compared with (the other attributes of its
+        dimension: the planner's rest, `relations.metafair.crossing.rest_groups`)."""
+        return rest_groups(self.tests)
 
     # Subject calls a case's matched control adds (the source asked again; MR8-MR10: the
     # request without the attribute and its check).

@@ -124,9 +124,23 @@ def test_mde_uses_the_relations_groups_as_its_family() -> None:
     line = rows["metafair.mr1"]
     assert line.groups == len(attributes) > 2
     n_group = line.cases // line.groups
-    expected = minimum_detectable_effect(n_group, line.cases - n_group, line.groups).mde
+    # Each attribute against the others of its dimension (not the whole set), and the
+    # matched control's excess rows in the same family (one pair a case and repeat).
+    dims: dict[str, set[str]] = {}
+    for t in mr1.tests:
+        dims.setdefault(t.dimension, set()).update(t.attributes)
+    rest_groups = sum(len(d) - 1 for d in dims.values() for _ in d) / len(attributes)
+    assert mr1.planned_rest_groups == pytest.approx(rest_groups) and rest_groups < 5
+    assert mr1.options.control and config.repeats >= 1
+    pairs = n_group * config.repeats
+    n_rest = round(n_group * rest_groups)
+    expected = minimum_detectable_effect(n_group, n_rest, line.groups, control_pairs=pairs).mde
     assert line.mde == expected
-    assert line.cases_needed == cases_to_detect(0.1, line.groups)
+    # Without the control's rows and with the whole set as the rest, the old figure differs.
+    assert expected != minimum_detectable_effect(n_group, line.cases - n_group, line.groups).mde
+    assert line.cases_needed == cases_to_detect(
+        0.1, line.groups, repeats=config.repeats, rest_groups=rest_groups
+    )
     # A closed relation's per-attribute tests are a family of its attributes too (it was
     # planned as two groups, overstating its power: bench/RESULTS.md).
     mr11 = next(r for name, r, _ in plan.relations if name == "metafair.mr11")
@@ -231,9 +245,13 @@ def test_a_uniform_relation_is_counted_without_making_a_case(
     assert (row.cases, row.subject, row.subject_most) == (100_000, 300_000, 300_000)
 
 
-def test_several_expected_gaps_lower_the_mde_and_one_keeps_it() -> None:
-    """``--gaps``: BH flags each of several real gaps at a more lenient level, so a
-    relation of many groups can detect less; the default (one gap) prints what it did."""
+def test_several_expected_gaps_change_the_mde_and_one_keeps_it() -> None:
+    """``--gaps``: with several real gaps BH flags each at a more lenient level, but each
+    group's rest holds its share of the others, which hides part of its gap (Meta-Fair's
+    small rests: the MDE rises); the plan passes K to the model, and the default (one
+    gap) prints what it did."""
+    from harness.reporting.power import minimum_detectable_effect
+
     campaign = str(EXAMPLES / "metafair_sim.toml")
     one = CliRunner().invoke(main, ["plan", campaign])
     same = CliRunner().invoke(main, ["plan", campaign, "--gaps", "1"])
@@ -245,7 +263,16 @@ def test_several_expected_gaps_lower_the_mde_and_one_keeps_it() -> None:
         (line,) = [x for x in out.splitlines() if x.split()[:1] == [relation] and "MDE" in x]
         return float(line.split("MDE ")[1].split(" points")[0])
 
-    assert mde(five.output, "metafair.mr1") < mde(one.output, "metafair.mr1")
+    config, _ = resolve_campaign(campaign)
+    plan = Plan(config)
+    mr1, count = next((r, c) for name, r, c in plan.relations if name == "metafair.mr1")
+    groups = mr1.planned_groups
+    n_group = count // groups
+    n_rest = round(n_group * mr1.planned_rest_groups)
+    pairs = n_group * config.repeats
+    expected = minimum_detectable_effect(n_group, n_rest, groups, gaps=5, control_pairs=pairs)
+    assert mde(five.output, "metafair.mr1") == pytest.approx(expected.mde * 100, abs=0.05)
+    assert mde(five.output, "metafair.mr1") != mde(one.output, "metafair.mr1")
     assert "5 groups differing" in five.output
 
 

@@ -199,3 +199,21 @@ def test_mr5_keeps_the_hand_written_set_and_the_legacy_mr8_reading_stays_for_old
     ((_, built, _),) = Plan(new_mr8).relations
     assert built.legacy  # type: ignore[attr-defined]
     assert "testset" not in new_mr8.relations[0].options
+
+
+def test_the_planners_rest_is_the_other_attributes_of_the_dimension() -> None:
+    """The planner compares an attribute with the rest the report compares it with: the
+    other attributes of its relation and dimension (`compare_within_bases`), on average
+    over the set's attributes; not the whole set."""
+    from relations.metafair.crossing import rest_groups, shipped_crossed_sets
+
+    tests = shipped_crossed_sets()["metafair/crossed_open_tests.json"]
+    mr1 = [t for t in tests if t.mr == 1]
+    dims: dict[str, set[str]] = {}
+    for t in mr1:
+        dims.setdefault(t.dimension, set()).update(t.attributes)
+    sizes = [len(d) for d in dims.values()]
+    expected = sum(n * (n - 1) for n in sizes) / sum(sizes)
+    assert rest_groups(mr1) == pytest.approx(expected)
+    assert rest_groups(mr1) < sum(sizes) - 1  # far fewer than every other attribute
+    assert rest_groups([]) is None
