@@ -311,17 +311,20 @@ def packed(index: CaseIndex) -> str:
 BASE64_PIECE = 3 * (1 << 16)  # bytes a piece: whole 3-byte groups join into one encoding
 
 
-def packed_pieces(index: CaseIndex) -> Iterator[str]:
+def packed_pieces(index: CaseIndex, piece_bytes: int | None = None) -> Iterator[str]:
     """`packed` in pieces, each as it is encoded (once: the pack is finished by it): the
-    page is written with them, never holding the whole base64 text."""
+    page is written with them, never holding the whole base64 text. ``piece_bytes``
+    (`BASE64_PIECE` by default; taken down to whole 3-byte groups) bounds the bytes a
+    piece encodes."""
+    size = max(3, (piece_bytes or BASE64_PIECE) // 3 * 3)
     chunks = index.finish()
     chunks.reverse()  # popped from the end: each compressed chunk is freed once encoded
     held = b""
     while chunks:
         held += chunks.pop()
         whole = len(held) - len(held) % 3
-        for start in range(0, whole, BASE64_PIECE):
-            yield base64.b64encode(held[start : min(start + BASE64_PIECE, whole)]).decode("ascii")
+        for start in range(0, whole, size):
+            yield base64.b64encode(held[start : min(start + size, whole)]).decode("ascii")
         held = held[whole:]
     if held:
         yield base64.b64encode(held).decode("ascii")
