@@ -114,7 +114,11 @@ def replicate_log(source: Path, cases: int, logs: Path) -> tuple[Path, float]:
     def scaled(row: tuple[Any, ...]) -> tuple[Any, ...]:
         event = ev.decode_event(row[3], row[4], row[7])
         if isinstance(event, ev.CampaignStarted):
-            relations = [{**r, "cases": r["cases"] * copies} for r in event.config["relations"]]
+            # A relation over a test set plans its set's size (no "cases"): left as recorded.
+            relations = [
+                {**r, "cases": r["cases"] * copies} if r.get("cases") is not None else r
+                for r in event.config["relations"]
+            ]
             config = {**event.config, "relations": relations}
             planned = None if event.planned_cases is None else event.planned_cases * copies
             update = {"config": config, "planned_cases": planned}
