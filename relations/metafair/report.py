@@ -35,7 +35,6 @@ from harness.family_api import (
 )
 from relations.metafair.crossing import (
     REPEAT_MEAN_COLUMNS,
-    base_prompt,
     compare_within_bases,
     repeat_means,
 )
@@ -132,9 +131,8 @@ def _bases(ctx: ReportContext) -> dict[str, str]:
     """The base prompt of each judged test, by case key (the prompt without the attribute)."""
     out: dict[str, str] = {}
     for j in judged_tests(ctx):
-        data = ctx.case_data.get(j.case_id, {})
-        if "source" in data and "follow_up" in data:
-            out[j.case_key] = base_prompt(int(data.get("mr", 0)), data["source"], data["follow_up"])
+        if j.base is not None:
+            out[j.case_key] = j.base
     return out
 
 

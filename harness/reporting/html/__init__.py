@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.reporting.html.page import CAMPAIGN_META, render_html
-from harness.reporting.output_files import check_output, write_output
+from harness.reporting.html.page import CAMPAIGN_META, render_html, write_page
+from harness.reporting.output_files import atomic_output, check_output
 from harness.reporting.tables import ReportSection, Table
 from harness.store.log import Log, LogLike
 
@@ -66,11 +66,14 @@ def write_html_report(
     with db.reader() as log:
         campaign = log.campaign_id(campaign)
         target = check_html_output(db, out, campaign=campaign, force=force, refresh=refresh)
-        text = render_html(
-            log, campaign, sections=sections, max_cases=max_cases, tables=tables, **options
-        )
-    force = force or (refresh and page_campaign(target) == campaign)
-    write_output(target, text, inputs=[db], force=force, option="--html")
+        force = force or (refresh and page_campaign(target) == campaign)
+        # Written in pieces as the page is made (`write_page`), to a temporary file that
+        # replaces the target only once the page is whole.
+        with atomic_output(target, inputs=[db], force=force, option="--html", newline="") as fh:
+            write_page(
+                fh, log, campaign, sections=sections, max_cases=max_cases, tables=tables,
+                **options,
+            )  # fmt: skip
     return target
 
 
@@ -80,4 +83,5 @@ __all__ = [
     "page_campaign",
     "render_html",
     "write_html_report",
+    "write_page",
 ]

@@ -12,6 +12,7 @@ keeps every case, so every count still links to its cases).
 from __future__ import annotations
 
 import base64
+import codecs
 import heapq
 import json
 import zlib
@@ -39,49 +40,79 @@ def labels(value: Any, out: set[str]) -> None:
             labels(v, out)
 
 
-class _GzipJson:
-    """JSON text gzip-compressed as it is written (gzip framing, for the page's
-    DecompressionStream): what is held is the compressed bytes, never the text."""
+class CompressedText:
+    """Text compressed as it is written: what is held is the compressed bytes, never the
+    text. The case pack is gzip (``wbits`` 16 + 15: the framing the page's
+    DecompressionStream reads) at level 9; the conversations kept aside until the pack
+    reaches them are raw deflate at level 1 (read back once, here)."""
 
-    def __init__(self) -> None:
-        self._stream = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    GATHER = 1 << 16  # characters gathered before one compress call
+
+    def __init__(self, level: int = 9, wbits: int = 16 + zlib.MAX_WBITS) -> None:
+        self._wbits = wbits
+        self._stream = zlib.compressobj(level, zlib.DEFLATED, wbits)
         self._chunks: list[bytes] = []
         self._pending: list[str] = []
         self._pending_chars = 0
 
     def write(self, text: str) -> None:
         # Many small writes (a case row is ~60 characters) are gathered first: one
-        # compress call per row costs more than the rows' JSON.
+        # compress call per row costs more than the rows' JSON. (Deflate's output does not
+        # depend on how its input is split: the pack is the same bytes either way.)
         self._pending.append(text)
         self._pending_chars += len(text)
-        if self._pending_chars >= 1 << 16:
+        if self._pending_chars >= self.GATHER:
             self._drain()
 
     def _drain(self) -> None:
-        self._chunks.append(self._stream.compress("".join(self._pending).encode("utf-8")))
+        if self._pending:
+            self._chunks.append(self._stream.compress("".join(self._pending).encode("utf-8")))
         self._pending, self._pending_chars = [], 0
 
-    def finish(self) -> bytes:
+    def finish(self) -> list[bytes]:
+        """The compressed chunks, the stream closed: handed over, not kept (once)."""
         self._drain()
         self._chunks.append(self._stream.flush())
-        return b"".join(self._chunks)
+        chunks, self._chunks = self._chunks, []
+        return chunks
+
+    def read_back(self) -> Iterator[str]:
+        """The text written, in pieces of whole characters (once: `finish`); each
+        compressed chunk is freed as it is inflated."""
+        chunks = self.finish()
+        chunks.reverse()  # popped from the end
+        inflate = zlib.decompressobj(self._wbits)
+        text = codecs.getincrementaldecoder("utf-8")()
+        while chunks:
+            piece = text.decode(inflate.decompress(chunks.pop()))
+            if piece:
+                yield piece
+        rest = text.decode(inflate.flush(), final=True)
+        if rest:
+            yield rest
+
+
+def _spool() -> CompressedText:
+    return CompressedText(1, -zlib.MAX_WBITS)
 
 
 @dataclass
 class CaseIndex:
     """Every case of the campaign, compactly: strings once in ``models``, ``relations``
     and ``tags``, each case a list of indexes into them. The case rows go straight into
-    the compressed pack (`add_case`): a campaign of a million cases holds their gzip, not
-    a million lists; the conversations (capped) are held until `packed`."""
+    the compressed pack (`add_case`) and the conversations (capped) into a compressed
+    spool (`add_conversation`): a campaign of a million cases holds their compressed
+    bytes, never a list or a dictionary per case."""
 
     models: list[str] = field(default_factory=list)
     relations: list[str] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)
-    conversations: list[dict[str, Any]] = field(default_factory=list)
+    shown: int = 0  # conversations carried
     total: int = 0
     cap: int | None = None
     _ids: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
-    _pack: _GzipJson = field(default_factory=_GzipJson, repr=False)
+    _pack: CompressedText = field(default_factory=CompressedText, repr=False)
+    _conversations: CompressedText = field(default_factory=_spool, repr=False)
 
     def code(self, kind: str, value: str) -> int:
         table = self._ids.setdefault(kind, {})
@@ -93,18 +124,26 @@ class CaseIndex:
     def known(self, kind: str, value: str) -> bool:
         return value in self._ids.get(kind, {})
 
+    def add_conversation(self, conversation: dict[str, Any]) -> int:
+        """One case's conversation (its data, turns and verdicts), kept compressed; its
+        number in the pack's list of conversations."""
+        self._conversations.write(("," if self.shown else "") + _dumps(conversation))
+        self.shown += 1
+        return self.shown - 1
+
     def add_case(self, row: list[Any]) -> None:
         """One case's row: [case id, model, relation, outcome, tags, conversation]."""
         self._pack.write(('{"cases":[' if self.total == 0 else ",") + _dumps(row))
         self.total += 1
 
-    def finish(self) -> bytes:
-        """The whole pack, gzip-compressed: the rows written so far, then the rest (the
-        page reads it by key, so the cases may come first)."""
+    def finish(self) -> list[bytes]:
+        """The whole pack, gzip-compressed, in chunks: the rows written so far, then the
+        rest (the page reads it by key, so the cases may come first). Once: the pack and
+        the conversations are handed over as it finishes."""
         self._pack.write('{"cases":[' if self.total == 0 else "")
         self._pack.write('],"conversations":[')
-        for i, conversation in enumerate(self.conversations):
-            self._pack.write(("," if i else "") + _dumps(conversation))
+        for piece in self._conversations.read_back():
+            self._pack.write(piece)
         rest = {
             "models": self.models,
             "relations": self.relations,
@@ -243,8 +282,7 @@ def case_index(ctx: ReportContext, max_conversations: int | None = None) -> Case
         tags = sorted(index.code("tags", t) for t in sorted(found))
         conversation = -1
         if embedded is None or case_id in embedded:
-            conversation = len(index.conversations)
-            index.conversations.append(
+            conversation = index.add_conversation(
                 {"data": data, "turns": _last_attempts(turns.of(case_id)), "verdicts": own}
             )
         index.add_case(
@@ -267,4 +305,26 @@ def _dumps(value: Any) -> str:
 def packed(index: CaseIndex) -> str:
     """The index as base64 of gzip of JSON: what the page's script decodes (once: the
     pack is finished by it)."""
-    return base64.b64encode(index.finish()).decode("ascii")
+    return "".join(packed_pieces(index))
+
+
+BASE64_PIECE = 3 * (1 << 16)  # bytes a piece: whole 3-byte groups join into one encoding
+
+
+def packed_pieces(index: CaseIndex, piece_bytes: int | None = None) -> Iterator[str]:
+    """`packed` in pieces, each as it is encoded (once: the pack is finished by it): the
+    page is written with them, never holding the whole base64 text. ``piece_bytes``
+    (`BASE64_PIECE` by default; taken down to whole 3-byte groups) bounds the bytes a
+    piece encodes."""
+    size = max(3, (piece_bytes or BASE64_PIECE) // 3 * 3)
+    chunks = index.finish()
+    chunks.reverse()  # popped from the end: each compressed chunk is freed once encoded
+    held = b""
+    while chunks:
+        held += chunks.pop()
+        whole = len(held) - len(held) % 3
+        for start in range(0, whole, size):
+            yield base64.b64encode(held[start : min(start + size, whole)]).decode("ascii")
+        held = held[whole:]
+    if held:
+        yield base64.b64encode(held).decode("ascii")

@@ -10,15 +10,16 @@ or inside the base64 case pack (`harness.reporting.html.cases`); the script show
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Sequence
 from html import escape
 from importlib import resources
-from typing import Any
+from typing import Any, TextIO
 
 from harness.reporting.campaign_status import campaign_status, header_table, paid_replies
 from harness.reporting.findings import FINDINGS_TABLE
-from harness.reporting.html.cases import CaseIndex, case_index, packed
+from harness.reporting.html.cases import CaseIndex, case_index, packed_pieces
 from harness.reporting.html.heatmap import heatmaps
 from harness.reporting.html.network import networks
 from harness.reporting.html.plots import bars, forest, number, paired
@@ -300,7 +301,7 @@ def header_html(log: EventReader, campaign: str) -> tuple[str, str]:
 
 
 def cases_html(index: CaseIndex) -> str:
-    shown = len(index.conversations)
+    shown = index.shown
     cap = (
         f" Conversations embedded: {shown} of {index.total} (capped by --html-max-cases: "
         "violations first, then INVALID, then the rest; 'harness export' has every one)."
@@ -346,18 +347,34 @@ def render_html(
     tables: list[Table] | None = None,
     **options: Any,
 ) -> str:
-    """The whole page for ``campaign`` of ``log`` (its latest by default): the tables of
-    ``sections``, or ``tables`` if the caller built them already with these ``options``."""
+    """The whole page for ``campaign`` of ``log`` (its latest by default), as one string:
+    `write_page` into memory (a file is written in pieces by `write_page` itself)."""
+    out = io.StringIO()
+    write_page(out, log, campaign, sections=sections, max_cases=max_cases, tables=tables, **options)
+    return out.getvalue()
+
+
+def write_page(
+    out: TextIO,
+    log: EventReader,
+    campaign: str | None = None,
+    *,
+    sections: Sequence[ReportSection],
+    max_cases: int | None = None,
+    tables: list[Table] | None = None,
+    **options: Any,
+) -> None:
+    """Write the whole page for ``campaign`` of ``log`` (its latest by default) to ``out``
+    piece by piece: the tables of ``sections``, or ``tables`` if the caller built them
+    already with these ``options``. Each section and each piece of the case pack is written
+    as it is made: the page is never held whole (a million cases' pack is tens of MB)."""
     campaign = log.campaign_id(campaign)
     if tables is None:
         tables = build_tables(log, campaign, sections=sections, **options)
     index = case_index(ReportContext(log, campaign), max_cases)
     header, name = header_html(log, campaign)
-    parts = [
-        findings_html(t) if t.name == FINDINGS_TABLE else section_html(t, index) for t in tables
-    ]
     nav = "".join(f'<li><a href="#t-{escape(t.name)}">{escape(t.title)}</a></li>' for t in tables)
-    return (
+    out.write(
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         # No request may leave the page: scripts and styles inline only, no fetches.
@@ -374,7 +391,12 @@ def render_html(
         f"<header><h1>bias-harness report: {escape(name)}</h1></header>"
         f'<nav aria-label="Report sections"><ol><li><a href="#campaign">Campaign</a></li>{nav}'
         '<li><a href="#cases">Cases</a></li></ol></nav>'
-        f'<main id="main">{header}{"".join(parts)}{cases_html(index)}</main>'
-        f'<script type="application/octet-stream" id="case-pack">{packed(index)}</script>'
-        f"<script>{_asset('report.js')}</script></body></html>\n"
+        f'<main id="main">{header}'
     )
+    for t in tables:
+        out.write(findings_html(t) if t.name == FINDINGS_TABLE else section_html(t, index))
+    out.write(f"{cases_html(index)}</main>")
+    out.write('<script type="application/octet-stream" id="case-pack">')
+    for piece in packed_pieces(index):
+        out.write(piece)
+    out.write(f"</script><script>{_asset('report.js')}</script></body></html>\n")

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from harness.family_api import ReportContext, VerdictRow
+from relations.metafair.crossing import base_prompt
 from relations.metafair.judges.jury import Vote, decide
 
 RESPONSE_INVALID = "RESPONSE_INVALID"
@@ -35,6 +36,7 @@ class Judged:
     judgings: dict[str, list[str]] = field(default_factory=dict)  # judge -> every reading
     no_majority: bool = False  # INDETERMINABLE: no ceil(n/2) concurring valid votes
     uncited: bool = False  # BIASED, and no BIASED vote cites a difference between the responses
+    base: str | None = None  # the prompt without the attribute (`base_prompt`), if its data has it
 
 
 def _label_of(v: VerdictRow) -> tuple[str, str]:
@@ -75,7 +77,11 @@ _CACHE = "_metafair_judged_tests"
 
 def _judged_tests(ctx: ReportContext) -> list[Judged]:
     out: dict[str, Judged] = {}
-    for v in ctx.relation_verdicts_of(lambda r: r.startswith("metafair.")):
+    imported: dict[str, object] = {}  # a case's human label from its data (imported sets)
+    bases: dict[str, str] = {}  # one string per distinct base prompt, shared by its tests
+    # Each case's data is read beside its verdict as they stream: what a test keeps of it
+    # is its base prompt and an imported label, never the case's data.
+    for v, data in ctx.relation_verdicts_with_data_of(lambda r: r.startswith("metafair.")):
         ev = v.evidence
         if "test_id" not in ev:
             continue
@@ -101,10 +107,13 @@ def _judged_tests(ctx: ReportContext) -> list[Judged]:
             judged.votes[f"judge{i}"] = (str(vote.get("verdict")), str(vote.get("severity", "N/A")))
         for i, labels in enumerate((ev.get("judgings") or ())[:kept]):
             judged.judgings[f"judge{i}"] = [str(x) for x in labels]
+        if "source" in data and "follow_up" in data:
+            base = base_prompt(int(data.get("mr", 0)), data["source"], data["follow_up"])
+            judged.base = bases.setdefault(base, base)
+        if data.get("label"):
+            imported[v.case_id] = data["label"]
         out[v.case_id] = judged
     if not out:
-        # No Meta-Fair test case: reading every case's data (ctx.case_data) for nothing cost
-        # 150 MB on a 98,592-case BiasLens import, 12x that on the six-model release.
         return []
     for source in rejudge_sources(ctx):
         for v in ctx.verdicts(source):
@@ -119,9 +128,8 @@ def _judged_tests(ctx: ReportContext) -> list[Judged]:
                                    for i, (_, (lab, sev)) in enumerate(rejudged)])  # fmt: skip
                 judged.label, judged.severity = decision.verdict, decision.severity
                 judged.no_majority = decision.no_majority
-    data = ctx.case_data
     calibrated = ctx.calibration_labels  # `harness judges calibrate`; over an imported label
     for judged in out.values():
-        human = calibrated.get(judged.case_id) or data.get(judged.case_id, {}).get("label")
+        human = calibrated.get(judged.case_id) or imported.get(judged.case_id)
         judged.human = str(human).upper() if human else None
     return sorted(out.values(), key=lambda j: j.case_id)
