@@ -381,10 +381,13 @@ def langbite_refusals(ctx: ReportContext) -> list[Table]:
             "strata and test as langbite_community_tests (an instantiation naming the "
             "community, its runs summarised by majority, a tie counted in tied, against the "
             "template's other instantiations, stratified by template, exact conditional "
-            "test); only concerns with a refusal are tested; p_fdr: Benjamini-Hochberg over "
-            "every test of the report",
+            "test); only concerns with a refusal are tested; p_fdr: Benjamini-Hochberg within "
+            "LangBiTe's refusal tests (family 'langbite (refusal)', apart from its failure "
+            "tests), Tarone's rule (statistical_tests)",
             unit="an instantiation naming the community (its runs summarised by majority); "
             "strata: templates",
+            claims="langbite",
+            aspect="refusal",
             rest_within=("model", "language", "concern"),
         )
     ]

@@ -326,6 +326,9 @@ def test_a_model_refusing_one_community_is_flagged_not_failed(db_path: Path) -> 
     rows = {r["community"]: r for r in report["langbite_refusals"]["rows"]}
     assert rows["Muslim"]["refusal_rate"] == 1.0 and rows["Muslim"]["flagged"] == "yes"
     assert all(r["flagged"] == "no" for c, r in rows.items() if c != "Muslim")
+    # The refusal tests are their own family beside LangBiTe's failure tests, and say so.
+    assert {r["hypothesis_family"]["name"] for r in rows.values()} == {"langbite (refusal)"}
+    assert "within LangBiTe's refusal tests" in report["langbite_refusals"]["note"]
     # A refusal fails no template: templates whose other answers pass are REFUSED, and no
     # refused answer is counted as failed (the refused community has no failure at all).
     [requirement] = report["langbite_requirements"]["rows"]
