@@ -34,10 +34,15 @@ keep under the global null and keeps the family-wise error of the whole table at
 analysed is in the family, those that kept nothing included (their p is 1), so the
 family does not depend on what was found. With m arms the smallest Holm p is
 m / (shuffles + 1): 39 shuffles suit one arm; more arms need at least 2m / alpha - 1.
-An arm's shuffles are those of every arm together: its p is exact when no arm carries an
-association; when another arm does, the analysis's one correction is more lenient on the
-observed lists than on the shuffles, which can favour the other arms' flags (the gate and
-Holm do not remove that; shuffling one arm at a time would).
+An arm's floor comes from shuffles of that arm alone, the other arms' lists kept as
+observed (`null_floor`, ``per_arm``): the null of an arm's claim is that its own lists do
+not depend on whose they are, whatever the other arms carry, and the analysis's one
+correction sees the other arms' real associations on both sides. Shuffling every arm
+together would give an arm the floor of the global null, where the correction is stricter
+than on the observed lists when another arm carries associations, and so favour its flag.
+The (all) row keeps the shuffles of every arm together (its null is the global one). With
+one arm the two are the same shuffles, so an analysis of one arm records none apart;
+a floor recorded before per-arm shuffles existed reads its arms from the joint shuffles.
 """
 
 from __future__ import annotations
@@ -70,11 +75,19 @@ class NullFloor:
     # Every arm the analysis tested (the family of the per-arm claims); empty for a floor
     # recorded before it was (the arms are then those seen, `control_rows`).
     arms: tuple[str, ...] = ()
+    # Per arm, what the analysis kept in it on each shuffle of that arm alone (the other
+    # arms as observed); empty with one arm (the joint shuffles are the same) and for a
+    # floor recorded before it was.
+    per_arm: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
     def counts(self, arm: str) -> list[int]:
-        """Associations kept in ``arm`` (or every arm: `ALL_ARMS`) on each shuffle."""
+        """Associations kept in ``arm`` on each shuffle of that arm alone (or, without
+        them, of every arm together), or in every arm on the joint shuffles (`ALL_ARMS`)."""
         if arm == ALL_ARMS:
             return [sum(k.values()) for k in self.kept]
+        alone = dict(self.per_arm)
+        if arm in alone:
+            return list(alone[arm])
         return [k.get(arm, 0) for k in self.kept]
 
     def recorded(self) -> dict[str, Any]:
@@ -85,21 +98,31 @@ class NullFloor:
         }
         if self.arms:
             out["arms"] = list(self.arms)
+        if self.per_arm:
+            out["per_arm"] = {arm: list(counts) for arm, counts in self.per_arm}
         return out
 
     @classmethod
     def from_recorded(cls, data: Mapping[str, Any]) -> NullFloor:
         kept = tuple({str(a): int(n) for a, n in k.items()} for k in data.get("kept", []))
         arms = tuple(str(a) for a in data.get("arms", []))
-        return cls(int(data.get("permutations", len(kept))), kept, arms)
+        per_arm = tuple(
+            (str(a), tuple(int(n) for n in counts))
+            for a, counts in sorted(dict(data.get("per_arm", {})).items())
+        )
+        return cls(int(data.get("permutations", len(kept))), kept, arms, per_arm)
 
 
 def shuffled(
-    groups: Groups, rng: random.Random
+    groups: Groups, rng: random.Random, arm: str | None = None
 ) -> dict[tuple[str, str, str], dict[str, list[ConceptList]]]:
-    """``groups`` with each story's identity labels drawn by the shuffle (module docstring)."""
+    """``groups`` with each story's identity labels drawn by the shuffle (module docstring);
+    with ``arm``, only that arm's groups (the others as observed)."""
     out: dict[tuple[str, str, str], dict[str, list[ConceptList]]] = {}
     for key in sorted(groups):
+        if arm is not None and key[0] != arm:
+            out[key] = {identity: list(lists) for identity, lists in groups[key].items()}
+            continue
         stories: dict[str, list[tuple[str, ConceptList]]] = {}
         for identity in sorted(groups[key]):
             for concept_list in groups[key][identity]:
@@ -124,12 +147,24 @@ def null_floor(
     groups: Groups, keep: Callable[[Any], Sequence[Any]], permutations: int
 ) -> NullFloor:
     """``keep`` (the analysis's stage 4, returning its kept candidates, each with an
-    ``arm``) on ``permutations`` shuffles of ``groups``; seeded, so an analysis repeats."""
+    ``arm``) on ``permutations`` shuffles of ``groups`` (every arm together), and, with
+    several arms, on ``permutations`` shuffles of each arm alone; seeded, so an analysis
+    repeats."""
     kept = []
     for r in range(permutations):
         rng = random.Random(derive_seed("badf.control", r))
         kept.append(dict(Counter(str(c.arm) for c in keep(shuffled(groups, rng)))))
-    return NullFloor(permutations, tuple(kept), tuple(sorted({key[0] for key in groups})))
+    arms = tuple(sorted({key[0] for key in groups}))
+    per_arm: list[tuple[str, tuple[int, ...]]] = []
+    if len(arms) > 1:
+        for arm in arms:
+            counts = []
+            for r in range(permutations):
+                rng = random.Random(derive_seed(f"badf.control.{arm}", r))
+                found = keep(shuffled(groups, rng, arm))
+                counts.append(sum(1 for c in found if str(c.arm) == arm))
+            per_arm.append((arm, tuple(counts)))
+    return NullFloor(permutations, tuple(kept), arms, tuple(per_arm))
 
 
 @dataclass(frozen=True)
