@@ -43,6 +43,7 @@ from relations.badf.significance import (
     Rule,
     identity_tests,
     is_kept,
+    score_interval,
     tested_concepts,
 )
 from relations.badf.unify import Linkage, Unification, unify
@@ -241,6 +242,7 @@ def _by_evidence(
             {cl.case_id for cl in groups[key][test.identity] if test.concept in cl.concepts}
         )
         arm, identity_category, location_category = key
+        interval = score_interval(groups[key], test.concept, test.identity)
         candidates.append(
             Candidate(
                 arm=arm,
@@ -259,6 +261,10 @@ def _by_evidence(
                 rest_n=test.rest_n,
                 p_min=test.p_min,
                 rule="evidence",
+                score_se=None if interval is None else interval.se,
+                score_low=None if interval is None else interval.low,
+                score_high=None if interval is None else interval.high,
+                clusters=None if interval is None else interval.clusters,
             )
         )
     return Analysis(

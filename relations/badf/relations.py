@@ -270,6 +270,25 @@ class Candidate(BaseModel):
     rest_n: int | None = None
     p_min: float | None = None
     rule: Literal["evidence", "paper"] = "paper"
+    # The score's interval with the story as the unit (`significance.score_interval`:
+    # cluster-robust, stories as clusters): absent from candidates of the paper's rule and
+    # of analyses recorded before it (their report keeps Newcombe's interval of lists).
+    score_se: float | None = None
+    score_low: float | None = None
+    score_high: float | None = None
+    clusters: int | None = None
+
+    def case_data(self) -> dict[str, Any]:
+        """The candidate as its case records it: the interval's fields only when present,
+        so a candidate recorded before they existed makes the same case (replay, verify)."""
+        data = self.model_dump()
+        for key in _INTERVAL_FIELDS:
+            if data[key] is None:
+                del data[key]
+        return data
+
+
+_INTERVAL_FIELDS = ("score_se", "score_low", "score_high", "clusters")
 
 
 class ExclusivityOptions(BaseModel):
@@ -302,7 +321,7 @@ class BadfExclusivity(RelationBase):
     def make_case(self, index: int, seed: int) -> dict[str, Any]:
         c = self.options.candidates[index]
         prompt = exclusivity_prompt(c.concept, c.identity, c.identity_category)
-        return c.model_dump() | {"prompt": prompt, READING_KEY: READING_VERSION}
+        return c.case_data() | {"prompt": prompt, READING_KEY: READING_VERSION}
 
     def planned_calls(self, data: dict[str, Any]) -> PlannedCalls:
         return PlannedCalls(1)

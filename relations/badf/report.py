@@ -143,6 +143,8 @@ def associations(ctx: ReportContext) -> list[Table]:
         ),
     )
     rows, meta = _association_claims(order, settings, evidence, found)
+    # Analyses recorded before the cluster interval keep Newcombe's (lists as independent).
+    clustered = any(c.get("score_low") is not None for c in order)
     tables.append(
         Table(
             "badf_associations",
@@ -181,9 +183,16 @@ def associations(ctx: ReportContext) -> list[Table]:
                 "rule)"
             )
             + "; stories: case ids (harness show DB CASE); rest_rate = rest_a/rest_N; "
-            "score_low/high: the 95 % interval of a/N - rest_a/rest_N (Newcombe, lists as "
-            "independent: it ignores the pairing by story the test uses); flagged: yes when "
-            "kept by the evidence rule (corrected), 'paper rule' when kept by the raw p",
+            + (
+                "score_low/high: the 95 % interval of a/N - rest_a/rest_N with the story as "
+                "the unit (cluster-robust, stories as clusters, statsmodels' small-sample "
+                "correction, Student's t with stories - 1 degrees of freedom)"
+                if clustered
+                else "score_low/high: the 95 % interval of a/N - rest_a/rest_N (Newcombe, "
+                "lists as independent: it ignores the pairing by story the test uses)"
+            )
+            + "; flagged: yes when kept by the evidence rule (corrected), 'paper rule' when "
+            "kept by the raw p",
             unit="a story (its two characters' lists compared within it)"
             if evidence
             else "a concept list (a character; two of one story counted apart, as the paper)",
@@ -261,10 +270,19 @@ def _association_claims(
         a, n = int(c["a"]), int(c["n"])
         rest_a, rest_n = c.get("rest_a"), c.get("rest_n")
         rest_rate = low = high = None
+        interval: str | None = None  # named for the story interval only: old claims unchanged
         if rest_a is not None and rest_n:
             given = compare_to_rest(a, n, int(rest_a), int(rest_n))
             rest_rate = rounded(given.rest_rate)
-            low, high = rounded(given.diff_low), rounded(given.diff_high)
+            if c.get("score_low") is not None:
+                low, high = rounded(c["score_low"]), rounded(c["score_high"])
+                interval = (
+                    f"cluster-robust with stories as clusters ({c.get('clusters')} stories; "
+                    "statsmodels' cov_type='cluster' correction, Student's t with stories - 1 "
+                    "degrees of freedom)"
+                )
+            else:
+                low, high = rounded(given.diff_low), rounded(given.diff_high)
         # The paper's rule scores against the least frequent identity: no rest, no interval.
         rows.append(
             [
@@ -314,7 +332,8 @@ def _association_claims(
                         "low": low,
                         "high": high,
                         "level": 1 - alpha,
-                    },
+                    }
+                    | ({} if interval is None else {"interval": interval}),
                 },
             }
         )

@@ -10,7 +10,9 @@ one table per two-character story holding the identity and another; the lists of
 single-character stories are independent and form one stratum). The test is exact (sparse
 tables are the rule here: a concept named 3 times), its smallest attainable p is kept for
 Tarone's rule, and the caller corrects every test of the analysis together
-(Benjamini-Hochberg).
+(Benjamini-Hochberg). A kept association's score gets an interval with the story as the unit
+too (`score_interval`): the cluster-robust (sandwich) interval of the difference of the two
+shares, stories as clusters.
 
 The ``paper`` rule (`tested_concepts`), as the paper ran it:
 
@@ -187,3 +189,68 @@ def identity_tests(by_identity: Mapping[str, Sequence[ConceptList]]) -> list[Ide
                 IdentityTest(concept, d, g.k, g.n, g.rest_k, g.rest_n, g.diff, g.p, g.p_min, g.test)
             )
     return out
+
+
+@dataclass(frozen=True)
+class ScoreInterval:
+    """The score a/N - rest_a/rest_N with its cluster-robust interval (stories as clusters)."""
+
+    score: float
+    se: float  # the cluster-robust standard error, small-sample corrected
+    low: float
+    high: float
+    clusters: int  # stories holding a list of the identity or of the rest
+    level: float
+
+
+def score_interval(
+    by_identity: Mapping[str, Sequence[ConceptList]],
+    concept: str,
+    identity: str,
+    *,
+    level: float = 0.95,
+) -> ScoreInterval | None:
+    """The interval of a/N - rest_a/rest_N for ``identity`` against the rest of its group,
+    with the story (`ConceptList.case_id`) as the unit; None when a side is empty or fewer
+    than two stories or three lists leave no variance to estimate.
+
+    The score is the slope of the least-squares fit of y (1 when a list names the concept)
+    on the identity indicator, over the group's lists; its variance is the sandwich with
+    stories as clusters (a list alone in its story is its own cluster), with statsmodels'
+    small-sample correction for ``cov_type="cluster"``: G/(G-1) * (M-1)/(M-2) for G stories
+    and M lists (two parameters). The slope is sum_i w_i y_i with w_i = 1/N for the
+    identity's lists and -1/rest_N for the others', so each story contributes
+    (sum over its lists of w_i e_i)^2, e_i = y_i minus its side's share. The interval uses
+    Student's t with G - 1 degrees of freedom (statsmodels' with ``use_t=True``): few
+    stories, a wider interval; it is cut to [-1, 1]. With one list per story this is HC1's
+    variance.
+    """
+    sums: dict[str, list[int]] = {}  # story -> [identity lists, named, rest lists, named]
+    for d, lists in by_identity.items():
+        side = 0 if d == identity else 2
+        for concept_list in lists:
+            row = sums.setdefault(concept_list.case_id, [0, 0, 0, 0])
+            row[side] += 1
+            row[side + 1] += concept in concept_list.concepts
+    n = sum(r[0] for r in sums.values())
+    rest_n = sum(r[2] for r in sums.values())
+    clusters = len(sums)
+    if n == 0 or rest_n == 0 or clusters < 2 or n + rest_n < 3:
+        return None
+    rate = sum(r[1] for r in sums.values()) / n
+    rest_rate = sum(r[3] for r in sums.values()) / rest_n
+    # Per story: sum of w_i e_i = (named - lists * rate) / N - (named - lists * rest) / rest_N.
+    meat = math.fsum(
+        ((r[1] - r[0] * rate) / n - (r[3] - r[2] * rest_rate) / rest_n) ** 2 for r in sums.values()
+    )
+    total = n + rest_n
+    variance = meat * clusters / (clusters - 1) * (total - 1) / (total - 2)
+    se = math.sqrt(variance)
+    # Imported here: scipy.stats takes seconds to import, and every command imports this family.
+    from scipy.stats import t
+
+    half = float(t.ppf(0.5 + level / 2, clusters - 1)) * se
+    score = rate - rest_rate
+    # A difference of shares lies in [-1, 1]: the interval is cut there (as Newcombe's is).
+    low, high = max(-1.0, score - half), min(1.0, score + half)
+    return ScoreInterval(score, se, low, high, clusters, level)
