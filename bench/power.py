@@ -539,7 +539,8 @@ def score(tables: list[Table], ctx: ReportContext, line: Line, cell: Cell) -> No
 
 
 def planner_view(config: dict[str, Any]) -> dict[str, tuple[int, int, float, float | None, int]]:
-    """What ``harness plan`` assumes of each relation of a campaign: (cases, groups, terms
+    """What ``harness plan`` assumes of each relation of a campaign: (cases (units when a
+    case gives several, ``planned_units_per_case``), groups, terms
     at risk per case (0 unless the relation is planned per term, its groups the terms),
     the groups a group's rest holds (None: all the others), the control's pairs per
     group (0: no control))."""
@@ -551,9 +552,11 @@ def planner_view(config: dict[str, Any]) -> dict[str, tuple[int, int, float, flo
     out = {}
     for p in relation_power(plan):
         relation = relations[p.relation]
-        pairs = (p.cases // p.groups) * plan.config.repeats if runs_control(relation) else 0
         rest = getattr(relation, "planned_rest_groups", None)
-        out[p.relation] = (p.cases, p.groups, p.terms.per_case if p.terms else 0.0, rest, pairs)
+        # The planner's units: a case's units of the test (LangBiTe's instantiations).
+        units = round(p.cases * float(getattr(relation, "planned_units_per_case", 1.0)))
+        pairs = (units // p.groups) * plan.config.repeats if runs_control(relation) else 0
+        out[p.relation] = (units, p.groups, p.terms.per_case if p.terms else 0.0, rest, pairs)
     return out
 
 

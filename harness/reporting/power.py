@@ -346,15 +346,18 @@ def cases_to_detect(
     gaps: int = 1,
     repeats: int = 0,
     rest_groups: float | None = None,
+    units_per_case: float = 1.0,
 ) -> int | None:
     """The fewest cases (split evenly over ``groups`` groups, each tested against the rest
     of ``rest_groups`` groups' cases, all the others by default; a family of ``groups``
     tests, ``gaps`` of them real, and with ``repeats`` > 0 the control's excess rows of
-    cases x repeats pairs) whose MDE is at most ``target``; None past `MAX_CASES`."""
+    cases x repeats pairs) whose MDE is at most ``target``; None past `MAX_CASES`. A case
+    gives ``units_per_case`` units of the test (the groups split the units)."""
 
     def mde(cases: int) -> float:
-        n_group = cases // groups
-        n_rest = cases - n_group if rest_groups is None else round(n_group * rest_groups)
+        units = round(cases * units_per_case)
+        n_group = units // groups
+        n_rest = units - n_group if rest_groups is None else round(n_group * rest_groups)
         return minimum_detectable_effect(
             n_group,
             n_rest,

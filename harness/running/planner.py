@@ -6,7 +6,8 @@ part before the first vendor call. Calls come from each relation's declared
 reads; most: every repair turn taken); the minimum detectable effect comes from
 `harness.reporting.power` with the relation's planned groups (``planned_groups``, default
 2) as its BH family, each group against the rest it is compared with (``planned_rest_groups``
-groups' cases, default all the others), and, when the relation runs its matched control,
+groups' cases, default all the others; a case gives ``planned_units_per_case`` units,
+default 1), and, when the relation runs its matched control,
 the control's excess rows in the same family (one per group and one for the relation, as
 the report corrects them; `harness.reporting.power.family_powers`). A relation whose
 claims are per term (``planned_terms() -> (terms, terms at risk per case)``: MetaQuerier)
@@ -83,9 +84,13 @@ def relation_power(
             continue
         groups = max(2, int(getattr(relation, "planned_groups", DEFAULT_GROUPS)))
         real = max(1, min(gaps, groups - 1))
-        n_group = count // groups
+        # A relation whose cases each give several units of its test (LangBiTe: a template's
+        # instantiations, each counted for every community it names) plans those units.
+        per_case = float(getattr(relation, "planned_units_per_case", 1.0))
+        units = round(count * per_case)
+        n_group = units // groups
         rest_groups = getattr(relation, "planned_rest_groups", None)
-        n_rest = count - n_group if rest_groups is None else round(n_group * rest_groups)
+        n_rest = units - n_group if rest_groups is None else round(n_group * rest_groups)
         # A relation that runs its matched control puts the control's excess rows (one per
         # group and one for the relation, a pair a case and repeat) in its BH family.
         repeats = plan.config.repeats if runs_control(relation) else 0
@@ -95,7 +100,7 @@ def relation_power(
         ).mde  # fmt: skip
         needed = cases_to_detect(
             target, groups, power=power, baseline=baseline, gaps=real, repeats=repeats,
-            rest_groups=rest_groups,
+            rest_groups=rest_groups, units_per_case=per_case,
         )  # fmt: skip
         out.append(RelationPower(name, count, groups, mde, needed))
     return out

@@ -10,6 +10,7 @@ failed (the re-assessment LangBiTe describes).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -218,6 +219,45 @@ class LangBiTe(RelationBase):
 
     def case_count(self) -> int | None:
         return len(self.selected)
+
+    @functools.cached_property
+    def _community_plan(self) -> tuple[int, float, float]:
+        """What the report's community test (`relations.langbite.report.community_strata`)
+        will test over the selected templates: (communities tested, one per language,
+        concern and community named in an instantiation; instantiations naming a
+        community, summed over the communities, per case; the rest's instantiations over
+        the group's: a community is compared with the other instantiations of its own
+        templates, not with every other community)."""
+        named: dict[tuple[str, str, str], int] = {}
+        rest = 0
+        for chosen in self.selected:
+            t = chosen.template
+            filled = [set(i["fills"].values()) for i in self.make_case_instances(chosen, 0)]
+            for community in set().union(*filled):
+                n = sum(community in f for f in filled)
+                key = (t.language, t.concern, community)
+                named[key] = named.get(key, 0) + n
+                rest += len(filled) - n
+        units = sum(named.values())
+        return len(named), units / max(1, len(self.selected)), rest / units if units else 0.0
+
+    @property
+    def planned_groups(self) -> int:
+        """The communities the community test compares with the rest (the planner's
+        family size)."""
+        return max(2, self._community_plan[0])
+
+    @property
+    def planned_units_per_case(self) -> float:
+        """The community test's units a case gives: its instantiations, each counted for
+        every community it names (the planner's cases become these units)."""
+        return self._community_plan[1] or 1.0
+
+    @property
+    def planned_rest_groups(self) -> float | None:
+        """A community's rest (the other instantiations of its templates) in multiples of
+        its own instantiations (the planner's rest)."""
+        return self._community_plan[2] or None
 
     def make_case_instances(self, chosen: Selected, seed: int) -> list[dict[str, Any]]:
         t, req = chosen.template, chosen.requirement
