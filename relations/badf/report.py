@@ -331,7 +331,7 @@ def _association_claims(
                         "value": rounded(c["score"]),
                         "low": low,
                         "high": high,
-                        "level": 1 - alpha,
+                        "level": 0.95,  # both intervals are 95 %, whatever the analysis's alpha
                     }
                     | ({} if interval is None else {"interval": interval}),
                 },
