@@ -364,9 +364,18 @@ def stratified_exact_p_and_min(
     Only the tables with a choice enter the distribution (the others change nothing), and
     they repeat (BADF's shuffles test thousands of concepts named in one or two stories of
     the same shape): the pair is cached by those tables, in their order (the convolution's
-    order fixes the last bits of p).
+    order fixes the last bits of p). Only small keys are cached: a test over a large
+    campaign's strata (a stratum a case) would keep every one of its tables in the cache,
+    and such a key seldom repeats.
     """
-    return _exact_p_and_min(_with_choice(tables))
+    key = _with_choice(tables)
+    if len(key) > CACHED_STRATA:
+        return _exact_p_and_min.__wrapped__(key)
+    return _exact_p_and_min(key)
+
+
+# The most tables with a choice a cached `_exact_p_and_min` key holds (see above).
+CACHED_STRATA = 64
 
 
 def _with_choice(

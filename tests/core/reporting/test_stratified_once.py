@@ -75,3 +75,19 @@ def test_the_stratified_comparison_is_the_pooled_one_with_the_exact_test(
         expected = dataclasses.replace(pooled, test="none", p=math.nan, p_min=math.nan)
     # NaN != NaN: compare the fields' reprs (bit-equal floats print alike)
     assert repr(dataclasses.astuple(g)) == repr(dataclasses.astuple(expected))
+
+
+def test_a_test_over_many_strata_is_not_kept_in_the_cache() -> None:
+    """A stratum a case: a large campaign's key would hold every table (about 70 MB at a
+    million cases); only small keys, which repeat (BADF's shuffles), are cached."""
+    from harness.reporting import stats
+
+    many = [((1, 1), (0, 2)), ((0, 2), (1, 1))] * stats.CACHED_STRATA
+    few = many[: stats.CACHED_STRATA]
+    stats._exact_p_and_min.cache_clear()
+    large = stratified_exact_p_and_min(many)
+    assert stats._exact_p_and_min.cache_info().currsize == 0
+    assert large == (stratified_exact_test(many), exact_min_p(many))
+    small = stratified_exact_p_and_min(few)
+    assert stats._exact_p_and_min.cache_info().currsize == 1
+    assert small == (stratified_exact_test(few), exact_min_p(few))
